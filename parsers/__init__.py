@@ -1,0 +1,111 @@
+"""Parsers for the raw outputs found in diagnostic bundles, and THE kind registry.
+
+Each kind names one raw format.  The same name is the manifest's ``kind`` column,
+the value of ``hptriage parse --kind`` and, with '-' turned into '_', the module
+that parses it.  Modules are imported only when a kind is used, so parsing one
+small file stays fast.
+
+Every parser module provides:
+
+- ``INFO``: a :class:`parsers._base.ParserInfo`;
+- ``SCHEMA``: ``{table: (Column, ...)}`` for the tables it produces;
+- ``SAMPLE``: a short real excerpt (used by its doctests);
+- ``parse(text) -> ParseResult``: pure, no I/O;
+- ``detect(text) -> int``: 0 when the text is not this kind, else a confidence
+  (higher wins) used to recognise files that arrive without a kind.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from types import ModuleType
+
+from parsers._base import (
+    CollectorError,
+    NoData,
+    ParseError,
+    ParseIssue,
+    ParseResult,
+    ParserFailure,
+)
+
+#: The registry, in the order content detection tries them.
+KINDS: tuple[str, ...] = (
+    "nvidia-smi-q",
+    "nvidia-smi-csv",
+    "nvidia-smi",
+    "nvidia-smi-topo",
+    "nvidia-smi-nvlink",
+    "dmesg",
+    "fi-info",
+    "efa-ports",
+    "versions",
+    "fabricmanager",
+    "dcgmi-diag",
+    "cpu-governor",
+    "uptime",
+    "shm",
+    "mounts",
+    "df",
+    "lfs-df",
+    "iostat",
+    "nccl-tests",
+    "cloudwatch",
+    "placement",
+)
+
+__all__ = [
+    "KINDS",
+    "CollectorError",
+    "NoData",
+    "ParseError",
+    "ParseIssue",
+    "ParseResult",
+    "ParserFailure",
+    "available_kinds",
+    "detect_kind",
+    "module_for",
+    "parse_text",
+]
+
+
+class UnknownKind(KeyError):
+    """A kind name that is not in the registry."""
+
+
+def module_name(kind: str) -> str:
+    return "parsers." + kind.replace("-", "_")
+
+
+def module_for(kind: str) -> ModuleType:
+    """Import and return the parser module of a kind."""
+    if kind not in KINDS:
+        raise UnknownKind(kind)
+    return importlib.import_module(module_name(kind))
+
+
+def available_kinds() -> list[str]:
+    """Kinds whose parser module is present in this installation."""
+    found = []
+    for kind in KINDS:
+        if importlib.util.find_spec(module_name(kind)) is not None:
+            found.append(kind)
+    return found
+
+
+def detect_kind(text: str) -> str | None:
+    """Name the kind of an unlabelled text, or None when no parser claims it."""
+    best: tuple[int, str] | None = None
+    sample = text[:65536]
+    for kind in available_kinds():
+        score = module_for(kind).detect(sample)
+        if score > 0 and (best is None or score > best[0]):
+            best = (score, kind)
+    return best[1] if best else None
+
+
+def parse_text(kind: str, text: str) -> ParseResult:
+    """Parse text as a kind; raises a ParserFailure subclass when the whole file fails."""
+    result: ParseResult = module_for(kind).parse(text)
+    return result

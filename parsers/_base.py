@@ -1,0 +1,137 @@
+"""The parser contract shared by every module in this package.
+
+A parser is a pure function ``parse(text) -> ParseResult``: no I/O, no global
+state, no heavy imports.  Records are flat, JSON-serialisable dicts, grouped
+by table name.  Column types are declared in ``SCHEMA`` with the light
+``Column`` records below so that the loader, not the parser, decides how to
+store them (DuckDB / Arrow are imported only by the loader).
+
+Error contract:
+
+- empty or whitespace-only input: raise ``NoData`` (the kind is treated as absent);
+- text that is a tool's own error message (command not found, driver not loaded):
+  raise ``CollectorError`` with that text;
+- text in a format the parser does not recognise at all: raise ``ParseError``;
+- one bad line among good ones: add a ``ParseIssue`` and carry on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Record = dict[str, Any]
+
+#: Column types a parser may declare; the loader maps them to DuckDB types.
+COLUMN_TYPES = ("str", "int", "float", "bool", "ts")
+
+
+class ParserFailure(Exception):
+    """Base class of the three ways a whole file can fail to parse."""
+
+
+class NoData(ParserFailure):
+    """The input holds nothing to parse (empty or whitespace only)."""
+
+
+class CollectorError(ParserFailure):
+    """The input is an error message from the tool, not its normal output."""
+
+
+class ParseError(ParserFailure):
+    """The input is not in any format this parser knows."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table a parser produces."""
+
+    name: str
+    type: str
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.type not in COLUMN_TYPES:
+            raise ValueError(f"column {self.name}: unknown type {self.type!r}")
+
+
+@dataclass(frozen=True)
+class ParseIssue:
+    """A line the parser could not make sense of; the rest still parsed."""
+
+    line_no: int
+    line: str
+    reason: str
+
+    def as_dict(self) -> Record:
+        return {"line_no": self.line_no, "line": self.line, "reason": self.reason}
+
+
+@dataclass
+class ParseResult:
+    """What a parser returns: rows per table and the issues it met."""
+
+    tables: dict[str, list[Record]] = field(default_factory=dict)
+    issues: list[ParseIssue] = field(default_factory=list)
+
+    def add(self, table: str, row: Record) -> None:
+        self.tables.setdefault(table, []).append(row)
+
+    def issue(self, line_no: int, line: str, reason: str) -> None:
+        self.issues.append(ParseIssue(line_no, line.rstrip("\n"), reason))
+
+    def rows(self, table: str) -> list[Record]:
+        return self.tables.get(table, [])
+
+    def as_dict(self) -> Record:
+        return {
+            "tables": {name: rows for name, rows in sorted(self.tables.items())},
+            "issues": [i.as_dict() for i in self.issues],
+        }
+
+
+@dataclass(frozen=True)
+class ParserInfo:
+    """Static facts about a parser module."""
+
+    kind: str
+    title: str
+    commands: tuple[str, ...]
+    tables: tuple[str, ...]
+    versions_seen: tuple[str, ...] = ()
+
+
+#: Strings tools print instead of output when they cannot run.
+_TOOL_ERRORS = (
+    "command not found",
+    "No such file or directory",
+    "Permission denied",
+    "NVIDIA-SMI has failed",
+    "couldn't communicate with the NVIDIA driver",
+    "Unable to determine the device handle",
+    "No devices were found",
+    "No such device",
+    "Failed to initialize NVML",
+    "not supported on this system",
+    "executable file not found",
+)
+
+
+def require_text(text: str) -> None:
+    """Raise NoData for empty input and CollectorError for a tool error message.
+
+    >>> require_text("  \\n")
+    Traceback (most recent call last):
+    ...
+    parsers._base.NoData: empty input
+    >>> require_text("nvidia-smi: command not found")
+    Traceback (most recent call last):
+    ...
+    parsers._base.CollectorError: nvidia-smi: command not found
+    """
+    stripped = text.strip()
+    if not stripped:
+        raise NoData("empty input")
+    lines = stripped.splitlines()
+    if len(lines) <= 3 and any(err.lower() in stripped.lower() for err in _TOOL_ERRORS):
+        raise CollectorError(lines[0][:300])
