@@ -1,0 +1,281 @@
+"""The ``hptriage`` command line: thin click commands over the analyzer modules.
+
+Exit codes: 0 analysis done; 1 findings at or above --fail-on; 2 usage error; 3 no usable bundle in the
+input; 4 internal error.  Errors are one line on stderr; tracebacks only with --debug.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from analyzer import __version__
+from analyzer.errors import EXIT_FINDINGS, HptriageError, InternalError, NoUsableBundle, UsageProblem
+
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  analysis done (no findings at or above --fail-on)
+  1  findings at or above --fail-on
+  2  usage error
+  3  no usable bundle in the input
+  4  internal error
+"""
+
+SEVERITY_ORDER = ("critical", "warning", "info")
+
+
+class _Group(click.Group):
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
+        try:
+            return super().main(*args, standalone_mode=True, **kwargs)
+        except HptriageError:
+            raise
+        except KeyboardInterrupt:
+            click.echo("hptriage: interrupted", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
+@click.version_option(__version__, prog_name="hptriage")
+@click.option("--debug", is_flag=True, help="Show Python tracebacks on internal errors.")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """Offline triage of GPU-cluster diagnostic bundles (SageMaker HyperPod first).
+
+    \b
+    Example:
+      hptriage analyze sample_bundles/xid-ecc-3node --html report.html
+    """
+    ctx.obj = {"debug": debug}
+
+
+@cli.command(epilog=EXIT_CODES_HELP)
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write findings JSON.")
+@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report.")
+@click.option("--pdf", "pdf_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the PDF report.")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="Keep the DuckDB database.")
+@click.option(
+    "--fail-on",
+    type=click.Choice(["critical", "warning", "never"]),
+    default="never",
+    show_default=True,
+    help="Exit 1 when a finding at or above this severity exists.",
+)
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+@click.option("--jobs", type=click.IntRange(1, 256), help="Parallel workers (default: CPU count, max 8).")
+@click.option("--quiet", "-q", is_flag=True, help="Print no terminal summary.")
+@click.pass_context
+def analyze(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    json_out: Path | None,
+    html_out: Path | None,
+    pdf_out: Path | None,
+    db_path: Path | None,
+    fail_on: str,
+    color: str,
+    jobs: int | None,
+    quiet: bool,
+) -> None:
+    """Analyze node bundles, cluster bundles or directories of them.
+
+    \b
+    Example:
+      hptriage analyze /fsx/hptriage/2026-12-02 --json findings.json --db triage.duckdb
+    """
+    try:
+        data = _run_analysis(list(paths), db_path, jobs)
+        if json_out:
+            from reports.findings_json import dumps
+
+            _write(json_out, dumps(data))
+        if html_out or pdf_out:
+            from reports.render import render_html, write_pdf
+
+            html = render_html(data)
+            if html_out:
+                _write(html_out, html)
+            if pdf_out:
+                write_pdf(html, pdf_out)
+        if not quiet:
+            from reports.terminal import write
+
+            write(data, colour_mode=color)
+    except HptriageError:
+        raise
+    except Exception as exc:
+        if ctx.obj.get("debug"):
+            raise
+        raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
+    if fail_on != "never":
+        limit = SEVERITY_ORDER.index(fail_on)
+        if any(SEVERITY_ORDER.index(f.severity.value) <= limit for f in data.findings if f.severity.value != "ok"):
+            ctx.exit(EXIT_FINDINGS)
+
+
+def _run_analysis(paths: list[Path], db_path: Path | None, jobs: int | None):  # type: ignore[no-untyped-def]
+    from analyzer.engine import run_rules
+    from analyzer.load import load
+    from analyzer.report_data import gather
+    from analyzer.rules import load_rules
+    from analyzer.safe_read import Limits
+    from analyzer.store import connect
+
+    if db_path is not None and db_path.exists():
+        db_path.unlink()
+    workdir = Path(tempfile.mkdtemp(prefix="hptriage-"))
+    try:
+        con = connect(str(db_path) if db_path else None)
+        summary = load(con, paths, workdir, Limits(), jobs=jobs, progress=_progress())
+        if not summary.nodes:
+            problems = con.execute("SELECT file, error FROM parse_problems").fetchall()
+            detail = "; ".join(f"{f}: {e}" for f, e in problems[:3])
+            raise NoUsableBundle(
+                "no usable bundle in the input" + (f" ({detail})" if detail else "")
+                + ". A bundle is a directory or .tar.gz with meta.env (see docs/bundle-format.md)."
+            )
+        modules = load_rules()
+        findings, outcomes = run_rules(con, modules)
+        titles = {m.RULE.id: m.RULE.title for m in modules}
+        data = gather(con, summary.bundles, findings, outcomes, titles)
+        con.close()
+        return data
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _progress():  # type: ignore[no-untyped-def]
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        end = "\n" if done == total else ""
+        click.echo(f"\rreading bundles: {done}/{total}", err=True, nl=False)
+        if end:
+            click.echo("", err=True)
+
+    return show
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageProblem(f"cannot write {path}: {exc.strerror}") from exc
+
+
+@cli.command()
+@click.argument("file", required=False, type=click.Path(allow_dash=True, path_type=Path))
+@click.option("--kind", help="The raw format (see --list); detected from the content when absent.")
+@click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
+@click.option("--list", "list_kinds", is_flag=True, help="List the kinds and exit.")
+def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool) -> None:
+    """Print the records one parser makes of one raw file (like jc).
+
+    \b
+    Example:
+      nvidia-smi -q | hptriage parse - --kind nvidia-smi-q
+      hptriage parse cmd/dmesg.txt --format csv
+    """
+    import parsers
+
+    if list_kinds:
+        for k in parsers.available_kinds():
+            info = parsers.module_for(k).INFO
+            click.echo(f"{k:20} {info.title}  [tables: {', '.join(info.tables)}]")
+        return
+    if file is None:
+        raise UsageProblem("give a FILE (or - for standard input), or --list")
+    text = _read_input(file)
+    if kind is None:
+        kind = parsers.detect_kind(text)
+        if kind is None:
+            raise UsageProblem(f"could not recognise the format of {file}; name it with --kind (see --list)")
+    elif kind not in parsers.KINDS:
+        raise UsageProblem(f"unknown kind {kind!r}; see 'hptriage parse --list'")
+    try:
+        module = parsers.module_for(kind)
+        parse_with_name = getattr(module, "parse_with_name", None)
+        result = parse_with_name(text, str(file)) if parse_with_name else module.parse(text)
+    except parsers.NoData:
+        result = parsers.ParseResult()
+    except parsers.ParserFailure as exc:
+        raise UsageProblem(f"{file}: not parsed as {kind}: {exc}") from exc
+    for issue in result.issues:
+        click.echo(f"{file}:{issue.line_no}: line not understood: {issue.reason}", err=True)
+    if fmt == "json":
+        records = [{"table": t, **row} for t, rows in result.tables.items() for row in rows]
+        click.echo(json.dumps(records, indent=2, default=str))
+    else:
+        _write_csv(result.tables)
+
+
+def _write_csv(tables: dict[str, list[dict[str, Any]]]) -> None:
+    import csv
+
+    names: list[str] = ["table"]
+    for rows in tables.values():
+        for row in rows:
+            names.extend(k for k in row if k not in names)
+    writer = csv.DictWriter(sys.stdout, fieldnames=names, lineterminator="\n")
+    writer.writeheader()
+    for table, rows in tables.items():
+        for row in rows:
+            writer.writerow({"table": table, **row})
+
+
+def _read_input(file: Path) -> str:
+    try:
+        if str(file) == "-":
+            return sys.stdin.buffer.read().decode("utf-8", errors="replace")
+        return file.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise UsageProblem(f"cannot read {file}: {exc.strerror}") from exc
+
+
+@cli.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def rules(fmt: str) -> None:
+    """List the rule catalog with severities, thresholds and routes.
+
+    \b
+    Example:
+      hptriage rules --format json
+    """
+    from analyzer.rules import load_rules
+
+    catalog = [
+        {
+            "rule": m.RULE.id,
+            "title": m.RULE.title,
+            "severity": m.RULE.severity.value,
+            "requires": list(m.RULE.requires),
+            "thresholds": m.RULE.thresholds,
+            "route": m.RULE.route.as_dict(),
+            "version": m.RULE.version,
+        }
+        for m in load_rules()
+    ]
+    if fmt == "json":
+        click.echo(json.dumps(catalog, indent=2, default=str))
+        return
+    for r in catalog:
+        click.echo(f"{r['rule']:32} {r['severity']:8} {r['title']}")
+        click.echo(f"{'':32} needs {', '.join(r['requires'])}; → {r['route']['owner']} ({r['route']['target']})")
+        for k, v in r["thresholds"].items():
+            click.echo(f"{'':32} {k} = {v}")
+
+
+def main() -> None:
+    cli(prog_name="hptriage")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Errors that reach the user, each mapped to a documented exit code."""
+
+from __future__ import annotations
+
+import click
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_NO_BUNDLE = 3
+EXIT_INTERNAL = 4
+
+
+class HptriageError(click.ClickException):
+    """Base class: one clear line on stderr and an exit code."""
+
+    exit_code = EXIT_INTERNAL
+
+    def show(self, file=None) -> None:  # type: ignore[no-untyped-def]
+        click.echo(f"hptriage: error: {self.format_message()}", err=True)
+
+
+class UsageProblem(HptriageError):
+    exit_code = EXIT_USAGE
+
+
+class NoUsableBundle(HptriageError):
+    """Nothing in the input was a readable bundle."""
+
+    exit_code = EXIT_NO_BUNDLE
+
+
+class InternalError(HptriageError):
+    exit_code = EXIT_INTERNAL

@@ -1,0 +1,121 @@
+"""Read every node bundle in parallel and load the rows into DuckDB as results arrive."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analyzer.bundle import Discovery, NodeSource, discover
+from analyzer.read_node import NodeData, bundle_id_for, read_extra, read_node
+from analyzer.safe_read import Limits
+from analyzer.store import BatchWriter
+
+if TYPE_CHECKING:
+    import duckdb
+
+#: Below this many node bundles, parse in this process (a pool costs more than it saves).
+INLINE_BELOW = 3
+
+
+@dataclass
+class LoadSummary:
+    bundles: list[dict[str, str]] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    problems: int = 0
+
+
+def load(
+    con: duckdb.DuckDBPyConnection,
+    inputs: list[Path],
+    workdir: Path,
+    limits: Limits,
+    jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> LoadSummary:
+    """Discover, read and store every bundle; returns what was loaded."""
+    found = discover(inputs, workdir, limits)
+    writer = BatchWriter(con)
+    summary = LoadSummary()
+    for path, problem in found.problems:
+        writer.add("parse_problems", "", None, [_problem(path, problem)])
+        summary.problems += 1
+    total = len(found.nodes)
+    for done, data in enumerate(_read_all(found.nodes, limits, jobs), start=1):
+        _store(writer, data, summary)
+        if progress:
+            progress(done, total)
+    for extra in found.extras:
+        cluster_id = bundle_id_for("cluster", "", extra.display)
+        data = read_extra(extra.location, extra.display, cluster_id, limits)
+        summary.bundles.append({"bundle_id": cluster_id, "node": "", "source": extra.display, "type": "cluster"})
+        _store(writer, data, summary, is_node=False)
+    writer.flush()
+    return summary
+
+
+def _read_all(nodes: list[NodeSource], limits: Limits, jobs: int | None) -> Iterator[NodeData]:
+    workers = jobs or min(os.cpu_count() or 1, 8)
+    if len(nodes) < INLINE_BELOW or workers <= 1:
+        for source in nodes:
+            yield read_node(source, limits)
+        return
+    # Keep a bounded number of bundles in flight so memory stays flat on 1,000+ nodes.
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        queue = iter(nodes)
+        in_flight: set[Future[NodeData]] = set()
+        for source in queue:
+            in_flight.add(pool.submit(read_node, source, limits))
+            if len(in_flight) >= workers * 2:
+                break
+        while in_flight:
+            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+                nxt = next(queue, None)
+                if nxt is not None:
+                    in_flight.add(pool.submit(read_node, nxt, limits))
+
+
+def _store(writer: BatchWriter, data: NodeData, summary: LoadSummary, is_node: bool = True) -> None:
+    bid, node = data.bundle_id, data.node
+    if is_node:
+        meta = data.meta
+        writer.add("node", bid, node, [_node_row(data.display, meta)])
+        summary.bundles.append({"bundle_id": bid, "node": node, "source": data.display, "type": "node"})
+        summary.nodes.append(node)
+    for table, rows in data.tables.items():
+        writer.add(table, bid, node, rows)
+    writer.add("probe", bid, node, data.probes)
+    writer.add("file", bid, node, data.files)
+    writer.add("parse_problems", bid, node, data.problems)
+    summary.problems += len(data.problems)
+
+
+def _node_row(display: str, meta: dict[str, str]) -> dict[str, object]:
+    row: dict[str, object] = {
+        key: meta.get(key) or None
+        for key in (
+            "hostname instance_id instance_type availability_zone az_id placement_group cluster "
+            "instance_group ultraserver_id network_node_layers collector_version kernel os_release"
+        ).split()
+    }
+    nproc = meta.get("nproc", "")
+    row.update(
+        source=display,
+        collected_at=meta.get("collected_at"),
+        nproc=int(nproc) if nproc.isdigit() else None,
+        meta_json=json.dumps(meta, sort_keys=True),
+    )
+    return row
+
+
+def _problem(path: str, error: str) -> dict[str, object]:
+    return {"file": path, "kind": None, "error": error, "line": None, "text": None}
+
+
+__all__ = ["Discovery", "LoadSummary", "load"]

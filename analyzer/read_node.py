@@ -1,0 +1,264 @@
+"""Turn one node bundle into rows: runs in a worker process, returns plain Python data.
+
+For every file the kind comes from the manifest, else from the file name (``cmd/<kind>.txt``), else from
+the content.  Each parse failure becomes a problem record; nothing raised by a parser escapes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import parsers
+from analyzer.bundle import NodeSource
+from analyzer.coerce import coerce_rows
+from analyzer.meta import Meta, ManifestRow, parse_manifest, parse_meta
+from analyzer.safe_read import Limits, Refusal, iter_dir, iter_tar
+from parsers._base import CollectorError, NoData, ParseError
+
+Row = dict[str, Any]
+
+
+@dataclass
+class NodeData:
+    """Everything read from one node bundle."""
+
+    bundle_id: str
+    node: str
+    display: str
+    meta: dict[str, str] = field(default_factory=dict)
+    tables: dict[str, list[Row]] = field(default_factory=dict)
+    problems: list[Row] = field(default_factory=list)
+    files: list[Row] = field(default_factory=list)
+    probes: list[Row] = field(default_factory=list)
+    usable: bool = True
+
+
+def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None) -> NodeData:
+    """Read a node bundle (directory or tarball) into rows."""
+    refusals: list[Refusal] = []
+    errors: list[str] = []
+    members = (
+        iter_tar(source.location, limits, refusals, errors)
+        if source.is_tar
+        else iter_dir(source.location, limits, refusals, errors)
+    )
+    reader = _NodeReader(source)
+    for name, data in members:
+        reader.take(_strip_top(name) if source.is_tar else name, data)
+    reader.finish()
+    for r in refusals:
+        reader.problem(_strip_top(r.path) if source.is_tar else r.path, None, f"member refused: {r.reason}")
+    for e in errors:
+        reader.problem("", None, e)
+    return reader.data
+
+
+def read_extra(path: Path, display: str, cluster_id: str, limits: Limits) -> NodeData:
+    """Read a cluster-wide extra/ directory: every file recognised by content, node unknown."""
+    source = NodeSource(path, False, display)
+    reader = _NodeReader(source, cluster_id=cluster_id)
+    refusals: list[Refusal] = []
+    errors: list[str] = []
+    for name, data in iter_dir(path, limits, refusals, errors):
+        reader.parse_file(f"extra/{name}", data, None)
+    for r in refusals:
+        reader.problem(f"extra/{r.path}", None, f"member refused: {r.reason}")
+    for e in errors:
+        reader.problem("extra/", None, e)
+    return reader.data
+
+
+def _strip_top(name: str) -> str:
+    """Drop the single top-level directory of a node tarball."""
+    head, sep, rest = name.partition("/")
+    return rest if sep else name
+
+
+def bundle_id_for(node: str, collected_at: str, display: str) -> str:
+    digest = hashlib.sha256(f"{node}\0{collected_at}\0{display}".encode()).hexdigest()
+    return digest[:12]
+
+
+class _NodeReader:
+    def __init__(self, source: NodeSource, cluster_id: str | None = None) -> None:
+        self.source = source
+        self.meta: Meta | None = None
+        self.manifest: dict[str, ManifestRow] | None = None
+        self.pending: list[tuple[str, bytes]] = []
+        self.stderr: dict[str, str] = {}
+        self.seen: set[str] = set()
+        node = None if cluster_id else source.location.name
+        self.data = NodeData(bundle_id=cluster_id or "", node=node or "", display=source.display)
+        if cluster_id:
+            self.data.node = ""
+            self._identified = True
+        else:
+            self._identified = False
+
+    # -- streaming ---------------------------------------------------------------------------
+    def take(self, name: str, data: bytes) -> None:
+        if name == "meta.env":
+            self._set_meta(data)
+        elif name == "manifest.tsv":
+            rows, problems = parse_manifest(_text(data))
+            self.manifest = rows
+            for line, msg in problems:
+                self.problem("manifest.tsv", "manifest", msg, line)
+        elif name.endswith(".err") and name.startswith("cmd/"):
+            self.stderr[name[:-4] + ".txt"] = _text(data)[:2000]
+        elif self.meta is None or self.manifest is None:
+            self.pending.append((name, data))  # held until meta.env and the manifest are known
+        else:
+            self._dispatch(name, data)
+
+    def finish(self) -> None:
+        if self.meta is None:
+            self._set_meta(None)
+        if self.manifest is None:
+            self.manifest = {}
+            self.problem("manifest.tsv", "manifest", "manifest.tsv missing: kinds taken from names/content")
+        for name, data in self.pending:
+            self._dispatch(name, data)
+        self.pending.clear()
+        for path, row in sorted(self.manifest.items()):
+            self.data.probes.append(
+                {
+                    "path": path,
+                    "kind": row.kind,
+                    "exit_code": row.exit_code,
+                    "duration_s": row.duration_s,
+                    "bytes": row.bytes,
+                    "sha256": row.sha256,
+                    "command": row.command,
+                    "note": row.note,
+                    "present": path in self.seen,
+                    "stderr_head": self.stderr.get(path),
+                    "line": row.line,
+                }
+            )
+
+    # -- one file ----------------------------------------------------------------------------
+    def _dispatch(self, name: str, data: bytes) -> None:
+        assert self.manifest is not None
+        row = self.manifest.get(name)
+        if row is not None and row.kind is None:
+            self._file(name, None, "manifest", len(data), "kept", 0)
+            return
+        kind = row.kind if row is not None else None
+        self.parse_file(name, data, kind, "manifest" if kind else None)
+
+    def parse_file(self, name: str, data: bytes, kind: str | None, kind_source: str | None = None) -> None:
+        self.seen.add(name)
+        if kind is not None and kind not in parsers.KINDS:
+            self.problem(name, kind, f"unknown kind {kind!r} in manifest; recognising by content")
+            kind = None
+        text = _text(data)
+        if kind is None and name.startswith("cmd/") and name.endswith(".txt"):
+            stem = name[4:-4]
+            if stem in parsers.KINDS:
+                kind, kind_source = stem, "name"
+        if kind is None:
+            if name.startswith("files/") and not name.startswith("files/etc/slurm"):
+                self._file(name, None, None, len(data), "kept", 0)
+                return
+            kind = parsers.detect_kind(text) if text.strip() else None
+            kind_source = "content"
+        if kind is None:
+            status = "empty" if not text.strip() else "unrecognised"
+            self._file(name, None, None, len(data), status, 0)
+            return
+        self._parse(name, kind, kind_source or "content", text, len(data))
+
+    def _parse(self, name: str, kind: str, kind_source: str, text: str, size: int) -> None:
+        source_file = self.source_file(name)
+        try:
+            module = parsers.module_for(kind)
+            parse_with_name = getattr(module, "parse_with_name", None)
+            result = parse_with_name(text, name) if parse_with_name else module.parse(text)
+            tables = {t: coerce_rows(rows, module.SCHEMA[t]) for t, rows in result.tables.items()}
+        except NoData:
+            self._file(name, kind, kind_source, size, "empty", 0)
+            return
+        except CollectorError as exc:
+            self._file(name, kind, kind_source, size, "tool-error", 0)
+            self.problem(name, kind, f"the tool reported an error instead of output: {exc}")
+            return
+        except ParseError as exc:
+            self._file(name, kind, kind_source, size, "failed", 0)
+            self.problem(name, kind, f"not parsed: {exc}")
+            return
+        except Exception as exc:  # a parser bug must not lose the rest of the bundle
+            self._file(name, kind, kind_source, size, "failed", 0)
+            self.problem(name, kind, f"parser error ({type(exc).__name__}): {exc}")
+            return
+        lines = text.splitlines()
+        n_rows = 0
+        for table, rows in tables.items():
+            for row in rows:
+                row["source_file"] = source_file
+                for key in [k for k in row if k == "line" or k.endswith("_line")]:
+                    no = row[key]
+                    if isinstance(no, int) and 0 < no <= len(lines):
+                        self.data.tables.setdefault("source_line", []).append(
+                            {"source_file": source_file, "line": no, "text": lines[no - 1][:1000]}
+                        )
+            self.data.tables.setdefault(table, []).extend(rows)
+            n_rows += len(rows)
+        for issue in result.issues:
+            self.problem(name, kind, f"line not understood: {issue.reason}", issue.line_no, issue.line)
+        self._file(name, kind, kind_source, size, "parsed", n_rows)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _set_meta(self, data: bytes | None) -> None:
+        if data is None:
+            self.meta = Meta()
+            self.problem("meta.env", "meta", "meta.env missing")
+        else:
+            self.meta = parse_meta(_text(data))
+            for line, msg in self.meta.problems:
+                self.problem("meta.env", "meta", msg, line or None)
+        if self._identified:
+            return
+        node = self.meta.get("node") or self.meta.get("hostname") or self.source.location.name
+        for suffix in (".tar.gz", ".tgz", ".tar"):
+            node = node.removesuffix(suffix)
+        self.data.node = node
+        self.data.meta = dict(self.meta.values)
+        self.data.bundle_id = bundle_id_for(node, self.meta.get("collected_at") or "", self.source.display)
+        self._identified = True
+
+    def source_file(self, name: str) -> str:
+        return f"{self.data.node}/{name}" if self.data.node else name
+
+    def problem(self, name: str, kind: str | None, error: str, line: int | None = None, text: str = "") -> None:
+        self.data.problems.append(
+            {
+                "file": self.source_file(name) if name else self.source.display,
+                "kind": kind,
+                "error": error,
+                "line": line,
+                "text": text[:500] if text else None,
+            }
+        )
+
+    def _file(self, name: str, kind: str | None, kind_source: str | None, size: int, status: str, rows: int) -> None:
+        self.seen.add(name)
+        self.data.files.append(
+            {
+                "path": name,
+                "source_file": self.source_file(name),
+                "kind": kind,
+                "kind_source": kind_source,
+                "bytes": size,
+                "status": status,
+                "rows": rows,
+            }
+        )
+
+
+def _text(data: bytes) -> str:
+    """Decode bundle bytes: UTF-8, with undecodable bytes replaced (never an exception)."""
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n")

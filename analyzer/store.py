@@ -1,0 +1,156 @@
+"""The DuckDB store: one table per kind of fact, every row carrying bundle_id and node.
+
+Tables are created from the parsers' declared schemas before any data arrives, so a rule can tell an
+empty table (nothing collected) from a missing one.  Rows arrive in batches as Arrow tables.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import parsers
+from parsers._base import Column
+
+if TYPE_CHECKING:
+    import duckdb
+
+_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE", "bool": "BOOLEAN", "ts": "TIMESTAMP"}
+
+#: Tables the analyzer itself fills (not parsers).
+CORE_TABLES: dict[str, tuple[Column, ...]] = {
+    "node": (
+        Column("source", "str", "where the bundle was read from"),
+        Column("collected_at", "ts", "meta.env collected_at (UTC)"),
+        Column("hostname", "str"),
+        Column("instance_id", "str"),
+        Column("instance_type", "str"),
+        Column("availability_zone", "str"),
+        Column("az_id", "str"),
+        Column("placement_group", "str"),
+        Column("cluster", "str"),
+        Column("instance_group", "str"),
+        Column("ultraserver_id", "str"),
+        Column("network_node_layers", "str"),
+        Column("collector_version", "str"),
+        Column("kernel", "str"),
+        Column("os_release", "str"),
+        Column("nproc", "int"),
+        Column("meta_json", "str", "every meta.env key, as JSON"),
+    ),
+    "probe": (
+        Column("path", "str"),
+        Column("kind", "str"),
+        Column("exit_code", "int", "124 = timed out, 127 = tool missing"),
+        Column("duration_s", "float"),
+        Column("bytes", "int"),
+        Column("sha256", "str"),
+        Column("command", "str"),
+        Column("note", "str"),
+        Column("present", "bool", "the file is in the bundle"),
+        Column("stderr_head", "str", "first 2000 characters of the probe's stderr"),
+        Column("line", "int", "manifest.tsv line"),
+    ),
+    "file": (
+        Column("path", "str"),
+        Column("source_file", "str"),
+        Column("kind", "str"),
+        Column("kind_source", "str", "manifest, name or content"),
+        Column("bytes", "int"),
+        Column("status", "str", "parsed, empty, failed, tool-error, unrecognised, kept"),
+        Column("rows", "int"),
+    ),
+    "source_line": (
+        Column("source_file", "str"),
+        Column("line", "int"),
+        Column("text", "str"),
+    ),
+    "parse_problems": (
+        Column("file", "str"),
+        Column("kind", "str"),
+        Column("error", "str"),
+        Column("line", "int"),
+        Column("text", "str"),
+    ),
+}
+
+FINDINGS_DDL = """
+CREATE TABLE IF NOT EXISTS findings (
+    fingerprint VARCHAR, rule VARCHAR, rule_version INTEGER, severity VARCHAR,
+    bundle_id VARCHAR, node VARCHAR, gpu INTEGER, message VARCHAR, params_json VARCHAR,
+    route_owner VARCHAR, route_target VARCHAR, route_action VARCHAR, evidence_json VARCHAR
+);
+CREATE TABLE IF NOT EXISTS rule_outcome (
+    rule VARCHAR, outcome VARCHAR, findings INTEGER, reason VARCHAR
+);
+"""
+
+
+def all_schemas() -> dict[str, tuple[Column, ...]]:
+    """Every table: core ones plus each available parser's declared tables."""
+    schemas = dict(CORE_TABLES)
+    for kind in parsers.available_kinds():
+        for table, cols in parsers.module_for(kind).SCHEMA.items():
+            schemas[table] = (Column("source_file", "str"), *cols)
+    return schemas
+
+
+def connect(path: str | None) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
+    con = duckdb.connect(path or ":memory:")
+    for table, cols in all_schemas().items():
+        body = ", ".join(
+            ["bundle_id VARCHAR", "node VARCHAR"]
+            + [f'"{c.name}" {_SQL_TYPES[c.type]}' for c in cols if c.name not in ("bundle_id", "node")]
+        )
+        con.execute(f'CREATE TABLE IF NOT EXISTS "{table}" ({body})')
+    con.execute(FINDINGS_DDL)
+    return con
+
+
+class BatchWriter:
+    """Collects rows per table and writes them in Arrow batches (memory stays flat)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, batch_rows: int = 50_000) -> None:
+        self.con = con
+        self.schemas = all_schemas()
+        self.batch_rows = batch_rows
+        self.pending: dict[str, list[dict[str, Any]]] = {}
+        self.count = 0
+
+    def add(self, table: str, bundle_id: str, node: str | None, rows: list[dict[str, Any]]) -> None:
+        if table not in self.schemas or not rows:
+            return
+        target = self.pending.setdefault(table, [])
+        for row in rows:
+            row["bundle_id"] = bundle_id
+            row["node"] = node or None
+            target.append(row)
+        self.count += len(rows)
+        if self.count >= self.batch_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+
+        for table, rows in self.pending.items():
+            if not rows:
+                continue
+            cols = [c for c in self.schemas[table] if c.name not in ("bundle_id", "node")]
+            names = ["bundle_id", "node"] + [c.name for c in cols]
+            arrow_types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+            fields = [pa.field("bundle_id", pa.string()), pa.field("node", pa.string())] + [
+                pa.field(c.name, arrow_types.get(c.type, pa.string())) for c in cols
+            ]
+            batch = pa.Table.from_pylist(
+                [{n: r.get(n) for n in names} for r in rows], schema=pa.schema(fields)
+            )
+            select = ", ".join(
+                f'TRY_CAST("{c.name}" AS TIMESTAMP)' if c.type == "ts" else f'"{c.name}"'
+                for c in [Column("bundle_id", "str"), Column("node", "str"), *cols]
+            )
+            self.con.register("_batch", batch)
+            self.con.execute(f'INSERT INTO "{table}" SELECT {select} FROM _batch')
+            self.con.unregister("_batch")
+        self.pending = {}
+        self.count = 0
