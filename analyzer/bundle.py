@@ -112,6 +112,7 @@ def classify_tar(path: Path) -> str:
     Reads member headers only as far as needed (a stream; nothing is extracted).
     """
     tops: set[str] = set()
+    bundle_like = False
     try:
         with tarfile.open(path, mode="r|*") as archive:
             for n, info in enumerate(archive):
@@ -124,8 +125,11 @@ def classify_tar(path: Path) -> str:
                     return "node" if len(parts) <= 2 else "cluster"
                 if name.lower().endswith(TAR_SUFFIXES) and info.isreg():
                     return "cluster"
+                bundle_like = bundle_like or (len(parts) >= 2 and parts[1] in ("cmd", "manifest.tsv", "files"))
                 if n > 20000:
                     break
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        if bundle_like and len(tops) == 1:
+            return "node"  # damaged before meta.env, but plainly one node's bundle: read what is there
         return f"unreadable archive: {exc or type(exc).__name__}"
     return "no meta.env and no node bundle inside: not a bundle"

@@ -166,6 +166,7 @@ def _progress():  # type: ignore[no-untyped-def]
 
 def _write(path: Path, text: str) -> None:
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
         raise UsageProblem(f"cannot write {path}: {exc.strerror}") from exc

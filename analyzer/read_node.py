@@ -47,6 +47,8 @@ def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None)
     )
     reader = _NodeReader(source)
     for name, data in members:
+        if source.is_tar and reader.top is None:
+            reader.top = name.partition("/")[0] if "/" in name else None
         reader.take(_strip_top(name) if source.is_tar else name, data)
     reader.finish()
     for r in refusals:
@@ -90,6 +92,7 @@ class _NodeReader:
         self.pending: list[tuple[str, bytes]] = []
         self.stderr: dict[str, str] = {}
         self.seen: set[str] = set()
+        self.top: str | None = None  # the top-level directory of a node tarball
         node = None if cluster_id else source.location.name
         self.data = NodeData(bundle_id=cluster_id or "", node=node or "", display=source.display)
         if cluster_id:
@@ -222,7 +225,7 @@ class _NodeReader:
                 self.problem("meta.env", "meta", msg, line or None)
         if self._identified:
             return
-        node = self.meta.get("node") or self.meta.get("hostname") or self.source.location.name
+        node = self.meta.get("node") or self.meta.get("hostname") or self.top or self.source.location.name
         for suffix in (".tar.gz", ".tgz", ".tar"):
             node = node.removesuffix(suffix)
         self.data.node = node

@@ -105,7 +105,7 @@ def human_to_bytes(value: str | None) -> int | None:
     """Turn a human size ('1.2T', '970.8M', '4.0K', '512') into bytes, powers of 1024.
 
     >>> human_to_bytes("1.1T"), human_to_bytes("970.8M"), human_to_bytes("0"), human_to_bytes("-")
-    (1209462790553, 1017956761, 0, None)
+    (1209462790553, 1017957580, 0, None)
     """
     if value is None:
         return None

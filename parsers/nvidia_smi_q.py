@@ -299,7 +299,7 @@ def _ecc(gpu: dict[str, Any], sections: list[str], key: str, value: str, no: int
         memory = k[:4]
         kind = "uncorrected" if "uncorrectable" in k else "corrected"
         gpu["_ecc"][(scope, memory, kind)] = gpu["_ecc"].get((scope, memory, kind), 0) + count
-    if count > 0 and "uncorrect" in k + " ".join(sections) + ("double" if "double bit" in sections else ""):
+    if count > 0 and ("uncorrectable" in k or sections[1:2] == ["double bit"]):
         # evidence points at the first non-zero uncorrectable counter, not the section start
         if not gpu.get(f"_nz_{scope}"):
             gpu[f"ecc_{scope}_line"] = no

@@ -1,0 +1,247 @@
+"""GPU inventory and health from ``nvidia-smi --query-gpu=... --format=csv`` (and ``--query-remapped-rows``).
+
+Commands the collector runs (fields may be dropped one by one where a driver refuses them)::
+
+    nvidia-smi --query-gpu=index,uuid,pci.bus_id,name,serial,temperature.gpu,clocks.sm,clocks.max.sm,\
+clocks_throttle_reasons.active,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,\
+pcie.link.width.max,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,\
+ecc.errors.uncorrected.aggregate.total,retired_pages.pending,power.draw,power.limit,driver_version,\
+persistence_mode --format=csv
+    nvidia-smi --query-remapped-rows=gpu_bus_id,gpu_uuid,remapped_rows.correctable,\
+remapped_rows.uncorrectable,remapped_rows.pending,remapped_rows.failure --format=csv
+
+Sample::
+
+    index, timestamp, utilization.gpu [%], utilization.memory [%], memory.total [MiB], memory.used [MiB]
+    0, 2020/11/12 13:48:11.412, 99 %, 52 %, 32480 MiB, 30994 MiB
+
+Any set of fields is accepted, keyed by the header (so ``--format=csv,noheader`` cannot be parsed and
+raises ``ParseError``).  Units are stripped from headers (``[MiB]``) and values (``99 %``);
+``[N/A]``, ``[Not Supported]`` and ``N/A`` become null.  Old and new names are both mapped
+(``clocks_throttle_reasons.active`` / ``clocks_event_reasons.active``, ``pci.bus_id`` / ``gpu_bus_id``).
+A file may hold several blocks, each starting with its own header line (``-l`` loops, remapped rows).
+
+Schema
+------
+``gpu_query`` (one row per CSV data row; null where the field was not queried or not available):
+
+- ``line`` int — line of the row in the file
+- ``index`` int; ``uuid`` str; ``pci`` str (``dddd:bb:dd.f``); ``name``, ``serial``, ``driver_version``,
+  ``vbios_version``, ``pstate`` str; ``timestamp`` ts (from ``YYYY/MM/DD HH:MM:SS.mmm``, host clock)
+- ``temp_c`` float; ``sm_clock_mhz``, ``max_sm_clock_mhz`` int
+- ``throttle_reasons_active`` str — the hex bitmask as printed (``0x0000000000000004``)
+- ``pcie_gen_current``, ``pcie_gen_max``, ``pcie_width_current``, ``pcie_width_max`` int
+- ``ecc_corrected_volatile``, ``ecc_uncorrected_volatile``, ``ecc_corrected_aggregate``,
+  ``ecc_uncorrected_aggregate``, ``retired_pages_sbe``, ``retired_pages_dbe`` int
+- ``retired_pages_pending`` str — ``yes``/``no``
+- ``remapped_rows_correctable``, ``remapped_rows_uncorrectable`` int — row counts
+- ``remapped_rows_pending``, ``remapped_rows_failure`` str — ``yes``/``no`` (``1``/``0`` mapped too)
+- ``power_draw_w``, ``power_limit_w`` float; ``util_gpu_pct``, ``util_memory_pct``, ``fan_pct`` float
+- ``memory_total_mib``, ``memory_used_mib``, ``memory_free_mib`` int
+- ``persistence_mode`` str — as printed (``Enabled``/``Disabled``)
+- ``extra`` str — JSON object of every other field: snake-cased header with its unit
+  (``clocks.mem [MHz]`` -> ``clocks_mem_mhz``) -> number, string or null
+
+Examples
+--------
+>>> r = parse(SAMPLE)
+>>> row = r.rows("gpu_query")[0]
+>>> row["index"], row["timestamp"], row["util_gpu_pct"], row["memory_used_mib"], row["line"]
+(0, '2020-11-12T13:48:11.412', 99.0, 30994, 2)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._text import NOT_AVAILABLE, pci_address, snake, strip_prefix, to_float, to_int
+
+SAMPLE = """\
+index, timestamp, utilization.gpu [%], utilization.memory [%], memory.total [MiB], memory.used [MiB]
+0, 2020/11/12 13:48:11.412, 99 %, 52 %, 32480 MiB, 30994 MiB
+"""
+
+INFO = ParserInfo(
+    kind="nvidia-smi-csv",
+    title="nvidia-smi --query-gpu / --query-remapped-rows CSV",
+    commands=(
+        "nvidia-smi --query-gpu=<fields> --format=csv",
+        "nvidia-smi --query-remapped-rows=<fields> --format=csv",
+    ),
+    tables=("gpu_query",),
+    versions_seen=("driver 450-595",),
+)
+
+_COLUMNS = (
+    ("line", "int"), ("index", "int"), ("uuid", "str"), ("pci", "str"), ("name", "str"), ("serial", "str"),
+    ("driver_version", "str"), ("vbios_version", "str"), ("pstate", "str"), ("timestamp", "ts"),
+    ("temp_c", "float"), ("sm_clock_mhz", "int"), ("max_sm_clock_mhz", "int"),
+    ("throttle_reasons_active", "str"), ("pcie_gen_current", "int"), ("pcie_gen_max", "int"),
+    ("pcie_width_current", "int"), ("pcie_width_max", "int"), ("ecc_corrected_volatile", "int"),
+    ("ecc_uncorrected_volatile", "int"), ("ecc_corrected_aggregate", "int"),
+    ("ecc_uncorrected_aggregate", "int"), ("retired_pages_sbe", "int"), ("retired_pages_dbe", "int"),
+    ("retired_pages_pending", "str"), ("remapped_rows_correctable", "int"),
+    ("remapped_rows_uncorrectable", "int"), ("remapped_rows_pending", "str"),
+    ("remapped_rows_failure", "str"), ("power_draw_w", "float"), ("power_limit_w", "float"),
+    ("util_gpu_pct", "float"), ("util_memory_pct", "float"), ("memory_total_mib", "int"),
+    ("memory_used_mib", "int"), ("memory_free_mib", "int"), ("persistence_mode", "str"),
+    ("fan_pct", "float"), ("extra", "str"),
+)  # fmt: skip
+_TYPES = dict(_COLUMNS)
+SCHEMA = {"gpu_query": tuple(Column(name, kind) for name, kind in _COLUMNS)}
+
+#: nvidia-smi field name (lower case, unit removed) -> column.
+_FIELDS = {
+    "index": "index", "uuid": "uuid", "gpu_uuid": "uuid", "pci.bus_id": "pci", "gpu_bus_id": "pci",
+    "name": "name", "gpu_name": "name", "serial": "serial", "gpu_serial": "serial",
+    "driver_version": "driver_version", "vbios_version": "vbios_version", "pstate": "pstate",
+    "timestamp": "timestamp", "temperature.gpu": "temp_c", "clocks.sm": "sm_clock_mhz",
+    "clocks.current.sm": "sm_clock_mhz", "clocks.max.sm": "max_sm_clock_mhz",
+    "clocks_throttle_reasons.active": "throttle_reasons_active",
+    "clocks_event_reasons.active": "throttle_reasons_active",
+    "pcie.link.gen.current": "pcie_gen_current", "pcie.link.gen.gpucurrent": "pcie_gen_current",
+    "pcie.link.gen.max": "pcie_gen_max", "pcie.link.width.current": "pcie_width_current",
+    "pcie.link.width.max": "pcie_width_max",
+    "ecc.errors.corrected.volatile.total": "ecc_corrected_volatile",
+    "ecc.errors.uncorrected.volatile.total": "ecc_uncorrected_volatile",
+    "ecc.errors.corrected.aggregate.total": "ecc_corrected_aggregate",
+    "ecc.errors.uncorrected.aggregate.total": "ecc_uncorrected_aggregate",
+    "retired_pages.single_bit_ecc.count": "retired_pages_sbe", "retired_pages.sbe": "retired_pages_sbe",
+    "retired_pages.double_bit.count": "retired_pages_dbe", "retired_pages.dbe": "retired_pages_dbe",
+    "retired_pages.pending": "retired_pages_pending",
+    "remapped_rows.correctable": "remapped_rows_correctable",
+    "remapped_rows.uncorrectable": "remapped_rows_uncorrectable",
+    "remapped_rows.pending": "remapped_rows_pending", "remapped_rows.failure": "remapped_rows_failure",
+    "power.draw": "power_draw_w", "power.limit": "power_limit_w", "utilization.gpu": "util_gpu_pct",
+    "utilization.memory": "util_memory_pct", "memory.total": "memory_total_mib",
+    "memory.used": "memory_used_mib", "memory.free": "memory_free_mib",
+    "persistence_mode": "persistence_mode", "fan.speed": "fan_pct",
+}  # fmt: skip
+_YES_NO = {"yes": "yes", "no": "no", "true": "yes", "false": "no", "1": "yes", "0": "no"}
+_HEADER_CELL = re.compile(r"^(?P<field>[A-Za-z][\w.]*)(?:\s*\[(?P<unit>[^\]]*)\])?$")
+_WITH_UNIT = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(?:%|[A-Za-z][A-Za-z/]*)$")
+_TOOL_ERROR = re.compile(
+    r"is not a valid field to query|Invalid combination of input arguments|nvidia-smi -h"
+)
+
+
+def detect(text: str) -> int:
+    """Confidence that text is nvidia-smi CSV: a header line of known query fields."""
+    for line in text.splitlines()[:50]:
+        header = _header(strip_prefix(line).strip())
+        if header is None:
+            continue
+        known = [f for f in map(_field, header) if f in _FIELDS]
+        if any("." in f or f.startswith("gpu_") for f in known):
+            return 85
+        if len(known) >= 2:
+            return 60
+    return 0
+
+
+def parse(text: str) -> ParseResult:
+    require_text(text)
+    result = ParseResult()
+    header: list[str] | None = None
+    headerless = False
+    for no, raw in enumerate(text.splitlines(), start=1):
+        line = strip_prefix(raw).strip()
+        if not line or set(line) <= {"."}:
+            continue
+        fields = _header(line)
+        if fields is not None:
+            header = fields
+        elif header is None:
+            headerless = headerless or "," in line
+        else:
+            cells = [c.strip() for c in line.split(",")]
+            if len(cells) != len(header):
+                result.issue(no, raw, f"{len(cells)} cells, header has {len(header)}")
+                continue
+            result.add("gpu_query", _row(no, raw, header, cells, result))
+    if header is None:
+        if error := _TOOL_ERROR.search(text):
+            raise CollectorError(text[: error.end()].strip().splitlines()[-1][:300])
+        if headerless:
+            raise ParseError("CSV without a header line (--format=csv,noheader?): columns unknown")
+        raise ParseError("no nvidia-smi CSV header line found")
+    result.tables.setdefault("gpu_query", [])
+    return result
+
+
+def _header(line: str) -> list[str] | None:
+    """The header cells (lower case, units kept) when the line is a header, else None."""
+    cells = [c.strip().lower() for c in line.split(",")]
+    if not all(_HEADER_CELL.match(c) for c in cells) or not any(_field(c) in _FIELDS for c in cells):
+        return None
+    return cells
+
+
+def _field(cell: str) -> str:
+    """'memory.used [mib]' -> 'memory.used'."""
+    return cell.split("[")[0].strip()
+
+
+def _row(no: int, raw: str, header: list[str], cells: list[str], result: ParseResult) -> dict[str, Any]:
+    row: dict[str, Any] = {name: None for name, _ in _COLUMNS}
+    row["line"] = no
+    extra: dict[str, Any] = {}
+    for cell_name, value in zip(header, cells, strict=True):
+        field = _field(cell_name)
+        column = _FIELDS.get(field)
+        if column is None:
+            extra[snake(cell_name)] = _loose(value)
+            continue
+        if _missing(value):
+            continue
+        converted = _convert(column, value)
+        if converted is None:
+            result.issue(no, raw, f"{field}: unreadable value {value!r}")
+        row[column] = converted
+    row["extra"] = json.dumps(extra)
+    return row
+
+
+def _convert(column: str, value: str) -> Any:
+    kind = _TYPES[column]
+    if column == "pci":
+        return pci_address(value)
+    if column.endswith("_pending") or column.endswith("_failure"):
+        return _YES_NO.get(value.lower(), value.lower())
+    if column == "timestamp":
+        return _timestamp(value)
+    if kind == "str":
+        return value
+    number = _WITH_UNIT.match(value)
+    text = number.group(1) if number else value
+    return to_int(text) if kind == "int" else to_float(text)
+
+
+def _loose(value: str) -> Any:
+    """A value for ``extra``: a number without its unit, else the string; null when not available."""
+    if _missing(value):
+        return None
+    number = _WITH_UNIT.match(value)
+    text = number.group(1) if number else value
+    if re.fullmatch(r"[-+]?\d+", text):
+        return int(text)
+    parsed = to_float(text)
+    return value if parsed is None else parsed
+
+
+def _missing(value: str) -> bool:
+    return value.lower() in NOT_AVAILABLE or value.lower() in ("[not found]", "[unknown]")
+
+
+def _timestamp(value: str) -> str | None:
+    for fmt in ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S"):
+        try:
+            parsed = datetime.strptime(value, fmt)
+        except ValueError:
+            continue
+        return parsed.isoformat(timespec="milliseconds" if "." in value else "seconds")
+    return None

@@ -1,0 +1,153 @@
+"""NVLink state per link: ``nvidia-smi nvlink -s`` and the ``dcgmi nvlink --link-status`` matrix.
+
+Commands the collector runs (either output is this kind; the format is recognised by content)::
+
+    nvidia-smi nvlink -s          # also --status, -i N
+    dcgmi nvlink --link-status
+
+Sample::
+
+    GPU 3: Tesla V100-SXM2-32GB (UUID: ...)
+             Link 0: 25.781 GB/s
+             Link 3: <inactive>
+
+dcgmi prints one line of U/D/X/_ per GPU (``gpuId N:``) and per NVSwitch (``physicalId N:``), one
+letter per link up to the maximum the software supports; links the device does not have show ``_``.
+NVSwitch rows have ``gpu`` null and their physical id in ``nvswitch_id``.  nvidia-smi's
+"Unable to retrieve NVLink information as all links are inActive" under a GPU header becomes one row
+with ``link`` null and state ``inactive``.  GPU headers with no link under them (GPUs without
+NVLink) give an empty table.  Literal ``...`` lines are skipped.
+
+Schema
+------
+``nvlink`` (one row per link):
+
+- ``line`` int — line of the link (dcgmi: the line of letters)
+- ``gpu`` int — GPU index (nvidia-smi) or DCGM gpuId; null for NVSwitch rows
+- ``gpu_name`` str — as printed by nvidia-smi; null for dcgmi
+- ``uuid`` str — GPU UUID; null when absent or redacted ("...")
+- ``nvswitch_id`` int — dcgmi NVSwitch physicalId; null for GPU rows
+- ``link`` int — link number (null: the whole GPU, see above)
+- ``speed_gbps`` float — per-link rate in GB/s as printed (25, 25.781, 26.562, 53.125); null when not up
+- ``state`` str — active, inactive (nvidia-smi), down, disabled, not_supported (dcgmi U/D/X/_ = active/
+  down/disabled/not_supported)
+- ``source`` str — nvidia-smi or dcgmi
+
+Examples
+--------
+>>> r = parse(SAMPLE)
+>>> [(x["gpu"], x["link"], x["speed_gbps"], x["state"]) for x in r.rows("nvlink")]
+[(3, 0, 25.781, 'active'), (3, 3, None, 'inactive')]
+>>> r.rows("nvlink")[0]["gpu_name"], r.rows("nvlink")[0]["uuid"]
+('Tesla V100-SXM2-32GB', None)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._text import snake, strip_prefix, to_float
+
+SAMPLE = """\
+GPU 3: Tesla V100-SXM2-32GB (UUID: ...)
+         Link 0: 25.781 GB/s
+         Link 3: <inactive>
+"""
+
+INFO = ParserInfo(
+    kind="nvidia-smi-nvlink",
+    title="NVLink link status (nvidia-smi nvlink -s / dcgmi nvlink --link-status)",
+    commands=("nvidia-smi nvlink -s", "dcgmi nvlink --link-status"),
+    tables=("nvlink",),
+    versions_seen=("V100 NVLink2", "A100 NVLink3", "H100 NVLink4", "DCGM 3.x link-status"),
+)
+
+SCHEMA = {
+    "nvlink": (
+        Column("line", "int", "line of the link"),
+        Column("gpu", "int", "GPU index / DCGM gpuId"),
+        Column("gpu_name", "str", "GPU product name"),
+        Column("uuid", "str", "GPU UUID"),
+        Column("nvswitch_id", "int", "dcgmi NVSwitch physicalId"),
+        Column("link", "int", "link number"),
+        Column("speed_gbps", "float", "per-link rate, GB/s"),
+        Column("state", "str", "active/inactive/down/disabled/not_supported"),
+        Column("source", "str", "nvidia-smi or dcgmi"),
+    )
+}
+
+_GPU = re.compile(r"^GPU (?P<gpu>\d+): (?P<name>.*?)\s*(?:\(UUID: (?P<uuid>[^)]*)\))?\s*$")
+_LINK = re.compile(r"^Link (?P<link>\d+):\s*(?P<value>.*?)\s*$")
+_VALUE = re.compile(r"^(?:(?P<rate>\d+(?:\.\d+)?) GB/s|<(?P<state>[^>]+)>)$")
+_DCGM_ENTITY = re.compile(r"^(?P<kind>gpuId|physicalId) (?P<id>\d+):$")
+_DCGM_STATES = {"U": "active", "D": "down", "X": "disabled", "_": "not_supported"}
+_DCGM_LINE = re.compile(r"^[UDX_](?: [UDX_])*$")
+_NO_INFO = re.compile(r"Unable to retrieve NVLink information", re.IGNORECASE)
+_TOOL_ERROR = re.compile(r"^(?:Error: .*|.*Unable to connect to host engine.*|NVML: .*)$", re.MULTILINE)
+
+
+def detect(text: str) -> int:
+    """Confidence that text is NVLink status output."""
+    if "NvLink Link Status" in text or re.search(r"^\s*gpuId \d+:\s*$", text, re.MULTILINE):
+        return 85
+    if re.search(r"^\s*Link \d+: (?:\d+(?:\.\d+)? GB/s|<\w+>)\s*$", text, re.MULTILINE):
+        return 85
+    return 0
+
+
+def parse(text: str) -> ParseResult:
+    require_text(text)
+    result = ParseResult()
+    gpu: dict[str, Any] | None = None  # the current nvidia-smi GPU header / dcgmi entity
+    for no, raw in enumerate(text.splitlines(), start=1):
+        line = strip_prefix(raw).strip()
+        if not line or set(line) <= {"."} or line.startswith(("+-", "|", "Key:", "No NvSwitches", "No GPUs")):
+            continue
+        if line in ("GPUs:", "NvSwitches:"):
+            gpu = None
+            continue
+        if m := _GPU.match(line):
+            uuid = m["uuid"] if m["uuid"] and m["uuid"].strip(". ") else None
+            gpu = {"gpu": int(m["gpu"]), "gpu_name": m["name"], "uuid": uuid, "source": "nvidia-smi"}
+        elif m := _DCGM_ENTITY.match(line):
+            key = "gpu" if m["kind"] == "gpuId" else "nvswitch_id"
+            gpu = {key: int(m["id"]), "source": "dcgmi"}
+        elif (link := _link(line)) and gpu and gpu["source"] == "nvidia-smi":
+            _add(result, no, gpu, *link)
+        elif _DCGM_LINE.match(line) and gpu and gpu["source"] == "dcgmi":
+            for link, letter in enumerate(line.split()):
+                _add(result, no, gpu, link, None, _DCGM_STATES[letter])
+        elif _NO_INFO.search(line) and gpu and gpu["source"] == "nvidia-smi":
+            _add(result, no, gpu, None, None, "inactive" if "inactive" in line.lower() else "not_supported")
+        else:
+            result.issue(no, raw, "not an NVLink status line")
+    if not result.rows("nvlink"):
+        if m := _TOOL_ERROR.search(text):
+            raise CollectorError(m.group(0).strip()[:300])
+        if (gpu or "No GPUs found" in text) and not result.issues:
+            result.tables["nvlink"] = []  # GPU headers without links, or dcgmi saw no GPU/NVSwitch
+            return result
+        raise ParseError("no NVLink status lines (Link N: ... / gpuId N:) found")
+    return result
+
+
+def _link(line: str) -> tuple[int, float | None, str] | None:
+    """'Link 3: 25 GB/s' -> (3, 25.0, 'active'); 'Link 5: <inactive>' -> (5, None, 'inactive')."""
+    m = _LINK.match(line)
+    value = _VALUE.match(m["value"]) if m else None
+    if m is None or value is None:
+        return None
+    if value["rate"]:
+        return int(m["link"]), to_float(value["rate"]), "active"
+    return int(m["link"]), None, snake(value["state"])
+
+
+def _add(
+    result: ParseResult, no: int, gpu: dict[str, Any], link: int | None, speed: float | None, state: str
+) -> None:
+    row = {"line": no, "gpu": None, "gpu_name": None, "uuid": None, "nvswitch_id": None}
+    row.update({k: v for k, v in gpu.items() if k != "source"})
+    row.update({"link": link, "speed_gbps": speed, "state": state, "source": gpu["source"]})
+    result.add("nvlink", row)
