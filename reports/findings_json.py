@@ -1,0 +1,30 @@
+"""The findings JSON document (schema in docs/findings.schema.json)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from analyzer import __version__
+from analyzer.report_data import ReportData
+
+SCHEMA_ID = "hptriage/findings/v1"
+
+
+def document(data: ReportData) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA_ID,
+        "tool_version": __version__,
+        "bundles": data.bundles,
+        "nodes": data.nodes,
+        "findings": [f.as_dict() for f in data.findings],
+        "rules": [
+            {"rule": o.rule, "outcome": o.outcome, "findings": o.findings, "reason": o.reason}
+            for o in data.outcomes
+        ],
+        "parse_problems": data.problems,
+    }
+
+
+def dumps(data: ReportData) -> str:
+    return json.dumps(document(data), indent=2, default=str) + "\n"
