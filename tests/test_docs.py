@@ -1,0 +1,31 @@
+"""The documents say what the code does."""
+
+from __future__ import annotations
+
+import re
+
+from analyzer import schema_doc
+from analyzer.cli import cli
+from analyzer.meta import KNOWN_META, MANIFEST_COLUMNS
+from tests.conftest import ROOT
+
+
+def test_schema_doc_matches_the_code() -> None:
+    on_disk = (ROOT / "docs" / "schema.md").read_text(encoding="utf-8")
+    assert on_disk == schema_doc.render(), "docs/schema.md is stale: python -m analyzer.schema_doc > docs/schema.md"
+
+
+def test_bundle_format_doc_names_every_meta_key_and_manifest_column() -> None:
+    doc = (ROOT / "docs" / "bundle-format.md").read_text(encoding="utf-8")
+    for key in KNOWN_META:
+        assert f"`{key}`" in doc, f"meta.env key {key} undocumented"
+    for column in MANIFEST_COLUMNS:
+        assert f"`{column}`" in doc, f"manifest column {column} undocumented"
+
+
+def test_readme_lists_every_command_and_exit_code() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name in cli.commands:
+        assert f"hptriage {name}" in readme
+    for code in range(5):
+        assert re.search(rf"^\| {code} \|", readme, re.M), f"exit code {code} missing from README"
