@@ -125,7 +125,9 @@ def classify_tar(path: Path) -> str:
                     return "node" if len(parts) <= 2 else "cluster"
                 if name.lower().endswith(TAR_SUFFIXES) and info.isreg():
                     return "cluster"
-                bundle_like = bundle_like or (len(parts) >= 2 and parts[1] in ("cmd", "manifest.tsv", "files"))
+                bundle_like = bundle_like or (
+                    len(parts) >= 2 and parts[1] in ("cmd", "manifest.tsv", "files")
+                )
                 if n > 20000:
                     break
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:

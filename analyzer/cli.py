@@ -57,10 +57,18 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write findings JSON.")
-@click.option("--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report.")
-@click.option("--pdf", "pdf_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the PDF report.")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="Keep the DuckDB database.")
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write findings JSON."
+)
+@click.option(
+    "--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report."
+)
+@click.option(
+    "--pdf", "pdf_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the PDF report."
+)
+@click.option(
+    "--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="Keep the DuckDB database."
+)
 @click.option(
     "--fail-on",
     type=click.Choice(["critical", "warning", "never"]),
@@ -70,6 +78,12 @@ def cli(ctx: click.Context, debug: bool) -> None:
 )
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
 @click.option("--jobs", type=click.IntRange(1, 256), help="Parallel workers (default: CPU count, max 8).")
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Site thresholds (TOML) overriding the defaults.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="Print no terminal summary.")
 @click.pass_context
 def analyze(
@@ -82,6 +96,7 @@ def analyze(
     fail_on: str,
     color: str,
     jobs: int | None,
+    config: Path | None,
     quiet: bool,
 ) -> None:
     """Analyze node bundles, cluster bundles or directories of them.
@@ -91,7 +106,7 @@ def analyze(
       hptriage analyze /fsx/hptriage/2026-12-02 --json findings.json --db triage.duckdb
     """
     try:
-        data = _run_analysis(list(paths), db_path, jobs)
+        data = _run_analysis(list(paths), db_path, jobs, _settings(config))
         if json_out:
             from reports.findings_json import dumps
 
@@ -116,11 +131,22 @@ def analyze(
         raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
     if fail_on != "never":
         limit = SEVERITY_ORDER.index(fail_on)
-        if any(SEVERITY_ORDER.index(f.severity.value) <= limit for f in data.findings if f.severity.value != "ok"):
+        if any(
+            SEVERITY_ORDER.index(f.severity.value) <= limit for f in data.findings if f.severity.value != "ok"
+        ):
             ctx.exit(EXIT_FINDINGS)
 
 
-def _run_analysis(paths: list[Path], db_path: Path | None, jobs: int | None):  # type: ignore[no-untyped-def]
+def _settings(config: Path | None):  # type: ignore[no-untyped-def]
+    from analyzer.settings import SettingsError, load_settings
+
+    try:
+        return load_settings(config)
+    except SettingsError as exc:
+        raise UsageProblem(str(exc)) from exc
+
+
+def _run_analysis(paths: list[Path], db_path: Path | None, jobs: int | None, settings):  # type: ignore[no-untyped-def]
     from analyzer.engine import run_rules
     from analyzer.load import load
     from analyzer.report_data import gather
@@ -138,11 +164,12 @@ def _run_analysis(paths: list[Path], db_path: Path | None, jobs: int | None):  #
             problems = con.execute("SELECT file, error FROM parse_problems").fetchall()
             detail = "; ".join(f"{f}: {e}" for f, e in problems[:3])
             raise NoUsableBundle(
-                "no usable bundle in the input" + (f" ({detail})" if detail else "")
+                "no usable bundle in the input"
+                + (f" ({detail})" if detail else "")
                 + ". A bundle is a directory or .tar.gz with meta.env (see docs/bundle-format.md)."
             )
         modules = load_rules()
-        findings, outcomes = run_rules(con, modules)
+        findings, outcomes = run_rules(con, modules, settings)
         titles = {m.RULE.id: m.RULE.title for m in modules}
         data = gather(con, summary.bundles, findings, outcomes, titles)
         con.close()
@@ -243,7 +270,10 @@ def _read_input(file: Path) -> str:
 
 @cli.command()
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def rules(fmt: str) -> None:
+@click.option(
+    "--config", "config", type=click.Path(dir_okay=False, path_type=Path), help="Site thresholds (TOML)."
+)
+def rules(fmt: str, config: Path | None) -> None:
     """List the rule catalog with severities, thresholds and routes.
 
     \b
@@ -252,13 +282,14 @@ def rules(fmt: str) -> None:
     """
     from analyzer.rules import load_rules
 
+    settings = _settings(config)
     catalog = [
         {
             "rule": m.RULE.id,
             "title": m.RULE.title,
             "severity": m.RULE.severity.value,
             "requires": list(m.RULE.requires),
-            "thresholds": m.RULE.thresholds,
+            "thresholds": settings.described(m.RULE.id),
             "route": m.RULE.route.as_dict(),
             "version": m.RULE.version,
         }
@@ -269,9 +300,12 @@ def rules(fmt: str) -> None:
         return
     for r in catalog:
         click.echo(f"{r['rule']:32} {r['severity']:8} {r['title']}")
-        click.echo(f"{'':32} needs {', '.join(r['requires'])}; → {r['route']['owner']} ({r['route']['target']})")
+        click.echo(
+            f"{'':32} needs {', '.join(r['requires'])}; → {r['route']['owner']} ({r['route']['target']})"
+        )
         for k, v in r["thresholds"].items():
-            click.echo(f"{'':32} {k} = {v}")
+            unit = f" {v['unit']}" if v.get("unit") else ""
+            click.echo(f"{'':32} {k} = {v['value']}{unit}  [{v['source']}]")
 
 
 def main() -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from analyzer.findings import Evidence, Finding, Route, Severity
+from analyzer.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     import duckdb
@@ -24,7 +25,6 @@ class RuleInfo:
     route: Route
     version: int = 1
     docs: str = ""
-    thresholds: dict[str, Any] = field(default_factory=dict)
 
 
 class RuleModule(Protocol):
@@ -44,9 +44,13 @@ class Outcome:
 class Context:
     """What a rule's check() receives: the database and helpers for evidence."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, settings: dict[str, Any] | None = None) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, settings: Settings | None = None) -> None:
         self.con = con
-        self.settings = settings or {}
+        self.settings = settings or load_settings()
+
+    def threshold(self, rule: RuleInfo, key: str) -> Any:
+        """A rule's threshold from thresholds.toml (or the site override)."""
+        return self.settings.value(rule.id, key)
 
     def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         cur = self.con.execute(sql, list(params))
@@ -66,7 +70,7 @@ class Context:
 
 
 def run_rules(
-    con: duckdb.DuckDBPyConnection, modules: Iterable[RuleModule], settings: dict[str, Any] | None = None
+    con: duckdb.DuckDBPyConnection, modules: Iterable[RuleModule], settings: Settings | None = None
 ) -> tuple[list[Finding], list[Outcome]]:
     ctx = Context(con, settings)
     findings: list[Finding] = []

@@ -52,7 +52,9 @@ def load(
     for extra in found.extras:
         cluster_id = bundle_id_for("cluster", "", extra.display)
         data = read_extra(extra.location, extra.display, cluster_id, limits)
-        summary.bundles.append({"bundle_id": cluster_id, "node": "", "source": extra.display, "type": "cluster"})
+        summary.bundles.append(
+            {"bundle_id": cluster_id, "node": "", "source": extra.display, "type": "cluster"}
+        )
         _store(writer, data, summary, is_node=False)
     writer.flush()
     return summary
@@ -99,10 +101,21 @@ def _store(writer: BatchWriter, data: NodeData, summary: LoadSummary, is_node: b
 def _node_row(display: str, meta: dict[str, str]) -> dict[str, object]:
     row: dict[str, object] = {
         key: meta.get(key) or None
-        for key in (
-            "hostname instance_id instance_type availability_zone az_id placement_group cluster "
-            "instance_group ultraserver_id network_node_layers collector_version kernel os_release"
-        ).split()
+        for key in [
+            "hostname",
+            "instance_id",
+            "instance_type",
+            "availability_zone",
+            "az_id",
+            "placement_group",
+            "cluster",
+            "instance_group",
+            "ultraserver_id",
+            "network_node_layers",
+            "collector_version",
+            "kernel",
+            "os_release",
+        ]
     }
     nproc = meta.get("nproc", "")
     row.update(

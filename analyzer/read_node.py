@@ -14,7 +14,7 @@ from typing import Any
 import parsers
 from analyzer.bundle import NodeSource
 from analyzer.coerce import coerce_rows
-from analyzer.meta import Meta, ManifestRow, parse_manifest, parse_meta
+from analyzer.meta import ManifestRow, Meta, parse_manifest, parse_meta
 from analyzer.safe_read import Limits, Refusal, iter_dir, iter_tar
 from parsers._base import CollectorError, NoData, ParseError
 
@@ -236,7 +236,9 @@ class _NodeReader:
     def source_file(self, name: str) -> str:
         return f"{self.data.node}/{name}" if self.data.node else name
 
-    def problem(self, name: str, kind: str | None, error: str, line: int | None = None, text: str = "") -> None:
+    def problem(
+        self, name: str, kind: str | None, error: str, line: int | None = None, text: str = ""
+    ) -> None:
         self.data.problems.append(
             {
                 "file": self.source_file(name) if name else self.source.display,
@@ -247,7 +249,9 @@ class _NodeReader:
             }
         )
 
-    def _file(self, name: str, kind: str | None, kind_source: str | None, size: int, status: str, rows: int) -> None:
+    def _file(
+        self, name: str, kind: str | None, kind_source: str | None, size: int, status: str, rows: int
+    ) -> None:
         self.seen.add(name)
         self.data.files.append(
             {

@@ -156,9 +156,7 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
-def extract_tree(
-    path: Path, dest: Path, limits: Limits, refusals: list[Refusal], errors: list[str]
-) -> None:
+def extract_tree(path: Path, dest: Path, limits: Limits, refusals: list[Refusal], errors: list[str]) -> None:
     """Write the safe regular files of a tarball under dest (a private work directory)."""
     dest_real = dest.resolve()
     for name, data in iter_tar(path, limits, refusals, errors):

@@ -1,6 +1,6 @@
 """Write docs/schema.md from the declared schemas, so the document always matches the code.
 
-    python -m analyzer.schema_doc > docs/schema.md
+python -m analyzer.schema_doc > docs/schema.md
 """
 
 from __future__ import annotations

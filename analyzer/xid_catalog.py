@@ -27,7 +27,13 @@ _APP = "check the application first; escalate if it recurs on this node"
 
 _ROWS: list[tuple[tuple[int, ...], str, str, Severity, str]] = [
     ((8,), "GPU stopped processing", "DRV/APP/BUS/THERM", W, "restart the job; watch for recurrence"),
-    ((11, 25), "invalid push buffer stream", "DRV/SYSMEM/BUS/FB", W, "restart the job; check the application"),
+    (
+        (11, 25),
+        "invalid push buffer stream",
+        "DRV/SYSMEM/BUS/FB",
+        W,
+        "restart the job; check the application",
+    ),
     ((13,), "graphics engine exception", "APP (rarely HW)", I, _APP),
     ((14,), "fake / injected error", "-", I, "ignore"),
     ((31,), "GPU memory page fault", "APP (HW if persistent)", I, _APP),
@@ -41,7 +47,13 @@ _ROWS: list[tuple[tuple[int, ...], str, str, Severity, str]] = [
     ((46,), "GPU stopped processing (timeout)", "DRV", C, _RESET),
     ((48,), "double-bit ECC error", "HW", C, _DRAIN),
     ((54,), "auxiliary power not connected", "HW", C, _DRAIN),
-    ((56, 57), "unused on Ampere+ (legacy display/memory error)", "legacy", W, "unexpected code: contact support"),
+    (
+        (56, 57),
+        "unused on Ampere+ (legacy display/memory error)",
+        "legacy",
+        W,
+        "unexpected code: contact support",
+    ),
     ((60,), "video processor exception", "DRV", W, "restart the job"),
     ((61,), "micro-controller breakpoint (legacy; treat like 62)", "legacy", C, _DRAIN),
     ((62,), "internal micro-controller halt", "HW/DRV/THERM", C, _DRAIN),
@@ -104,5 +116,6 @@ def xid_entry(code: int) -> XidEntry:
     ('critical', 'info', 'not in the catalog (unexpected on this GPU generation)')
     """
     return CATALOG.get(
-        code, XidEntry(code, "not in the catalog (unexpected on this GPU generation)", "-", W, "contact support")
+        code,
+        XidEntry(code, "not in the catalog (unexpected on this GPU generation)", "-", W, "contact support"),
     )

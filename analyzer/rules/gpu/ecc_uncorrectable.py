@@ -12,8 +12,6 @@ from collections.abc import Iterable
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 
-MAX_UNCORRECTABLE = 0
-
 RULE = RuleInfo(
     id="gpu.ecc.uncorrectable",
     title="Uncorrectable ECC errors",
@@ -21,11 +19,11 @@ RULE = RuleInfo(
     requires=("gpu",),
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
     docs="docs/rules.md#gpueccuncorrectable",
-    thresholds={"max_uncorrectable": MAX_UNCORRECTABLE},
 )
 
 
 def check(ctx: Context) -> Iterable[Finding]:
+    max_count = ctx.threshold(RULE, "max_count")
     rows = ctx.rows(
         """
         SELECT bundle_id, node, "index" AS gpu, pci, source_file,
@@ -35,14 +33,14 @@ def check(ctx: Context) -> Iterable[Finding]:
         WHERE coalesce(ecc_uncorrected_volatile, 0) > ? OR coalesce(ecc_uncorrected_aggregate, 0) > ?
         ORDER BY node, gpu
         """,
-        MAX_UNCORRECTABLE,
-        MAX_UNCORRECTABLE,
+        max_count,
+        max_count,
     )
     for r in rows:
         evidence = []
-        if (r["vol"] or 0) > MAX_UNCORRECTABLE:
+        if (r["vol"] or 0) > max_count:
             evidence.append(ctx.evidence(r["source_file"], r["ecc_volatile_line"]))
-        if (r["agg"] or 0) > MAX_UNCORRECTABLE:
+        if (r["agg"] or 0) > max_count:
             evidence.append(ctx.evidence(r["source_file"], r["ecc_aggregate_line"]))
         yield Finding(
             rule=RULE.id,

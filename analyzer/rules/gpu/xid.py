@@ -40,13 +40,16 @@ def check(ctx: Context) -> Iterable[Finding]:
         GROUP BY ALL ORDER BY e.node, e.pci, e.xid
         """
     )
+    repeat = ctx.threshold(RULE, "repeat_escalation")
     for r in rows:
         entry = xid_entry(r["xid"])
         severity = entry.severity
-        if severity == Severity.INFO and r["n"] >= 3:
+        if severity == Severity.INFO and r["n"] >= repeat:
             severity = Severity.WARNING  # an app-class Xid that keeps recurring on one node
         gpu_label = f"GPU {r['gpu']}" if r["gpu"] is not None else "a GPU"
-        times = r["first_seen"] if r["first_seen"] == r["last_seen"] else f"{r['first_seen']} .. {r['last_seen']}"
+        times = (
+            r["first_seen"] if r["first_seen"] == r["last_seen"] else f"{r['first_seen']} .. {r['last_seen']}"
+        )
         message = (
             f"{r['node']} {gpu_label} ({r['pci'] or 'PCI unknown'}) logged Xid {r['xid']} "
             f"({entry.meaning}) {r['n']}x" + (f" at {times}" if times else "")
