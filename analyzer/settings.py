@@ -1,6 +1,7 @@
-"""Thresholds and per-instance-type expectations: one TOML file shipped with the package, overridable.
+"""Thresholds and per-instance-type expectations: TOML files shipped with the package, overridable.
 
-Every number in ``analyzer/thresholds.toml`` is a table ``{ value = ..., unit = "...", source = "..." }``
+The files are ``analyzer/thresholds/*.toml`` (one per rule area, plus ``sku.toml`` for the instance
+types), read as one document.  Every number in them is a table ``{ value = ..., unit = "...", source = "..." }``
 (``alt`` records what another source says where they disagree).  A site overrides values with
 ``hptriage analyze --config site.toml`` holding plain ``key = value`` pairs under the same section
 names, e.g.::
@@ -21,7 +22,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-DEFAULTS = Path(__file__).resolve().parent / "thresholds.toml"
+DEFAULTS = Path(__file__).resolve().parent / "thresholds"
 
 
 class SettingsError(ValueError):
@@ -40,7 +41,7 @@ class Settings:
         try:
             return self.sections[section][key]["value"]
         except KeyError as exc:
-            raise SettingsError(f"threshold {section}.{key} is not defined in thresholds.toml") from exc
+            raise SettingsError(f"threshold {section}.{key} is not defined in analyzer/thresholds/*.toml") from exc
 
     def section(self, section: str) -> dict[str, Any]:
         return {k: v["value"] for k, v in self.sections.get(section, {}).items()}
@@ -56,7 +57,14 @@ class Settings:
 
 
 def load_settings(override: Path | None = None) -> Settings:
-    raw = tomllib.loads(DEFAULTS.read_text(encoding="utf-8"))
+    raw: dict[str, Any] = {}
+    for path in sorted(DEFAULTS.glob("*.toml")):
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        for key, value in doc.items():
+            if key in raw and isinstance(raw[key], dict) and isinstance(value, dict):
+                _merge(raw[key], value, f"{path.name}: [{key}]")
+            else:
+                raw[key] = value
     settings = Settings(sku=raw.pop("sku", {}))
     for name, body in _flatten(raw):
         settings.sections[name] = {k: _entry(name, k, v) for k, v in body.items()}
@@ -79,6 +87,16 @@ def load_settings(override: Path | None = None) -> Settings:
                 settings.sections[name][key] = entry
                 settings.overridden.append(f"{name}.{key}")
     return settings
+
+
+def _merge(into: dict[str, Any], new: dict[str, Any], where: str) -> None:
+    for key, value in new.items():
+        if key in into and isinstance(into[key], dict) and isinstance(value, dict) and "value" not in value:
+            _merge(into[key], value, f"{where}.{key}")
+        elif key in into:
+            raise SettingsError(f"{where}: {key} is defined twice")
+        else:
+            into[key] = value
 
 
 def _flatten(tree: dict[str, Any], prefix: str = "") -> list[tuple[str, dict[str, Any]]]:

@@ -15,16 +15,13 @@ SECTIONS = {
     "B": "B. Filesystem",
     "C": "C. GPU and host health",
 }
+#: Rule area (first part of the rule id) -> report section.
 _AREA_SECTION = {
     "nccl": "A",
     "net": "A",
-    "efa": "A",
-    "topo": "A",
     "placement": "A",
     "version": "A",
     "fs": "B",
-    "storage": "B",
-    "io": "B",
     "gpu": "C",
     "host": "C",
     "bundle": "C",
@@ -55,7 +52,9 @@ def render(data: ReportData, colour: bool = False) -> str:
     outcomes_by_section: dict[str, list[str]] = defaultdict(list)
     for o in data.outcomes:
         if o.outcome == "pass":
-            outcomes_by_section[section_of(o.rule)].append(f"{paint('[OK]', 'green')} {data.rule_titles.get(o.rule, o.rule)}")
+            outcomes_by_section[section_of(o.rule)].append(
+                f"{paint('[OK]', 'green')} {data.rule_titles.get(o.rule, o.rule)}"
+            )
         elif o.outcome in ("skipped", "error"):
             word = "not checked" if o.outcome == "skipped" else "rule failed to run"
             outcomes_by_section[section_of(o.rule)].append(
@@ -67,7 +66,9 @@ def render(data: ReportData, colour: bool = False) -> str:
         findings = by_section.get(key, [])
         for f in findings[:MAX_LINES_PER_SECTION]:
             tag = "[CONCERN]" if f.severity in (Severity.CRITICAL, Severity.WARNING) else "[INFO]"
-            colour_name = "red" if f.severity == Severity.CRITICAL else "yellow" if tag == "[CONCERN]" else "blue"
+            colour_name = (
+                "red" if f.severity == Severity.CRITICAL else "yellow" if tag == "[CONCERN]" else "blue"
+            )
             out.append(f"  {paint(tag, colour_name)} {f.severity.value}: {f.message}")
             if tag == "[CONCERN]":
                 out.append(f"      → {f.route.owner}: {f.route.action} ({f.route.target})")
@@ -102,12 +103,13 @@ def _verdict(data: ReportData, paint) -> list[str]:  # type: ignore[no-untyped-d
             lines.append(f"  Worst nodes: {names}")
         counts = Counter(f.severity.value for f in data.findings)
         lines.append(
-            "  Findings: "
-            + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("critical", "warning", "info"))
+            "  Findings: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("critical", "warning", "info"))
         )
     failed_files = {p["file"] for p in data.problems}
     skipped = sum(1 for o in data.outcomes if o.outcome == "skipped")
-    lines.append(f"  {len(failed_files)} file(s) with parse problems; {skipped} rule(s) not checked for lack of data")
+    lines.append(
+        f"  {len(failed_files)} file(s) with parse problems; {skipped} rule(s) not checked for lack of data"
+    )
     return lines
 
 

@@ -7,17 +7,26 @@ External rule packs register modules with the same interface (``RULE`` and ``che
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from importlib.metadata import entry_points
 from types import ModuleType
 
-BUILTIN: tuple[str, ...] = (
-    "analyzer.rules.gpu.xid",
-    "analyzer.rules.gpu.ecc_uncorrectable",
-)
+#: Rule areas, in report order; each area package lists its rule modules in ``RULES``.
+AREAS: tuple[str, ...] = ("gpu", "host", "net", "nccl", "version", "placement", "fs", "bundle")
+
+
+def builtin_names() -> list[str]:
+    names: list[str] = []
+    for area in AREAS:
+        package = f"analyzer.rules.{area}"
+        if importlib.util.find_spec(package) is None:
+            continue
+        names.extend(f"{package}.{name}" for name in importlib.import_module(package).RULES)
+    return names
 
 
 def load_rules(include_plugins: bool = True) -> list[ModuleType]:
-    modules = [importlib.import_module(name) for name in BUILTIN]
+    modules = [importlib.import_module(name) for name in builtin_names()]
     if include_plugins:
         for ep in entry_points(group="hptriage.rules"):
             modules.append(ep.load())

@@ -1,0 +1,6 @@
+"""GPU rules (section C of the report)."""
+
+RULES: tuple[str, ...] = (
+    "xid",
+    "ecc_uncorrectable",
+)
