@@ -1,0 +1,303 @@
+"""Software versions of the GPU/EFA stack: EFA installer, efa module, libfabric, aws-ofi-nccl, NCCL, CUDA, driver.
+
+Commands the collector runs (one file; each output after a ``--- <command>`` line)::
+
+    echo "efa_installer=... nccl=2.21.5 (/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5) ..."  # its own key=value
+    cat /opt/amazon/efa_installed_packages
+    modinfo efa; cat /sys/module/efa/version; dkms status
+    ls /opt/amazon/ofi-nccl/lib/libnccl-net.so /usr/lib/x86_64-linux-gnu/libnccl.so.*
+    grep -H . /sys/class/infiniband/*/device/p2p
+
+Sample::
+
+    --- cat /opt/amazon/efa_installed_packages
+    # EFA installer version: 1.7.0
+    efa-1.4.1-1.amzn2.x86_64 libfabric-aws-1.8.1amzn1.2-1.amzn2.x86_64 openmpi40-aws-4.0.2-1.amzn2.x86_64
+    --- modinfo efa
+    version:        2.17.3g
+    efa/2.17.3, 6.1.0-1030-aws, x86_64: installed
+    nccl=2.21.5 (/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5)
+
+Also read: RPM NVRs and deb names (``rpm -qa``, ``dpkg -l``), ``nvcc --version``, the nvidia-smi banner
+(``Driver Version`` / ``CUDA Version``), ``/proc/driver/nvidia/version``, ``fi_info --version``,
+``Fabric Manager version is : ...``, ``NET/OFI Initializing aws-ofi-nccl 1.9.1``, ``NCCL version``,
+shared-object file names (``libnccl.so.2.21.5``, ``libnvidia-ml.so.550.54.15``, ``libnccl-net.so``),
+``/usr/local/cuda-12.2``, and a bare value after ``cat /sys/module/efa/version``, ``uname -r`` or
+``cat .../device/p2p``.  Command lines pasted with or without a prompt set that context; ``#``
+comments are skipped.  An unrecognised line becomes a ParseIssue.
+
+Schema
+------
+``software_version`` (one row per version found):
+
+- ``line`` int — line it was read from
+- ``component`` str — efa_installer, efa_module, libfabric, ofi_nccl, nccl, cuda, cuda_runtime,
+  cuda_driver_max, nvidia_driver, kernel, os, rdma_core, openmpi, gdrcopy, fabricmanager,
+  efa_p2p (version = the p2p provider, e.g. ``NVIDIA``), or the package name in snake case
+- ``version`` str — as printed (``2.17.3g``, ``1.8.1amzn1.2``); null when only presence is known
+- ``source`` str — collector, efa_installed_packages, package, modinfo, dkms, sysfs, file, nvcc,
+  nvidia-smi, proc, fi_info, fabricmanager, nccl-log, command
+- ``path`` str — file the version belongs to, when printed
+- ``detail`` str — package name and release, or dkms kernel/arch/status
+
+Examples
+--------
+>>> rows = parse(SAMPLE).rows("software_version")
+>>> [(r["component"], r["version"], r["source"]) for r in rows]  # doctest: +NORMALIZE_WHITESPACE
+[('efa_installer', '1.7.0', 'efa_installed_packages'), ('efa_module', '1.4.1', 'efa_installed_packages'),
+ ('libfabric', '1.8.1amzn1.2', 'efa_installed_packages'), ('openmpi', '4.0.2', 'efa_installed_packages'),
+ ('efa_module', '2.17.3g', 'modinfo'), ('efa_module', '2.17.3', 'dkms'), ('nccl', '2.21.5', 'collector')]
+>>> rows[-1]["path"], rows[5]["detail"]
+('/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5', '6.1.0-1030-aws, x86_64: installed')
+"""  # noqa: E501
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._text import key_value, snake, strip_prefix
+
+SAMPLE = """\
+--- cat /opt/amazon/efa_installed_packages
+# EFA installer version: 1.7.0
+efa-1.4.1-1.amzn2.x86_64 libfabric-aws-1.8.1amzn1.2-1.amzn2.x86_64 openmpi40-aws-4.0.2-1.amzn2.x86_64
+--- modinfo efa
+version:        2.17.3g
+efa/2.17.3, 6.1.0-1030-aws, x86_64: installed
+nccl=2.21.5 (/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5)
+"""
+
+INFO = ParserInfo(
+    kind="versions",
+    title="Software versions (EFA installer, efa module, libfabric, aws-ofi-nccl, NCCL, CUDA, driver)",
+    commands=(
+        "cat /opt/amazon/efa_installed_packages",
+        "modinfo efa",
+        "cat /sys/module/efa/version",
+        "dkms status",
+        "ls /opt/amazon/ofi-nccl/lib/libnccl-net.so /usr/lib/x86_64-linux-gnu/libnccl.so.*",
+        "grep -H . /sys/class/infiniband/*/device/p2p",
+    ),
+    tables=("software_version",),
+    versions_seen=("EFA installer 1.7.0 (AL2 RPMs)", "efa 2.17.3g (modinfo, dkms 3.x)"),
+)
+
+SCHEMA = {
+    "software_version": (
+        Column("line", "int", "line it was read from"),
+        Column("component", "str", "software component"),
+        Column("version", "str", "version as printed"),
+        Column("source", "str", "format it came from"),
+        Column("path", "str", "file the version belongs to"),
+        Column("detail", "str", "package name/release or dkms kernel and status"),
+    )
+}
+
+_COMMAND = re.compile(
+    r"^(?:---\s*|\S*[$#]\s+|[$#]\s*)?(?:sudo\s+)?(?P<cmd>(?:modinfo|cat|dkms|ls|find|grep|readlink|realpath|"
+    r"strings|rpm|dpkg|nvcc|nvidia-smi|uname|fi_info|nv-fabricmanager|ldconfig|echo)\b(?!:).*)$"
+)
+_KEY_VALUE = re.compile(r"^(?P<key>[a-z][a-z0-9_]*|PRETTY_NAME)=(?P<value>.*)$")
+_RPM = re.compile(
+    r"^(?P<name>[\w.+-]+?)-(?P<ver>\d[\w.+~]*)-(?P<rel>[\w.+~]+)\.(?:x86_64|aarch64|noarch|i686)$"
+)
+_DEB = re.compile(r"^(?P<name>[a-z0-9][a-z0-9.+-]*)_(?P<ver>\d[\w.+~:-]*)_(?:amd64|arm64|all)(?:\.deb)?$")
+_DKMS = re.compile(r"^(?P<mod>[\w.-]+)(?:/|,\s*)(?P<ver>\d[\w.+~-]*)(?P<detail>(?:,\s*[^,:]+)*:\s*\w.*)$")
+_MODULES = {"efa": "efa_module", "nvidia": "nvidia_driver", "gdrdrv": "gdrcopy"}
+_PACKAGES = (
+    (r"libfabric(?:1)?(?:-aws)?(?:-bin)?", "libfabric"),
+    (r"rdma-core", "rdma_core"),
+    (r"efa", "efa_module"),
+    (r"openmpi\d*-aws", "openmpi"),
+    (r"(?:libnccl-ofi|aws-ofi-nccl)(?:-aws)?", "ofi_nccl"),
+    (r"libnccl2?", "nccl"),
+    (r"nvidia-fabricmanager(?:-\d+)?", "fabricmanager"),
+    (r"gdrcopy|libgdrapi", "gdrcopy"),
+)
+#: (pattern over one line, component, source); group 1 is the version.
+_LINES = (
+    (re.compile(r"^#?\s*EFA installer version:\s*(\S+)"), "efa_installer", "efa_installed_packages"),
+    (re.compile(r"Cuda compilation tools, release [\d.]+, V(\S+)"), "cuda", "nvcc"),
+    (re.compile(r"Driver Version\s*:\s*(\d[\d.]+)"), "nvidia_driver", "nvidia-smi"),
+    (re.compile(r"CUDA Version\s*:\s*(\d[\d.]+)"), "cuda_driver_max", "nvidia-smi"),
+    (re.compile(r"NVRM version: .*?Kernel Module(?: for \S+)?\s+(\d[\d.]+)"), "nvidia_driver", "proc"),
+    (re.compile(r"^libfabric:\s*(\d\S*)"), "libfabric", "fi_info"),
+    (re.compile(r"^libfabric api:\s*(\d\S*)"), "libfabric_api", "fi_info"),
+    (re.compile(r"Fabric Manager version is\s*:\s*(\S+)"), "fabricmanager", "fabricmanager"),
+    (re.compile(r"Initializing aws-ofi-nccl (\d\S*?)(?:-aws)?$"), "ofi_nccl", "nccl-log"),
+    (re.compile(r"NCCL version (\d+\.\d+\.\d+)"), "nccl", "nccl-log"),
+)
+#: (pattern over a path, component, version group or None for presence only)
+_FILES = (
+    (re.compile(r"libnccl\.so\.(\d+\.\d+\.\d+)"), "nccl"),
+    (re.compile(r"libnccl-net[\w-]*\.so"), "ofi_nccl"),
+    (re.compile(r"libnvidia-ml\.so\.(\d+\.\d+(?:\.\d+)?)$"), "nvidia_driver"),
+    (re.compile(r"libcudart\.so\.(\d+\.\d+\.\d+)"), "cuda_runtime"),
+    (re.compile(r"^/usr/local/cuda-(\d+\.\d+)/?$"), "cuda"),
+)
+_MODINFO_KEYS = frozenset(
+    ("license", "description", "author", "srcversion", "alias", "depends", "retpoline", "intree", "name")
+    + ("vermagic", "sig_id", "signer", "sig_key", "sig_hashalgo", "signature", "parm", "import_ns", "softdep")
+)
+
+
+_MISSING = re.compile(
+    r"modinfo: ERROR: Module ([\w-]+) not found"
+    r"|^(?:cat|ls|grep): (?:cannot access )?'?([^':]+)'?: No such file"
+)
+
+
+def detect(text: str) -> int:
+    """Confidence that text is a versions capture."""
+    if "EFA installer version:" in text:
+        return 90
+    keys = "efa_installer|efa_module|libfabric|ofi_nccl|nccl|cuda|nvidia_driver|gdrcopy|fabricmanager"
+    if len(re.findall(rf"^\W*(?:{keys})=", text, re.MULTILINE)) >= 2:
+        return 85
+    if re.search(r"^\W*efa(?:/|,\s*)\d[\w.]*,.*:\s*(?:installed|built|added)", text, re.MULTILINE):
+        return 70
+    if re.search(r"modinfo efa|/sys/module/efa/version", text):
+        return 60
+    return 50 if re.search(r"libnccl\.so\.\d+\.\d+\.\d+|libnccl-net[\w-]*\.so", text) else 0
+
+
+def parse(text: str) -> ParseResult:
+    require_text(text)
+    state = _State()
+    for no, raw in enumerate(text.splitlines(), start=1):
+        line = strip_prefix(raw.strip()).strip()
+        if line and line not in ("...", "…") and not state.line(no, line):
+            state.result.issue(no, raw, "unrecognised line")
+    if not state.result.rows("software_version"):
+        raise ParseError("no software version found")
+    return state.result
+
+
+class _State:
+    """The commands seen so far give meaning to bare values that follow them."""
+
+    def __init__(self) -> None:
+        self.result = ParseResult(tables={"software_version": []})
+        self.pending: list[str] = []  # commands whose bare-value output has not been seen yet
+        self.module: str | None = None  # the module of the modinfo block being read
+        self.modpath: str | None = None
+        self.packages_file = False
+
+    def add(self, no: int, component: str, version: str | None, source: str, **extra: Any) -> bool:
+        row = {"line": no, "component": component, "version": version or None, "source": source}
+        self.result.add("software_version", {**row, "path": None, "detail": None, **extra})
+        return True
+
+    def line(self, no: int, line: str) -> bool:
+        cmd = _COMMAND.match(line)
+        if cmd or line.startswith("---"):
+            command = cmd["cmd"] if cmd else line.lstrip("- ")
+            self.pending.append(command)
+            self.packages_file |= "efa_installed_packages" in command
+            if mod := re.search(r"modinfo\s+(?:-F\s+\w+\s+)?([\w-]+)", command):
+                self.module, self.modpath = mod.group(1), None
+            return True
+        found = [(c, m.group(1), s) for p, c, s in _LINES if (m := p.search(line))]
+        for component, version, source in found:  # the nvidia-smi banner carries two
+            self.packages_file |= component == "efa_installer"
+            self.add(no, component, version, source)
+        if found:
+            return True
+        if line.startswith("#"):
+            return True  # a comment ("# Debug packages installed: no", prose)
+        if m := _KEY_VALUE.match(line):
+            return self.key_value(no, m["key"], m["value"].strip())
+        if m := _DKMS.match(line):
+            return self.add(no, _MODULES.get(m["mod"], snake(m["mod"])), m["ver"], "dkms",
+                            detail=m["detail"].lstrip(", :") or None)  # fmt: skip
+        if m := _MISSING.search(line):
+            return self.missing(no, m.group(1) or "", m.group(2) or "")
+        if line.startswith("/"):
+            path, _, value = line.partition(":")
+            return self.path_line(no, path, value.strip())
+        tokens = line.split()
+        if file := next((t for t in tokens if any(p.search(t) for p, _ in _FILES)), None):
+            return self.path_line(no, file, "")  # ls -l, ldconfig -p
+        if (kv := key_value(line)) is not None:
+            return self.modinfo(no, *kv)
+        if m := re.match(r"ii\s+(\S+)\s+(\S+)", line):  # dpkg -l
+            return self.package(no, m.group(1).split(":")[0], m.group(2), None)
+        if all(_RPM.match(t) or _DEB.match(t) for t in tokens):
+            for token in tokens:
+                m = _RPM.match(token) or _DEB.match(token)
+                assert m is not None
+                self.package(no, m["name"], m["ver"], m.groupdict().get("rel"))
+            return True
+        return len(tokens) == 1 and self.bare_value(no, line)
+
+    def key_value(self, no: int, key: str, value: str) -> bool:
+        value = value.strip("\"'")
+        path = None
+        if m := re.match(r"^(.*?)\s*\((/[^()]*)\)$", value):
+            value, path = m.group(1), m.group(2)
+        component = "os" if key == "PRETTY_NAME" else key
+        parts = [p.strip() for p in value.split(",")]
+        if len(parts) > 1 and all(p[:1].isdigit() for p in parts):  # nccl=2.21.5,2.18.3: several installed
+            return all(self.add(no, component, p, "collector", path=path) for p in parts)
+        return self.add(no, component, value, "collector", path=path)
+
+    def modinfo(self, no: int, key: str, value: str) -> bool:
+        if key == "filename":
+            self.modpath = value
+            self.module = re.sub(r"\.ko(?:\.\w+)?$", "", value.rsplit("/", 1)[-1])
+            return True
+        if key == "version":
+            return self.add(no, _module(self.module or "efa"), value, "modinfo", path=self.modpath)
+        return key in _MODINFO_KEYS or bool(re.fullmatch(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2})*:?", key))
+
+    def path_line(self, no: int, path: str, value: str) -> bool:
+        if m := re.search(r"/sys/module/([\w-]+)/version$", path):
+            return bool(value) and self.add(no, _module(m.group(1)), value, "sysfs", path=path)
+        if path.endswith("/device/p2p"):
+            return self.add(no, "efa_p2p", value, "sysfs", path=path)
+        for pattern, component in _FILES:
+            if m := pattern.search(path):
+                return self.add(no, component, m.group(1) if m.groups() else None, "file", path=path)
+        return True  # other files of a listing
+
+    def package(self, no: int, name: str, version: str, release: str | None) -> bool:
+        component = next((c for p, c in _PACKAGES if re.fullmatch(p, name)), None) or snake(name)
+        source = "efa_installed_packages" if self.packages_file else "package"
+        detail = f"{name}-{version}-{release}" if release else name
+        return self.add(no, component, version, source, detail=detail)
+
+    def bare_value(self, no: int, value: str) -> bool:
+        """A value printed alone: the oldest pending command that prints such a value owns it."""
+        for i, command in enumerate(self.pending):
+            sysfs = re.search(r"/sys/(?:module/([\w-]+)/version|class/infiniband/\S*/device/p2p)", command)
+            modinfo = re.search(r"modinfo\s+-F\s+version\s+([\w-]+)", command)
+            module = (sysfs.group(1) if sysfs else None) or (modinfo.group(1) if modinfo else None)
+            if value[:1].isdigit() and module:
+                component = _module(module)
+            elif value[:1].isdigit() and re.match(r"uname\s+-r", command):
+                component = "kernel"
+            elif sysfs and not sysfs.group(1):
+                component = "efa_p2p"
+            else:
+                continue
+            del self.pending[i]
+            path = sysfs.group(0) if sysfs else None
+            source = "sysfs" if sysfs else "modinfo" if modinfo else "command"
+            return self.add(no, component, value, source, path=path)
+        return False
+
+    def missing(self, no: int, module: str, path: str) -> bool:
+        """``modinfo: ERROR: Module efa not found``, ``cat: FILE: No such file``: a real answer."""
+        if module:
+            return self.add(no, _module(module), None, "modinfo", detail="not found")
+        component = "efa_installer" if path.endswith("efa_installed_packages") else None
+        if m := re.search(r"/sys/module/([\w-]+)/", path):
+            component = _module(m.group(1))
+        component = component or next((c for p, c in _FILES if p.search(path)), None)
+        return component is None or self.add(no, component, None, "file", path=path, detail="not found")
+
+
+def _module(name: str) -> str:
+    return _MODULES.get(name, f"{snake(name)}_module")
