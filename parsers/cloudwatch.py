@@ -1,0 +1,442 @@
+"""CloudWatch metric datapoints (AWS/FSx, AWS/EBS, AWS/EC2, any namespace): CLI JSON and CSV exports.
+
+Commands the collector runs (one file per metric)::
+
+    aws cloudwatch get-metric-statistics --namespace AWS/FSx --metric-name DataReadBytes \\
+        --dimensions Name=FileSystemId,Value=fs-0123456789abcdef0 --statistics Sum --period 60 ...
+    aws cloudwatch get-metric-data --metric-data-queries file://q.json --start-time ... --end-time ...
+
+Sample::
+
+    {"Label": "DataReadBytes", "Datapoints": [
+    {"Timestamp": "2024-05-01T10:01:00Z", "Sum": 52428800.0, "Unit": "Bytes"},
+    {"Timestamp": "2024-05-01T10:00:00Z", "Sum": 1073741824.0, "Unit": "Bytes"}]}
+
+Inputs accepted:
+
+- ``get-metric-statistics`` JSON: Datapoints in any order (rows are sorted by time), Label
+  before or after, every statistic present (Sum/Average/Minimum/Maximum/SampleCount and
+  ExtendedStatistics such as p99) gives a row, lost indentation, Python-2 float noise.
+- ``get-metric-data`` JSON (MetricDataResults: Id, Label, Timestamps, Values); a
+  ``MetricDataQueries`` document in the same file names the metric of each Id.  TRUNCATED JSON is
+  salvaged: complete values are kept, timestamps whose value was cut off give rows with a null
+  value, and a ParseIssue says so.
+- a long CSV with a header: Timestamp, Namespace, MetricName, DimensionName, DimensionValue (or
+  a FileSystemId/VolumeId/InstanceId column, or Dimensions "Name=Value"), Stat/Statistic,
+  Value, Unit, Period, Label (names case-insensitive, "," ";" or tab separated).
+- the console's wide CSV: a first column of timestamps and one column per series whose header
+  reads like ``FileSystemId=fs-0123... DataReadBytes (Sum)`` or ``fs-0123... DataReadBytes``;
+  optional rows starting Namespace/MetricName/Statistic/Unit/Period/Dimensions give the rest.
+
+What the content does not say (namespace, metric, dimension, statistic, period) comes from
+hints: a ``--namespace/--metric-name/--dimensions/--statistics/--period`` command line or a
+``# namespace=AWS/FSx metric=...`` comment in the file, then the file name given to
+``parse_with_name`` (``fs-0123456789abcdef0_DataReadBytes_Sum.json``).  A FileSystemId
+dimension implies AWS/FSx, VolumeId AWS/EBS, InstanceId AWS/EC2.
+
+Schema
+------
+``cw_metric`` (one row per datapoint and statistic):
+
+- ``line`` int — line of the datapoint's timestamp
+- ``ts`` ts — datapoint start time, UTC
+- ``namespace`` str, ``metric`` str — e.g. AWS/FSx, DataReadBytes (null when unknown)
+- ``dimension_name`` str, ``dimension_value`` str — e.g. FileSystemId, fs-0123456789abcdef0
+- ``statistic`` str — Sum, Average, Minimum, Maximum, SampleCount, p99, ...
+- ``value`` float — in ``unit``; null when the file was cut before the value
+- ``unit`` str — CloudWatch unit (Bytes, Percent, Count, ...)
+- ``period_s`` int, seconds — as given, else the smallest gap between the series' timestamps
+- ``label`` str — Label / column header as printed
+
+Examples
+--------
+>>> r = parse(SAMPLE)
+>>> [(m["ts"], m["value"]) for m in r.rows("cw_metric")]
+[('2024-05-01T10:00:00', 1073741824.0), ('2024-05-01T10:01:00', 52428800.0)]
+>>> r.rows("cw_metric")[0]["metric"], r.rows("cw_metric")[0]["statistic"], r.rows("cw_metric")[0]["unit"]
+('DataReadBytes', 'Sum', 'Bytes')
+>>> r.rows("cw_metric")[0]["period_s"], r.rows("cw_metric")[0]["line"]
+(60, 3)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import math
+import re
+from datetime import datetime, timezone
+from typing import Any
+
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._text import strip_prefix, to_float, to_int
+
+SAMPLE = """\
+{"Label": "DataReadBytes", "Datapoints": [
+{"Timestamp": "2024-05-01T10:01:00Z", "Sum": 52428800.0, "Unit": "Bytes"},
+{"Timestamp": "2024-05-01T10:00:00Z", "Sum": 1073741824.0, "Unit": "Bytes"}]}
+"""
+
+INFO = ParserInfo(
+    kind="cloudwatch",
+    title="CloudWatch metric datapoints (CLI JSON, CSV exports)",
+    commands=("aws cloudwatch get-metric-statistics ...", "aws cloudwatch get-metric-data ..."),
+    tables=("cw_metric",),
+    versions_seen=("AWS CLI v1 (2014 example, 2020 get-metric-data)",),
+)
+
+SCHEMA = {
+    "cw_metric": (
+        Column("line", "int", "line of the datapoint"),
+        Column("ts", "ts", "datapoint time, UTC"),
+        Column("namespace", "str", "AWS/FSx, AWS/EBS, ..."),
+        Column("metric", "str", "metric name"),
+        Column("dimension_name", "str", "FileSystemId, VolumeId, InstanceId, ..."),
+        Column("dimension_value", "str", "fs-..., vol-..., i-..."),
+        Column("statistic", "str", "Sum, Average, Minimum, Maximum, SampleCount, pNN"),
+        Column("value", "float", "datapoint value, in unit"),
+        Column("unit", "str", "CloudWatch unit"),
+        Column("period_s", "int", "period in seconds"),
+        Column("label", "str", "label as printed"),
+    )
+}
+
+_INFO_KEYS = tuple(c.name for c in SCHEMA["cw_metric"] if c.name not in ("line", "ts", "value"))
+_STATS = {"sum": "Sum", "average": "Average", "avg": "Average", "minimum": "Minimum", "min": "Minimum"}
+_STATS.update({"maximum": "Maximum", "max": "Maximum", "samplecount": "SampleCount"})
+_ID_PREFIX = (("FileSystemId", "fs"), ("VolumeId", "vol"), ("InstanceId", "i"))
+_ID_DIMS = tuple((d, rf"(?<![A-Za-z0-9]){p}-[0-9a-f]{{8,17}}(?![0-9a-f])") for d, p in _ID_PREFIX)
+_NS_BY_DIM = {"FileSystemId": "AWS/FSx", "VolumeId": "AWS/EBS", "InstanceId": "AWS/EC2"}
+_NS_WORDS = {"fsx": "AWS/FSx", "ebs": "AWS/EBS", "ec2": "AWS/EC2"}
+_METRIC = re.compile(r"^[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*$")
+_NOT_METRIC = re.compile(r"^(?:Label|Timestamps?|Values?|Units?|Percent|Bytes|Count|Seconds)$")
+#: CSV header (lower case, letters and digits only) -> column
+_COLS = {
+    alias: col
+    for col, aliases in {
+        "ts": "timestamp timestamps time date datetime ts",
+        "namespace": "namespace",
+        "metric": "metricname metric",
+        "dimension_name": "dimensionname dimension",
+        "dimension_value": "dimensionvalue",
+        "dimensions": "dimensions",
+        "statistic": "stat statistic statistics",
+        "value": "value values",
+        "unit": "unit units",
+        "period_s": "period periods periodseconds",
+        "label": "label",
+        **{d: d.lower() for d in _NS_BY_DIM},
+    }.items()
+    for alias in aliases.split()
+}
+_AWS_ERROR = re.compile(
+    r"An error occurred \(|Unable to locate credentials|Could not connect to the endpoint"
+)
+
+
+def detect(text: str) -> int:
+    """Confidence that text is CloudWatch metric data."""
+    if re.search(r'"(?:Datapoints|MetricDataResults)"\s*:', text):
+        return 85
+    head = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
+    cols = {re.sub(r"[^a-z0-9]", "", c.lower()) for c in re.split(r"[,;\t]", head)}
+    if "value" in cols and cols & {"metricname", "metric"} and cols & {"timestamp", "time", "ts", "date"}:
+        return 70
+    if "," in head and re.search(
+        r"\b(?:FileSystemId|VolumeId|InstanceId)=|\((?:Sum|Average|Max|Min)\w*\)", head
+    ):
+        return 60
+    return 0
+
+
+def parse(text: str) -> ParseResult:
+    return parse_with_name(text, "")
+
+
+def parse_with_name(text: str, filename: str) -> ParseResult:
+    """Parse, taking what the content does not say from hints in the text, then from the file name."""
+    require_text(text)
+    text = text.lstrip("\ufeff")
+    brace = text.find("{")
+    if brace < 0 and _AWS_ERROR.search(text):
+        raise CollectorError(next(ln for ln in text.splitlines() if _AWS_ERROR.search(ln)).strip()[:300])
+    name = re.sub(r"\.(?:json|csv|txt|out|log)$", "", filename.rsplit("/", 1)[-1], flags=re.I)
+    hints = _hints(text[: max(brace, 0)] + "\n" + _comments(text))
+    base = _merge(hints, _hints(name, words=True, filename=True))
+    result = ParseResult()
+    result.tables["cw_metric"] = []
+    if brace >= 0 and re.search(r'"(?:Datapoints|MetricDataResults)"', text):
+        _json_docs(text, brace, base, result)
+    elif text.lstrip().startswith("{"):
+        raise ParseError("JSON without Datapoints or MetricDataResults")
+    else:
+        _csv(text, base, result)
+    _finish(result)
+    return result
+
+
+def _json_docs(text: str, start: int, base: dict[str, Any], result: ParseResult) -> None:
+    docs: list[Any] = []
+    decoder, pos = json.JSONDecoder(), start
+    while pos < len(text):
+        try:
+            doc, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            doc = _repaired(text[pos:], exc)
+            lines = text.rstrip().splitlines()
+            result.issue(len(lines), lines[-1], "truncated JSON: kept the complete values before the cut")
+            pos = len(text)
+        docs.append(doc)
+        pos = text.find("{", pos) if text.find("{", pos) >= 0 else len(text)
+    docs = [d for d in docs if isinstance(d, dict)]
+    queries = {_text(q.get("Id")): q for d in docs for q in _dicts(d.get("MetricDataQueries"))}
+    find = _Locator(text)
+    for doc in docs:
+        info = _merge({"label": doc.get("Label")}, _hints(str(doc.get("Label") or ""), words=True), base)
+        for dp in _dicts(doc.get("Datapoints")):
+            line = find(json.dumps(dp.get("Timestamp")))
+            stats = {k: dp[k] for k in ("Sum", "Average", "Minimum", "Maximum", "SampleCount") if k in dp}
+            stats.update(dp["ExtendedStatistics"] if isinstance(dp.get("ExtendedStatistics"), dict) else {})
+            for stat, value in stats.items():
+                dp_info = _merge({"statistic": stat, "unit": dp.get("Unit")}, info)
+                _add(result, line, dp.get("Timestamp"), value, dp_info)
+        for res in _dicts(doc.get("MetricDataResults")):
+            label = res.get("Label")
+            query = _query_info(queries.get(_text(res.get("Id"))))
+            info = _merge(query, {"label": label}, _hints(str(label or ""), words=True), base)
+            values = _list(res.get("Values"))
+            for i, ts in enumerate(_list(res.get("Timestamps"))):
+                _add(result, find(json.dumps(ts)), ts, values[i] if i < len(values) else None, info)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(items: Any) -> list[Any]:
+    return items if isinstance(items, list) else []
+
+
+def _dicts(items: Any) -> list[dict[str, Any]]:
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _query_info(query: dict[str, Any] | None) -> dict[str, Any]:
+    stat = _dict((query or {}).get("MetricStat"))
+    metric = _dict(stat.get("Metric"))
+    dim = (_dicts(metric.get("Dimensions")) or [{}])[0]
+    info = {
+        "namespace": metric.get("Namespace"),
+        "metric": metric.get("MetricName"),
+        "statistic": stat.get("Stat"),
+    }
+    info.update(dimension_name=dim.get("Name"), dimension_value=dim.get("Value"), period_s=stat.get("Period"))
+    return info
+
+
+def _csv(text: str, base: dict[str, Any], result: ParseResult) -> None:
+    raw = {no: strip_prefix(ln).strip() for no, ln in enumerate(text.splitlines(), start=1)}
+    raw = {no: ln for no, ln in raw.items() if ln and not ln.startswith(("#", "$ ", "```"))}
+    if not raw:
+        raise ParseError("no CloudWatch data")
+    first = next(iter(raw.values()))
+    parsed = csv.reader(raw.values(), delimiter=max(",;\t", key=first.count))
+    rows = [(no, [c.strip() for c in cells]) for no, cells in zip(raw, parsed, strict=False)]
+    header = [_COLS.get(re.sub(r"[^a-z0-9]", "", h.lower()), h) for h in rows[0][1]]
+    if "value" in header and "ts" in header:
+        for no, cells in rows[1:]:
+            got = dict(zip(header, cells, strict=False))
+            value = to_float(got["value"]) if len(cells) == len(header) else None
+            if value is None:
+                result.issue(no, raw[no], "CSV row without a numeric value")
+                continue
+            info = {k: got.get(k) or None for k in _INFO_KEYS}
+            for dim in (d for d in _NS_BY_DIM if got.get(d) and not info["dimension_name"]):
+                info.update(dimension_name=dim, dimension_value=got[dim])
+            _add(
+                result, no, got["ts"], value, _merge(info, _hints(got.get("dimensions") or ""), base), raw[no]
+            )
+        return
+    if len(header) < 2:
+        raise ParseError("not a CloudWatch CSV: no Value column and no series columns")
+    series = [_merge({"label": h}, _hints(h, words=True)) for h in rows[0][1][1:]]
+    base = _merge(base, {"period_s": _min_gap(_ts(cells[0]) for _, cells in rows[1:])})
+    for no, cells in rows[1:]:
+        key = _COLS.get(re.sub(r"[^a-z0-9]", "", cells[0].lower()))
+        if key and key not in ("ts", "value"):  # a metadata row: Namespace, Statistic, Unit, ...
+            for info, cell in zip(series, cells[1:], strict=False):
+                if key in _NS_BY_DIM:
+                    info.update(dimension_name=key, dimension_value=cell)
+                else:
+                    info.update(_hints(cell) if key == "dimensions" else {key: cell or None})
+            continue
+        for info, cell in zip(series, cells[1:], strict=False):
+            if cell and to_float(cell) is None:
+                result.issue(no, raw[no], f"not a number: {cell!r}")
+            elif cell:
+                _add(result, no, cells[0], to_float(cell), _merge(info, base), raw[no])
+
+
+def _add(
+    result: ParseResult, line: int, ts_raw: Any, value: Any, info: dict[str, Any], raw: str = ""
+) -> None:
+    ts = _ts(ts_raw)
+    if ts is None:
+        result.issue(line, raw or str(ts_raw), "timestamp not understood")
+        return
+    row = {"line": line, "ts": ts, **{k: _text(info.get(k)) for k in _INFO_KEYS}}
+    number = float(value) if isinstance(value, (int, float)) else None
+    row["value"] = number if number is not None and math.isfinite(number) else None
+    row["period_s"] = to_int(row["period_s"])
+    if row["namespace"] is None:
+        row["namespace"] = _NS_BY_DIM.get(row["dimension_name"] or "")
+    result.add("cw_metric", {c.name: row.get(c.name) for c in SCHEMA["cw_metric"]})
+
+
+def _text(value: Any) -> str | None:
+    """A JSON scalar as text; None for null, objects and lists."""
+    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+
+def _finish(result: ParseResult) -> None:
+    """Sort each series by time and derive period_s from the timestamps where it is missing."""
+    rows = result.tables["cw_metric"]
+    key = ("namespace", "metric", "dimension_value", "statistic", "label")
+    order: dict[tuple[Any, ...], int] = {}
+    for row in rows:
+        order.setdefault(tuple(row[k] for k in key), len(order))
+    rows.sort(key=lambda r: (order[tuple(r[k] for k in key)], r["ts"]))
+    for series in order:
+        members = [r for r in rows if tuple(r[k] for k in key) == series]
+        gap = _min_gap(m["ts"] for m in members)
+        for member in members:
+            member["period_s"] = member["period_s"] or gap
+
+
+def _min_gap(stamps: Any) -> int | None:
+    """Smallest gap in seconds between distinct ISO timestamps (None when fewer than two)."""
+    times = sorted({datetime.fromisoformat(t) for t in stamps if t})
+    gaps = [int((b - a).total_seconds()) for a, b in zip(times, times[1:], strict=False)]
+    return min(gaps) if gaps else None
+
+
+def _ts(raw: Any) -> str | None:
+    if isinstance(raw, (int, float)) or (
+        isinstance(raw, str) and re.fullmatch(r"\d{10}(?:\d{3})?(?:\.\d+)?", raw)
+    ):
+        secs = float(raw) / (1000 if float(raw) > 1e11 else 1)
+        if not 1e9 <= secs < 1e10:  # 2001..2286: anything else is not an epoch timestamp
+            return None
+        return datetime.fromtimestamp(secs, tz=timezone.utc).replace(tzinfo=None).isoformat()
+    text = re.sub(r"\s*(?:Z|UTC|GMT)$", "+00:00", str(raw).strip().replace("/", "-"))
+    text = re.sub(r"([+-]\d\d)(\d\d)$", r"\1:\2", text)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    offset = parsed.utcoffset()
+    return (parsed - offset if offset else parsed).replace(tzinfo=None).isoformat()
+
+
+def _hints(text: str, words: bool = False, filename: bool = False) -> dict[str, Any]:
+    """Namespace, metric, dimension, statistic and period named in a command line, label or file name.
+
+    Bare words (``DataReadBytes``, ``Sum``) count only in labels and file names (``words``).
+    """
+    info: dict[str, Any] = {}
+    if m := re.search(r"--namespace[= ]+['\"]?([\w/.-]+)|\bnamespace[=:]\s*([\w/.-]+)|\bAWS/\w+", text, re.I):
+        info["namespace"] = m.group(1) or m.group(2) or m.group(0)
+    if m := re.search(r"--metric-name[= ]+['\"]?(\w+)|\bmetric(?:_?name)?[=:]\s*(\w+)", text, re.I):
+        info["metric"] = m.group(1) or m.group(2)
+    if m := re.search(
+        r"--(?:extended-)?statistics[= ]+['\"]?([\w.]+)|\bstat(?:istic)?s?[=:]\s*([\w.]+)", text, re.I
+    ):
+        info["statistic"] = _stat(m.group(1) or m.group(2)) or m.group(1) or m.group(2)
+    if m := re.search(r"--period[= ]+(\d+)|\bperiod(?:_s)?[=:]\s*(\d+)", text, re.I):
+        info["period_s"] = int(m.group(1) or m.group(2))
+    if m := re.search(r"Name=(\w+),Value=([\w.:/-]+)|\b(\w+Id)=([\w.:/-]+)", text):
+        info["dimension_name"], info["dimension_value"] = m.group(1, 2) if m.group(1) else m.group(3, 4)
+    for dim, pattern in _ID_DIMS:
+        if "dimension_name" not in info and (m := re.search(pattern, text)):
+            info["dimension_name"], info["dimension_value"] = dim, m.group(0)
+    if not words:
+        return info
+    rest = re.sub(r"\S+=\S*|\bAWS/\w+|" + "|".join(p for _, p in _ID_DIMS), " ", text)
+    for word in re.split(r"[\s,;()\[\]_.-]+" if filename else r"[\s,;()\[\]\"']+", rest):
+        stat = _stat(word)
+        if stat and (filename or word[:1].isupper() or stat.startswith("p")):
+            info.setdefault("statistic", stat)
+        elif filename and word.lower() in _NS_WORDS:
+            info.setdefault("namespace", _NS_WORDS[word.lower()])
+        elif _METRIC.match(word) and len(word) >= 4 and not _NOT_METRIC.match(word):
+            info.setdefault("metric", word)
+    return info
+
+
+def _stat(word: str) -> str | None:
+    if re.fullmatch(r"[pP]\d+(?:\.\d+)?", word):
+        return word.lower()
+    return _STATS.get(word.lower())
+
+
+def _comments(text: str) -> str:
+    return "\n".join(ln for ln in text.splitlines() if ln.lstrip().startswith(("#", "$", "aws ")))
+
+
+def _merge(*infos: dict[str, Any]) -> dict[str, Any]:
+    """First non-null value of each key, in the order given."""
+    out: dict[str, Any] = {}
+    for info in infos:
+        for k, v in info.items():
+            if out.get(k) is None and v not in (None, ""):
+                out[k] = v
+    return out
+
+
+def _repaired(text: str, exc: json.JSONDecodeError) -> Any:
+    """Decode a JSON document that was cut off, or raise ParseError."""
+    fixed = _repair(text)
+    if fixed is not None:
+        with contextlib.suppress(json.JSONDecodeError):
+            return json.loads(fixed)
+    raise ParseError(f"CloudWatch JSON does not parse: {exc}") from exc
+
+
+def _repair(text: str) -> str | None:
+    """Close a JSON document that was cut off, after its last complete value; None if not truncated."""
+    stack: list[str] = []
+    cut: tuple[int, tuple[str, ...]] | None = None
+    in_str = esc = False
+    for i, c in enumerate(text):
+        if in_str:
+            esc, in_str = (False, True) if esc else (c == "\\", c != '"')
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            stack.append("]" if c == "[" else "}")
+            cut = (i + 1, tuple(stack))
+        elif c in "]}":
+            if not stack or stack.pop() != c:
+                return None
+            cut = (i + 1, tuple(stack))
+        elif c == ",":
+            cut = (i, tuple(stack))
+    if not stack or cut is None:
+        return None
+    return text[: cut[0]] + "".join(reversed(cut[1]))
+
+
+class _Locator:
+    """Find successive strings in a text and return their 1-based line numbers."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line = text, 0, 1
+
+    def __call__(self, needle: str) -> int:
+        at = self.text.find(needle, self.pos)
+        if at < 0:
+            return self.line
+        self.line += self.text.count("\n", self.pos, at)
+        self.pos = at + len(needle)
+        return self.line
