@@ -1,0 +1,104 @@
+"""Walk the registries: every parser and rule follows the house contract, docs match the code."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+import parsers
+from analyzer import schema_doc
+from analyzer.findings import OWNERS
+from analyzer.rules import load_rules
+from parsers._base import COLUMN_TYPES, ParserInfo
+from tests.conftest import FIXTURES, ROOT, fixture_files
+
+KINDS = list(parsers.KINDS)
+
+
+def test_every_registered_kind_has_a_module() -> None:
+    assert parsers.available_kinds() == KINDS
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_parser_module_contract(kind: str) -> None:
+    module = parsers.module_for(kind)
+    assert module.__name__ == "parsers." + kind.replace("-", "_")
+    doc = inspect.getdoc(module) or ""
+    assert "Schema" in doc and "Examples" in doc and ">>>" in doc, "docstring needs Schema and Examples"
+    assert isinstance(module.INFO, ParserInfo) and module.INFO.kind == kind
+    assert set(module.INFO.tables) == set(module.SCHEMA), "INFO.tables must name the SCHEMA tables"
+    for table, cols in module.SCHEMA.items():
+        names = [c.name for c in cols]
+        assert len(names) == len(set(names)), f"{table}: duplicate columns"
+        assert all(c.type in COLUMN_TYPES for c in cols)
+        assert not {"bundle_id", "node", "source_file"} & set(names), "reserved column names"
+    result = module.parse(module.SAMPLE)
+    for table, rows in result.tables.items():
+        assert table in module.SCHEMA
+        declared = {c.name for c in module.SCHEMA[table]}
+        for row in rows:
+            assert set(row) <= declared, f"{table}: undeclared keys {set(row) - declared}"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fixtures_exist_with_provenance_and_are_detected(kind: str) -> None:
+    folder = FIXTURES / kind
+    assert (folder / "PROVENANCE.md").is_file(), f"tests/fixtures/{kind}/PROVENANCE.md missing"
+    files = fixture_files(kind)
+    assert files, f"no fixture for {kind}"
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert parsers.detect_kind(text) == kind, f"{path.name} not detected as {kind}"
+
+
+@pytest.mark.parametrize("module", load_rules(), ids=lambda m: m.RULE.id)
+def test_rule_contract(module) -> None:  # type: ignore[no-untyped-def]
+    rule = module.RULE
+    assert rule.id.count(".") >= 1 and rule.id == rule.id.lower()
+    assert rule.route.owner in OWNERS and rule.route.target and rule.route.action
+    assert inspect.getdoc(module), "a rule module needs a docstring saying what it detects and why"
+    assert rule.requires, "a rule declares the tables it needs"
+    tested = any(rule.id in p.read_text() for p in (ROOT / "tests").rglob("test_*.py"))
+    assert tested, f"no test mentions {rule.id}"
+
+
+def test_schema_doc_matches_the_code() -> None:
+    on_disk = (ROOT / "docs" / "schema.md").read_text(encoding="utf-8")
+    assert on_disk == schema_doc.render(), "docs/schema.md is stale: python -m analyzer.schema_doc > docs/schema.md"
+
+
+def test_cli_starts_without_the_heavy_stack() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from analyzer.cli import cli; import parsers; parsers.module_for('dmesg');"
+        "heavy = [m for m in ('duckdb', 'polars', 'pyarrow', 'weasyprint', 'matplotlib') if m in sys.modules];"
+        "print(','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_rules_import_cleanly() -> None:
+    for module in load_rules():
+        importlib.reload(module)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_parse_command_works_for_every_kind(kind: str) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from analyzer.cli import cli
+
+    for path in fixture_files(kind):
+        result = CliRunner().invoke(cli, ["parse", str(path), "--kind", kind])
+        assert result.exit_code == 0, f"{path.name}: {result.output}"
+        records = json.loads(result.stdout)
+        assert isinstance(records, list)
+        detected = CliRunner().invoke(cli, ["parse", str(path), "--format", "csv"])
+        assert detected.exit_code == 0, f"{path.name}: {detected.output}"
