@@ -55,7 +55,7 @@ class Context:
     def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         cur = self.con.execute(sql, list(params))
         names = [d[0] for d in cur.description]
-        return [dict(zip(names, row)) for row in cur.fetchall()]
+        return [dict(zip(names, row, strict=False)) for row in cur.fetchall()]
 
     def evidence(self, source_file: str | None, line: int | None) -> Evidence:
         if source_file is None:

@@ -51,4 +51,4 @@ def gather(
 def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
     cur = con.execute(sql)
     names = [d[0] for d in cur.description]
-    return [json.loads(json.dumps(dict(zip(names, r)), default=str)) for r in cur.fetchall()]
+    return [json.loads(json.dumps(dict(zip(names, r, strict=False)), default=str)) for r in cur.fetchall()]

@@ -41,7 +41,9 @@ class Settings:
         try:
             return self.sections[section][key]["value"]
         except KeyError as exc:
-            raise SettingsError(f"threshold {section}.{key} is not defined in analyzer/thresholds/*.toml") from exc
+            raise SettingsError(
+                f"threshold {section}.{key} is not defined in analyzer/thresholds/*.toml"
+            ) from exc
 
     def section(self, section: str) -> dict[str, Any]:
         return {k: v["value"] for k, v in self.sections.get(section, {}).items()}

@@ -42,8 +42,7 @@ def strip_prefix(line: str) -> str:
 
 def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
     """Yield (1-based line number, line without its newline)."""
-    for no, line in enumerate(text.splitlines(), start=1):
-        yield no, line
+    yield from enumerate(text.splitlines(), start=1)
 
 
 def to_float(value: str | None) -> float | None:

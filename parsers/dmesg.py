@@ -110,11 +110,17 @@ _SXID = re.compile(r"nvswitch\d*: SXid \((?:PCI:)?(?P<pci>[^)]*)\): (?P<xid>\d+)
 _CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
 _FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
 _GPU_PCI = re.compile(r"GPU (?:at PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)")
-_AER = re.compile(r"(?P<dev>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d).*PCIe Bus Error: severity=(?P<sev>[^,]+)")
-_AER_FATAL = re.compile(r"(?P<dev>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d).*AER: (?P<sev>(?:Multiple )?Uncorrected[^:]*) error")
+_AER = re.compile(
+    r"(?P<dev>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d).*PCIe Bus Error: severity=(?P<sev>[^,]+)"
+)
+_AER_FATAL = re.compile(
+    r"(?P<dev>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d).*AER: (?P<sev>(?:Multiple )?Uncorrected[^:]*) error"
+)
 _NVLINK = re.compile(r"NVRM:.*nvlink.*(?:error|fatal|fail)", re.IGNORECASE)
 _EFA = re.compile(r"^(?:infiniband )?efa[_ ]\S*.*(?:error|fail|timeout|reset)", re.IGNORECASE)
-_OOM = re.compile(r"Out of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<name>[^)]*)\)|(?P<inv>\S+) invoked oom-killer")
+_OOM = re.compile(
+    r"Out of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<name>[^)]*)\)|(?P<inv>\S+) invoked oom-killer"
+)
 _HUNG = re.compile(r"INFO: task (?P<name>.+?):(?P<pid>\d+) blocked for more than (?P<s>\d+) seconds")
 _LOCKUP = re.compile(r"soft lockup|hard LOCKUP|watchdog: BUG", re.IGNORECASE)
 _PANIC = re.compile(r"Kernel panic - not syncing|BUG: unable to handle|BUG: kernel NULL")
@@ -166,9 +172,7 @@ def _body(line: str) -> str:
 
 
 def _row(event_type: str, message: str, **fields: Any) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(
-        ("pci", "xid", "caused_by_xid", "pid", "process", "severity"), None
-    )
+    row: dict[str, Any] = dict.fromkeys(("pci", "xid", "caused_by_xid", "pid", "process", "severity"), None)
     row.update(event_type=event_type, message=message.strip(), **fields)
     return row
 

@@ -97,24 +97,75 @@ INFO = ParserInfo(
     versions_seen=("396.37", "545.23.08", "550.127.05", "565.57.01"),
 )
 
-_INT_COLS = (
-    "index minor_number module_id pcie_gen_current pcie_gen_max pcie_width_current pcie_width_max "
-    "pcie_replays ecc_corrected_volatile ecc_uncorrected_volatile ecc_corrected_aggregate "
-    "ecc_uncorrected_aggregate sram_uncorrected_volatile dram_uncorrected_volatile "
-    "sram_uncorrected_aggregate dram_uncorrected_aggregate dram_corrected_volatile dram_corrected_aggregate "
-    "retired_pages_sbe retired_pages_dbe remapped_rows_correctable remapped_rows_uncorrectable "
-    "temp_line throttle_line pcie_line ecc_volatile_line ecc_aggregate_line remap_line persistence_line "
-    "fabric_line clock_line line"
-).split()
-_FLOAT_COLS = (
-    "temp_c temp_slowdown_c temp_shutdown_c temp_max_operating_c temp_tlimit_c memory_temp_c sm_clock_mhz "
-    "max_sm_clock_mhz graphics_clock_mhz memory_clock_mhz power_draw_w power_limit_w memory_total_mib "
-    "memory_used_mib util_gpu_pct"
-).split()
-_STR_COLS = (
-    "pci name serial uuid vbios driver_version cuda_version persistence_mode mig_mode ecc_mode "
-    "performance_state reset_required throttle_reasons_active retired_pages_pending fabric_state fabric_status"
-).split()
+_INT_COLS = [
+    "index",
+    "minor_number",
+    "module_id",
+    "pcie_gen_current",
+    "pcie_gen_max",
+    "pcie_width_current",
+    "pcie_width_max",
+    "pcie_replays",
+    "ecc_corrected_volatile",
+    "ecc_uncorrected_volatile",
+    "ecc_corrected_aggregate",
+    "ecc_uncorrected_aggregate",
+    "sram_uncorrected_volatile",
+    "dram_uncorrected_volatile",
+    "sram_uncorrected_aggregate",
+    "dram_uncorrected_aggregate",
+    "dram_corrected_volatile",
+    "dram_corrected_aggregate",
+    "retired_pages_sbe",
+    "retired_pages_dbe",
+    "remapped_rows_correctable",
+    "remapped_rows_uncorrectable",
+    "temp_line",
+    "throttle_line",
+    "pcie_line",
+    "ecc_volatile_line",
+    "ecc_aggregate_line",
+    "remap_line",
+    "persistence_line",
+    "fabric_line",
+    "clock_line",
+    "line",
+]
+_FLOAT_COLS = [
+    "temp_c",
+    "temp_slowdown_c",
+    "temp_shutdown_c",
+    "temp_max_operating_c",
+    "temp_tlimit_c",
+    "memory_temp_c",
+    "sm_clock_mhz",
+    "max_sm_clock_mhz",
+    "graphics_clock_mhz",
+    "memory_clock_mhz",
+    "power_draw_w",
+    "power_limit_w",
+    "memory_total_mib",
+    "memory_used_mib",
+    "util_gpu_pct",
+]
+_STR_COLS = [
+    "pci",
+    "name",
+    "serial",
+    "uuid",
+    "vbios",
+    "driver_version",
+    "cuda_version",
+    "persistence_mode",
+    "mig_mode",
+    "ecc_mode",
+    "performance_state",
+    "reset_required",
+    "throttle_reasons_active",
+    "retired_pages_pending",
+    "fabric_state",
+    "fabric_status",
+]
 _BOOL_COLS = ("remap_pending", "remap_failure")
 
 SCHEMA = {
@@ -299,11 +350,11 @@ def _ecc(gpu: dict[str, Any], sections: list[str], key: str, value: str, no: int
         memory = k[:4]
         kind = "uncorrected" if "uncorrectable" in k else "corrected"
         gpu["_ecc"][(scope, memory, kind)] = gpu["_ecc"].get((scope, memory, kind), 0) + count
-    if count > 0 and ("uncorrectable" in k or sections[1:2] == ["double bit"]):
+    uncorrectable = "uncorrectable" in k or sections[1:2] == ["double bit"]
+    if count > 0 and uncorrectable and not gpu.get(f"_nz_{scope}"):
         # evidence points at the first non-zero uncorrectable counter, not the section start
-        if not gpu.get(f"_nz_{scope}"):
-            gpu[f"ecc_{scope}_line"] = no
-            gpu[f"_nz_{scope}"] = True
+        gpu[f"ecc_{scope}_line"] = no
+        gpu[f"_nz_{scope}"] = True
 
 
 def _finish(gpu: dict[str, Any]) -> None:

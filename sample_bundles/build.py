@@ -38,7 +38,11 @@ def _ecc_fault(text: str) -> str:
 SCENARIOS: dict[str, dict[str, dict[str, object]]] = {
     "xid-ecc-3node": {
         "p5-node-01": {
-            "meta": {"instance_type": "p5.48xlarge", "availability_zone": "us-east-1a", "hostname": "ip-10-1-0-11"},
+            "meta": {
+                "instance_type": "p5.48xlarge",
+                "availability_zone": "us-east-1a",
+                "hostname": "ip-10-1-0-11",
+            },
             "probes": {
                 "nvidia-smi-q": ("nvidia-smi-q/jp-simulator-8xh100-565-complete.txt", _ecc_fault),
                 # The runbook's Xid 48/63/94 burst, moved from bus 52 to this dump's GPU 3 (bus 5D).
@@ -49,21 +53,33 @@ SCENARIOS: dict[str, dict[str, dict[str, object]]] = {
             },
         },
         "p5-node-02": {
-            "meta": {"instance_type": "p5.48xlarge", "availability_zone": "us-east-1a", "hostname": "ip-10-1-0-12"},
+            "meta": {
+                "instance_type": "p5.48xlarge",
+                "availability_zone": "us-east-1a",
+                "hostname": "ip-10-1-0-12",
+            },
             "probes": {
                 "nvidia-smi-q": ("nvidia-smi-q/jp-simulator-8xh100-565-complete.txt", None),
                 "dmesg": ("dmesg/ogkm-1150-xid45-after-149-145-syslog.txt", None),
             },
         },
         "p5-node-03": {
-            "meta": {"instance_type": "p5.48xlarge", "availability_zone": "us-east-1a", "hostname": "ip-10-1-0-13"},
+            "meta": {
+                "instance_type": "p5.48xlarge",
+                "availability_zone": "us-east-1a",
+                "hostname": "ip-10-1-0-13",
+            },
             "probes": {
                 "nvidia-smi-q": ("nvidia-smi-q/jp-simulator-8xh100-565-complete.txt", None),
                 "dmesg": ("dmesg/returnn-1486-reltime-aer-no-xid.txt", None),
             },
         },
         "h100-node-04": {
-            "meta": {"instance_type": "p5.48xlarge", "availability_zone": "us-east-1a", "hostname": "della-k17g3"},
+            "meta": {
+                "instance_type": "p5.48xlarge",
+                "availability_zone": "us-east-1a",
+                "hostname": "della-k17g3",
+            },
             "probes": {
                 "nvidia-smi-q": ("nvidia-smi-q/della-h100-545-single-no-blank-after-banner.txt", None),
                 "dmesg": ("dmesg/gpud-readme-dmesg-ctime-xid13-109.txt", None),

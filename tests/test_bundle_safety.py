@@ -115,4 +115,9 @@ def test_cluster_tarball_of_node_tarballs(sample_cluster: Path, tmp_path: Path) 
     result = CliRunner().invoke(cli, ["analyze", str(cluster), "--json", str(tmp_path / "f.json"), "-q"])
     assert result.exit_code == 0, result.output
     doc = json.loads((tmp_path / "f.json").read_text())
-    assert sorted(n["node"] for n in doc["nodes"]) == ["h100-node-04", "p5-node-01", "p5-node-02", "p5-node-03"]
+    assert sorted(n["node"] for n in doc["nodes"]) == [
+        "h100-node-04",
+        "p5-node-01",
+        "p5-node-02",
+        "p5-node-03",
+    ]

@@ -13,7 +13,18 @@ from click.testing import CliRunner
 from analyzer.cli import cli
 from tests.conftest import FIXTURES
 
-FINDING_KEYS = {"rule", "rule_version", "severity", "node", "gpu", "message", "params", "route", "evidence", "fingerprint"}
+FINDING_KEYS = {
+    "rule",
+    "rule_version",
+    "severity",
+    "node",
+    "gpu",
+    "message",
+    "params",
+    "route",
+    "evidence",
+    "fingerprint",
+}
 
 
 def run(*args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
@@ -56,7 +67,9 @@ def test_db_file_is_queryable(sample_cluster: Path, tmp_path: Path) -> None:
     assert run("analyze", str(sample_cluster), "--db", str(db), "-q").exit_code == 0
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM gpu").fetchone() == (25,)
-    assert con.execute("SELECT count(DISTINCT node) FROM kernel_event WHERE event_type = 'xid'").fetchone() == (3,)
+    assert con.execute(
+        "SELECT count(DISTINCT node) FROM kernel_event WHERE event_type = 'xid'"
+    ).fetchone() == (3,)
     assert con.execute("SELECT count(*) FROM findings WHERE severity = 'critical'").fetchone()[0] >= 2
     assert con.execute("SELECT count(*) FROM node WHERE instance_type = 'p5.48xlarge'").fetchone() == (4,)
 

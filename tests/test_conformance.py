@@ -66,7 +66,9 @@ def test_rule_contract(module) -> None:  # type: ignore[no-untyped-def]
 
 def test_schema_doc_matches_the_code() -> None:
     on_disk = (ROOT / "docs" / "schema.md").read_text(encoding="utf-8")
-    assert on_disk == schema_doc.render(), "docs/schema.md is stale: python -m analyzer.schema_doc > docs/schema.md"
+    assert on_disk == schema_doc.render(), (
+        "docs/schema.md is stale: python -m analyzer.schema_doc > docs/schema.md"
+    )
 
 
 def test_cli_starts_without_the_heavy_stack() -> None:

@@ -12,7 +12,9 @@ from tests.conftest import ROOT
 
 def test_schema_doc_matches_the_code() -> None:
     on_disk = (ROOT / "docs" / "schema.md").read_text(encoding="utf-8")
-    assert on_disk == schema_doc.render(), "docs/schema.md is stale: python -m analyzer.schema_doc > docs/schema.md"
+    assert on_disk == schema_doc.render(), (
+        "docs/schema.md is stale: python -m analyzer.schema_doc > docs/schema.md"
+    )
 
 
 def test_bundle_format_doc_names_every_meta_key_and_manifest_column() -> None:

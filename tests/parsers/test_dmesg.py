@@ -56,7 +56,11 @@ def test_nvswitch_sxid_is_not_a_gpu_xid() -> None:
 
 def test_dbe_burst_same_second() -> None:
     ev = events("uce-runbook-xid48-63-94-dbe.txt")
-    assert [(e["xid"], e["pci"]) for e in ev] == [(48, "0000:52:00.0"), (63, "0000:52:00.0"), (94, "0000:52:00.0")]
+    assert [(e["xid"], e["pci"]) for e in ev] == [
+        (48, "0000:52:00.0"),
+        (63, "0000:52:00.0"),
+        (94, "0000:52:00.0"),
+    ]
     assert "double bit error" in ev[0]["message"]
 
 
