@@ -106,7 +106,7 @@ def analyze(
       hptriage analyze /fsx/hptriage/2026-12-02 --json findings.json --db triage.duckdb
     """
     try:
-        data = _run_analysis(list(paths), db_path, jobs, _settings(config))
+        data = _run_analysis(list(paths), db_path, jobs, _settings(config), charts=bool(html_out or pdf_out))
         if json_out:
             from reports.findings_json import dumps
 
@@ -146,7 +146,9 @@ def _settings(config: Path | None):  # type: ignore[no-untyped-def]
         raise UsageProblem(str(exc)) from exc
 
 
-def _run_analysis(paths: list[Path], db_path: Path | None, jobs: int | None, settings):  # type: ignore[no-untyped-def]
+def _run_analysis(  # type: ignore[no-untyped-def]
+    paths: list[Path], db_path: Path | None, jobs: int | None, settings, charts: bool = False
+):
     from analyzer.engine import run_rules
     from analyzer.load import load
     from analyzer.report_data import gather
@@ -172,6 +174,10 @@ def _run_analysis(paths: list[Path], db_path: Path | None, jobs: int | None, set
         findings, outcomes = run_rules(con, modules, settings)
         titles = {m.RULE.id: m.RULE.title for m in modules}
         data = gather(con, summary.bundles, findings, outcomes, titles)
+        if charts:
+            from reports.chart_data import collect
+
+            data.charts = collect(con, settings, findings)
         con.close()
         return data
     finally:

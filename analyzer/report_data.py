@@ -21,6 +21,7 @@ class ReportData:
     outcomes: list[Outcome]
     problems: list[dict[str, Any]]
     rule_titles: dict[str, str] = field(default_factory=dict)
+    charts: dict[str, Any] = field(default_factory=dict)  # chart data, gathered only for HTML/PDF
 
 
 def gather(

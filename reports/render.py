@@ -31,6 +31,90 @@ def render_html(data: ReportData) -> str:
     return template.render(**context(data))
 
 
+def draw_charts(data: ReportData) -> list[dict[str, Any]]:
+    """Turn the gathered chart data into inline SVG figures, in report order."""
+    from reports import charts
+
+    c = data.charts
+    if not c:
+        return []
+    sick = set(c.get("sick_nodes", []))
+    figures: list[dict[str, Any]] = []
+    for item in c.get("busbw", []):
+        svg, left_out = charts.bars_with_lines(
+            item["labels"],
+            item["values"],
+            item["lines"],
+            set(item["highlight"]),
+            item["title"],
+            "busbw (GB/s)",
+        )
+        figures.append({"section": "A", "title": item["title"], "svg": svg, "note": item.get("note", "")})
+    pairs = c.get("pairs")
+    if pairs:
+        figures.append(
+            {
+                "section": "A",
+                "title": "Pairwise nccl-tests busbw",
+                "svg": charts.heatmap(
+                    pairs["labels"], pairs["matrix"], set(pairs["highlight"]), "Pairwise busbw (GB/s)", "GB/s"
+                ),
+                "note": pairs.get("note", ""),
+            }
+        )
+    if c.get("fsx_utilisation"):
+        figures.append(
+            {
+                "section": "B",
+                "title": "FSx utilisation",
+                "svg": charts.timeseries(
+                    c["fsx_utilisation"], c.get("fsx_line", 80.0), "FSx utilisation", "%"
+                ),
+                "note": "",
+            }
+        )
+    if c.get("fsx_throughput"):
+        figures.append(
+            {
+                "section": "B",
+                "title": "FSx throughput",
+                "svg": charts.timeseries(c["fsx_throughput"], None, "FSx throughput", "MB/s"),
+                "note": "",
+            }
+        )
+    if c.get("iowait"):
+        labels = [n for n, _ in c["iowait"]]
+        values = [v for _, v in c["iowait"]]
+        line = c.get("iowait_line", 20.0)
+        svg, _ = charts.bars_with_lines(
+            labels,
+            values,
+            {"warning": line},
+            {n for n, v in c["iowait"] if v >= line} | (sick & set(labels)),
+            "iowait per node",
+            "iowait (%)",
+            lower_is_worse=False,
+        )
+        figures.append({"section": "B", "title": "iowait per node", "svg": svg, "note": ""})
+    for key, title, unit in (
+        ("gpu_temp", "GPU temperature", "°C"),
+        ("gpu_sm_clock", "GPU SM clock", "MHz"),
+        ("gpu_ecc", "GPU corrected ECC (volatile)", "errors"),
+    ):
+        g = c.get(key)
+        if g:
+            note = f"{g['left_out']} nodes closest to the median not drawn" if g["left_out"] else ""
+            figures.append(
+                {
+                    "section": "C",
+                    "title": title,
+                    "svg": charts.grid(g["rows"], g["columns"], g["values"], title, unit),
+                    "note": note,
+                }
+            )
+    return figures
+
+
 def context(data: ReportData) -> dict[str, Any]:
     concerns = [f for f in data.findings if f.severity in (Severity.CRITICAL, Severity.WARNING)]
     worst = Counter(f.node for f in concerns if f.node).most_common(TOP_NODES)
@@ -51,6 +135,8 @@ def context(data: ReportData) -> dict[str, Any]:
         "section_titles": SECTIONS,
         "instance_types": sorted({n.get("instance_type") or "unknown" for n in data.nodes}),
         "collected": sorted({n.get("collected_at") or "" for n in data.nodes} - {""}),
+        "figures": draw_charts(data),
+        "versions": data.charts.get("versions"),
     }
 
 

@@ -1,0 +1,167 @@
+"""Summaries the report draws: each function reads the store and returns plain data for one chart or table.
+
+Everything here is bounded for 1,000-node clusters: per-node lists are cut in the chart functions, grids
+keep the most deviating nodes, and the version table lists only drifting columns in full.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from analyzer.findings import Finding
+    from analyzer.settings import Settings
+
+FSX_UTILISATION = (
+    "DiskIopsUtilization",
+    "NetworkThroughputUtilization",
+    "FileServerDiskIopsUtilization",
+    "FileServerDiskThroughputUtilization",
+    "CPUUtilization",
+)
+VERSION_COLUMNS = ("nvidia_driver", "cuda_driver_max", "nccl", "efa_installer", "ofi_nccl", "kernel")
+MAX_GRID_NODES = 40
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[dict[str, Any]]:
+    cur = con.execute(sql, list(params))
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def gpu_grid(con: duckdb.DuckDBPyConnection, column: str) -> dict[str, Any] | None:
+    """node x GPU values of one gpu-table column; nodes ordered by how far they sit from the median."""
+    assert column in ("temp_c", "sm_clock_mhz", "ecc_corrected_volatile", "power_draw_w")
+    rows = _rows(
+        con,
+        f'SELECT node, "index" AS gpu, {column} AS v FROM gpu WHERE {column} IS NOT NULL ORDER BY node, gpu',
+    )
+    if not rows:
+        return None
+    by_node: dict[str, dict[int, float]] = defaultdict(dict)
+    for r in rows:
+        by_node[r["node"]][r["gpu"]] = float(r["v"])
+    all_values = sorted(v for d in by_node.values() for v in d.values())
+    median = all_values[len(all_values) // 2]
+    nodes = sorted(by_node, key=lambda n: -max(abs(v - median) for v in by_node[n].values()))
+    left_out = max(0, len(nodes) - MAX_GRID_NODES)
+    nodes = sorted(nodes[:MAX_GRID_NODES])
+    gpus = sorted({g for d in by_node.values() for g in d})
+    return {
+        "rows": nodes,
+        "columns": [f"GPU {g}" for g in gpus],
+        "values": [[by_node[n].get(g) for g in gpus] for n in nodes],
+        "left_out": left_out,
+    }
+
+
+def iowait_by_node(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
+    rows = _rows(
+        con,
+        """SELECT node, avg(iowait_pct) AS iowait FROM iostat_cpu
+           WHERE since_boot IS NOT TRUE AND iowait_pct IS NOT NULL AND node IS NOT NULL
+           GROUP BY node ORDER BY node""",
+    )
+    return [(r["node"], float(r["iowait"])) for r in rows]
+
+
+def fsx_utilisation(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[list[Any], list[float]]]:
+    """Series '<file system> <metric>' -> (timestamps, percent) for AWS/FSx utilisation metrics."""
+    placeholders = ", ".join("?" for _ in FSX_UTILISATION)
+    rows = _rows(
+        con,
+        f"""SELECT coalesce(dimension_value, '?') AS fs, metric, ts, max(value) AS v FROM cw_metric
+            WHERE namespace = 'AWS/FSx' AND metric IN ({placeholders}) AND ts IS NOT NULL AND value IS NOT NULL
+            GROUP BY ALL ORDER BY fs, metric, ts""",
+        *FSX_UTILISATION,
+    )
+    series: dict[str, tuple[list[Any], list[float]]] = {}
+    for r in rows:
+        xs, ys = series.setdefault(f"{r['fs']} {r['metric']}", ([], []))
+        xs.append(r["ts"])
+        ys.append(float(r["v"]))
+    return series
+
+
+def fsx_throughput(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[list[Any], list[float]]]:
+    """Series '<file system> read/write' -> (timestamps, MB/s) from DataRead/WriteBytes Sum / period."""
+    rows = _rows(
+        con,
+        """SELECT coalesce(dimension_value, '?') AS fs, metric, ts,
+                  sum(value) / any_value(coalesce(period_s, 60)) / 1e6 AS mbps
+           FROM cw_metric WHERE namespace = 'AWS/FSx' AND metric IN ('DataReadBytes', 'DataWriteBytes')
+             AND statistic = 'Sum' AND ts IS NOT NULL AND value IS NOT NULL
+           GROUP BY ALL ORDER BY fs, metric, ts""",
+    )
+    series: dict[str, tuple[list[Any], list[float]]] = {}
+    for r in rows:
+        name = f"{r['fs']} {'read' if r['metric'] == 'DataReadBytes' else 'write'}"
+        xs, ys = series.setdefault(name, ([], []))
+        xs.append(r["ts"])
+        ys.append(float(r["mbps"]))
+    return series
+
+
+def version_table(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Per node: instance type, AZ and versions; cells differing from their instance type's majority marked."""
+    nodes = _rows(
+        con,
+        "SELECT node, instance_type, availability_zone, kernel FROM node WHERE node IS NOT NULL ORDER BY node",
+    )
+    versions: dict[str, dict[str, str]] = defaultdict(dict)
+    for r in _rows(
+        con,
+        """SELECT node, component, string_agg(DISTINCT version, ', ' ORDER BY version) AS v
+           FROM software_version WHERE version IS NOT NULL AND node IS NOT NULL GROUP BY ALL""",
+    ):
+        versions[r["node"]][r["component"]] = r["v"]
+    for r in _rows(
+        con,
+        """SELECT node, string_agg(DISTINCT driver_version, ', ') AS drv, string_agg(DISTINCT cuda_version, ', ') AS cuda
+           FROM gpu WHERE node IS NOT NULL GROUP BY node""",
+    ):
+        if r["drv"]:
+            versions[r["node"]].setdefault("nvidia_driver", r["drv"])
+        if r["cuda"]:
+            versions[r["node"]].setdefault("cuda_driver_max", r["cuda"])
+    table = []
+    for n in nodes:
+        cells = dict(versions.get(n["node"], {}))
+        if n["kernel"]:
+            cells.setdefault("kernel", n["kernel"])
+        table.append(
+            {"node": n["node"], "instance_type": n["instance_type"], "az": n["availability_zone"], **cells}
+        )
+    drift: dict[str, set[str]] = defaultdict(set)  # column -> nodes whose value is not the majority
+    by_type: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
+    for row in table:
+        by_type[row["instance_type"]].append(row)
+    for rows in by_type.values():
+        for column in VERSION_COLUMNS:
+            seen = Counter(r.get(column) for r in rows if r.get(column))
+            if len(seen) > 1:
+                majority = seen.most_common(1)[0][0]
+                drift[column] |= {r["node"] for r in rows if r.get(column) and r.get(column) != majority}
+    return {
+        "columns": list(VERSION_COLUMNS),
+        "rows": table,
+        "drift": {k: sorted(v) for k, v in drift.items()},
+    }
+
+
+def collect(con: duckdb.DuckDBPyConnection, settings: Settings, findings: list[Finding]) -> dict[str, Any]:
+    """Everything the HTML/PDF report draws, as plain data."""
+    sick = {f.node for f in findings if f.node and f.severity.value in ("critical", "warning")}
+    return {
+        "sick_nodes": sorted(sick),
+        "gpu_temp": gpu_grid(con, "temp_c"),
+        "gpu_sm_clock": gpu_grid(con, "sm_clock_mhz"),
+        "gpu_ecc": gpu_grid(con, "ecc_corrected_volatile"),
+        "iowait": iowait_by_node(con),
+        "fsx_utilisation": fsx_utilisation(con),
+        "fsx_throughput": fsx_throughput(con),
+        "versions": version_table(con),
+    }
