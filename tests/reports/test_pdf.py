@@ -1,0 +1,46 @@
+"""The PDF carries every critical finding, paginates sanely and renders."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+needs_pdf = pytest.mark.skipif(
+    shutil.which("pdftotext") is None or shutil.which("pdftoppm") is None,
+    reason="poppler-utils (pdftotext, pdftoppm) not installed",
+)
+
+
+def _pdf(rendered: dict[str, Path]) -> Path:
+    if not rendered["pdf"].exists():
+        pytest.skip("WeasyPrint/Pango not available: no PDF was written")
+    return rendered["pdf"]
+
+
+@needs_pdf
+def test_every_critical_finding_is_in_the_text(rendered: dict[str, Path], findings: list[dict]) -> None:
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(_pdf(rendered)), "-"], capture_output=True, text=True
+    ).stdout
+    flat = re.sub(r"\s+", " ", text)
+    critical = [f for f in findings if f["severity"] == "critical"]
+    assert critical
+    for f in critical:
+        assert re.sub(r"\s+", " ", f["message"]) in flat, f["message"]
+    assert "page 1 of" in flat
+
+
+@needs_pdf
+def test_page_count_and_first_page_renders(rendered: dict[str, Path]) -> None:
+    pdf = _pdf(rendered)
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+    pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
+    assert 1 <= pages <= 30
+    prefix = rendered["dir"] / "page"
+    subprocess.run(["pdftoppm", "-png", "-r", "40", "-f", "1", "-l", "1", str(pdf), str(prefix)], check=True)
+    png = next(rendered["dir"].glob("page*.png"))
+    assert png.stat().st_size > 5_000
