@@ -109,9 +109,11 @@ def parse_manifest(text: str) -> tuple[dict[str, ManifestRow], list[tuple[int, s
             continue
         cells += ["-"] * (len(MANIFEST_COLUMNS) - len(cells))
         path = cells[0].strip().lstrip("./")
+        kind_cell = cells[1].strip()
         rows[path] = ManifestRow(
             path=path,
-            kind=_dash(cells[1]),
+            # '-' means "kept for people, not parsed"; an empty kind means "recognise by content"
+            kind=kind_cell if kind_cell == "-" else (kind_cell or None),
             exit_code=_int(cells[2]),
             duration_s=_float(cells[3]),
             bytes=_int(cells[4]),

@@ -147,10 +147,10 @@ class _NodeReader:
     def _dispatch(self, name: str, data: bytes) -> None:
         assert self.manifest is not None
         row = self.manifest.get(name)
-        if row is not None and row.kind is None:
+        if row is not None and row.kind == "-" and not name.startswith("extra/"):
             self._file(name, None, "manifest", len(data), "kept", 0)
             return
-        kind = row.kind if row is not None else None
+        kind = row.kind if row is not None and row.kind != "-" else None
         self.parse_file(name, data, kind, "manifest" if kind else None)
 
     def parse_file(self, name: str, data: bytes, kind: str | None, kind_source: str | None = None) -> None:
