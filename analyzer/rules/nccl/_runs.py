@@ -1,0 +1,159 @@
+"""Shared reading of nccl-tests runs for the NCCL rules: one ``Run`` per parsed log.
+
+A run is one nccl-tests file (``bundle_id`` + ``source_file``): in a node bundle (``node`` set) or in a
+cluster bundle's ``extra/`` (``node`` NULL).  Its hosts come from the rank lines and are matched back to
+node bundles with :mod:`analyzer.hosts`; an unmatched host keeps its printed name.  The large-message
+busbw is the highest busbw (out-of-place, else in-place) over sizes >= ``min_bytes``; a run that never
+reached that size is judged at its largest size and says so (``reached_min_bytes`` False).  The
+``# Avg bus bandwidth`` line is never used: it averages tiny messages in.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+from analyzer.engine import Context
+from analyzer.findings import Evidence
+from analyzer.hosts import HostIndex
+
+
+@dataclass
+class Run:
+    bundle_id: str
+    source_file: str
+    node: str | None  # the bundle's node; None for a cluster extra/
+    line: int
+    collective: str | None
+    transport: str | None
+    hosts: list[str]
+    members: list[str]  # node names (matched) or host names (unmatched), in rank order
+    instance_type: str | None
+    busbw: float | None = None
+    size_bytes: int | None = None
+    busbw_line: int | None = None
+    reached_min_bytes: bool = False
+
+    @property
+    def scope(self) -> str | None:
+        """'single_node', 'multi_node', or None when the log has no rank lines."""
+        if not self.hosts:
+            return None
+        return "single_node" if len(self.hosts) == 1 else "multi_node"
+
+    @property
+    def label(self) -> str:
+        return self.node or ",".join(self.members) or self.source_file
+
+
+@dataclass
+class Pair:
+    members: tuple[str, str]
+    busbw: float
+    runs: list[Run] = field(default_factory=list)
+
+
+def node_rows(ctx: Context) -> list[dict[str, Any]]:
+    return ctx.rows(
+        "SELECT bundle_id, node, hostname, instance_type, placement_group, network_node_layers FROM node"
+    )
+
+
+def load_runs(ctx: Context, min_bytes: int) -> list[Run]:
+    nodes = node_rows(ctx)
+    index = HostIndex(nodes)
+    types = {n["node"]: n["instance_type"] for n in nodes}
+    hosts: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for r in ctx.rows(
+        "SELECT bundle_id, source_file, host, min(rank) AS first FROM nccl_rank "
+        "WHERE host IS NOT NULL GROUP BY ALL ORDER BY bundle_id, source_file, first"
+    ):
+        hosts[(r["bundle_id"], r["source_file"])].append(r["host"])
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in ctx.rows(
+        """
+        SELECT bundle_id, source_file, size_bytes, line,
+               coalesce(oop_busbw_gbps, ip_busbw_gbps) AS busbw
+        FROM nccl_result WHERE coalesce(oop_busbw_gbps, ip_busbw_gbps) IS NOT NULL AND size_bytes > 0
+        """
+    ):
+        key = (r["bundle_id"], r["source_file"])
+        old = best.get(key)
+        large = r["size_bytes"] >= min_bytes
+        if old is None or _better(r, large, old, old["size_bytes"] >= min_bytes):
+            best[key] = r
+    runs = []
+    for r in ctx.rows(
+        "SELECT bundle_id, node, source_file, line, collective, net_transport FROM nccl_run "
+        "ORDER BY bundle_id, source_file"
+    ):
+        key = (r["bundle_id"], r["source_file"])
+        printed = hosts.get(key, [])
+        members = [index.match(h) or h for h in printed]
+        if r["node"] and len(printed) == 1 and members[0] not in types:
+            members = [r["node"]]  # a single-host run in a node bundle is that node's run
+        if not members and r["node"]:
+            members = [r["node"]]
+        known = {types[m] for m in members if m in types and types[m]}
+        if not known and types.get(r["node"]):
+            known = {types[r["node"]]}  # hosts not matched: the bundle's own node ran in it
+        run = Run(
+            bundle_id=r["bundle_id"],
+            source_file=r["source_file"],
+            node=r["node"],
+            line=r["line"],
+            collective=r["collective"],
+            transport=r["net_transport"],
+            hosts=printed,
+            members=members,
+            instance_type=next(iter(known)) if len(known) == 1 else None,
+        )
+        if (res := best.get(key)) is not None:
+            run.busbw, run.size_bytes, run.busbw_line = res["busbw"], res["size_bytes"], res["line"]
+            run.reached_min_bytes = res["size_bytes"] >= min_bytes
+        runs.append(run)
+    return runs
+
+
+def _better(new: dict[str, Any], new_large: bool, old: dict[str, Any], old_large: bool) -> bool:
+    """Among sizes >= min_bytes keep the highest busbw; below it keep the largest size."""
+    if new_large != old_large:
+        return new_large
+    if new_large:
+        return bool(new["busbw"] > old["busbw"])
+    return bool(new["size_bytes"] > old["size_bytes"])
+
+
+def pairs(runs: list[Run]) -> dict[tuple[str | None, str], dict[tuple[str, str], Pair]]:
+    """2-host runs with a busbw, grouped by (instance type, collective); a re-run pair keeps its best."""
+    groups: dict[tuple[str | None, str], dict[tuple[str, str], Pair]] = defaultdict(dict)
+    for run in runs:
+        if run.busbw is None or len(set(run.members)) != 2:
+            continue
+        a, b = sorted(set(run.members))
+        group = groups[(run.instance_type, run.collective or "all_reduce")]
+        pair = group.setdefault((a, b), Pair((a, b), run.busbw))
+        pair.busbw = max(pair.busbw, run.busbw)
+        pair.runs.append(run)
+    return groups
+
+
+def mad_band(values: list[float]) -> tuple[float, float]:
+    """(median, MAD scaled to a standard deviation)."""
+    mid = median(values)
+    return mid, 1.4826 * median(abs(v - mid) for v in values)
+
+
+def busbw_evidence(ctx: Context, run: Run) -> Evidence:
+    return ctx.evidence(run.source_file, run.busbw_line or run.line)
+
+
+def size_label(size: int | None) -> str:
+    if size is None:
+        return "?"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:g} {unit}"
+    return f"{size} B"

@@ -1,0 +1,8 @@
+"""Network rules: EFA devices and ports, libfabric providers, the aws-ofi-nccl plugin."""
+
+RULES: tuple[str, ...] = (
+    "efa_port_down",
+    "efa_count_low",
+    "fi_info_no_efa",
+    "ofi_plugin_missing",
+)

@@ -1,0 +1,77 @@
+"""Fewer EFA devices on a node than its instance type has.
+
+Why it matters: a missing EFA device does not stop NCCL; it silently runs at reduced bandwidth
+("replace the node").  Counted as distinct devices in ``efa_port`` (sysfs / ibstat / ibv_devinfo,
+preferred: fi_info can list several endpoints per card) else distinct ``fi_provider.device`` of the
+efa provider, and compared with sku.toml ``efa_devices``.  Critical when that figure is verified;
+warning when it is not (p5en: 16 per NC-DBG/NC-DIAG/TORCHX vs 32 per MFU-NET) and the message says so.
+False positives: a capture limited to some devices (``ibstat efa_0``, ``fi_info -d ...``, or taken
+inside an EKS pod that requested fewer ``vpc.amazonaws.com/efa`` devices than the node has); nodes of an
+instance type missing from sku.toml are not judged.  The rule needs only the node table, so it reports
+pass when a bundle has neither EFA source.
+Reference: rules-facts § 1.3 EFA-COUNT-MISMATCH, § 6 (NC-DBG § 19, NC-DIAG, MFU-NET).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+
+RULE = RuleInfo(
+    id="net.efa.count_low",
+    title="Fewer EFA devices than the instance type has",
+    severity=Severity.CRITICAL,
+    requires=("node",),
+    route=Route("node-hardware", "hyperpod-node-debugger § F", "replace the node (EFA device missing)"),
+    docs="docs/rules.md#netefacount_low",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    rows = ctx.rows(
+        """
+        WITH p AS (
+            SELECT bundle_id, count(DISTINCT device) AS n, arg_min(source_file, line) AS f, min(line) AS l
+            FROM efa_port WHERE device IS NOT NULL GROUP BY bundle_id
+        ), fi AS (
+            SELECT bundle_id, count(DISTINCT device) AS n, arg_min(source_file, line) AS f, min(line) AS l
+            FROM fi_provider WHERE provider LIKE 'efa%' AND device IS NOT NULL GROUP BY bundle_id
+        )
+        SELECT n.bundle_id, n.node, n.instance_type,
+               coalesce(p.n, fi.n) AS found, CASE WHEN p.n IS NOT NULL THEN 'efa_port' ELSE 'fi_info' END AS via,
+               coalesce(p.f, fi.f) AS source_file, coalesce(p.l, fi.l) AS line
+        FROM node n LEFT JOIN p USING (bundle_id) LEFT JOIN fi USING (bundle_id)
+        WHERE coalesce(p.n, fi.n) IS NOT NULL ORDER BY n.node
+        """
+    )
+    for r in rows:
+        sku = ctx.settings.instance(r["instance_type"]) or {}
+        expected = sku.get("efa_devices")
+        if not expected or r["found"] >= expected:
+            continue
+        verified = bool(sku.get("efa_devices_verified", True))
+        message = (
+            f"{r['node']} ({r['instance_type']}) shows {r['found']} EFA devices ({r['via']}); "
+            f"{r['instance_type']} has {expected}"
+            + ("" if verified else " (unverified expectation: sources disagree on this figure)")
+        )
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=Severity.CRITICAL if verified else Severity.WARNING,
+            node=r["node"],
+            gpu=None,
+            message=message,
+            params={
+                "found": r["found"],
+                "expected": expected,
+                "via": r["via"],
+                "verified": verified,
+                "instance_type": r["instance_type"],
+            },
+            route=RULE.route,
+            evidence=[ctx.evidence(r["source_file"], r["line"])],
+            bundle_id=r["bundle_id"],
+        )

@@ -1,0 +1,68 @@
+"""fi_info ran on an EFA instance type but listed no ``efa`` provider.
+
+Why it matters: without the libfabric efa provider aws-ofi-nccl cannot use EFA and NCCL falls back to
+TCP (10-100x slower) or fails.  Fires for a node whose fi-info file was parsed (or where fi_info
+answered ``fi_getinfo: -61``, a tool error) but whose providers include no efa, on an instance type
+whose sku.toml ``efa_devices`` is above zero.  False positives: ``fi_info -p tcp`` captures (only the
+requested provider is listed); a container without the EFA device plugin (then it is a real problem
+for jobs in that container).  Reference: rules-facts § 1.3 EFA-PROVIDER-MISSING (NC-DIAG, ND-CAT 1.2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+
+RULE = RuleInfo(
+    id="net.fi_info.no_efa",
+    title="No efa provider in fi_info on an EFA instance",
+    severity=Severity.CRITICAL,
+    requires=("file", "node"),
+    route=Route(
+        "nccl-network", "hyperpod-node-debugger § A", "check the EFA driver, device plugin and FI_PROVIDER"
+    ),
+    docs="docs/rules.md#netfi_infono_efa",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    rows = ctx.rows(
+        """
+        SELECT f.bundle_id, n.node, n.instance_type, min(f.source_file) AS source_file,
+               string_agg(DISTINCT f.status, ',' ORDER BY f.status) AS status,
+               (SELECT string_agg(DISTINCT p.provider, ',' ORDER BY p.provider) FROM fi_provider p
+                WHERE p.bundle_id = f.bundle_id) AS providers,
+               (SELECT min(p.line) FROM fi_provider p WHERE p.source_file = min(f.source_file)) AS line
+        FROM file f JOIN node n USING (bundle_id)
+        WHERE f.kind = 'fi-info' AND f.status IN ('parsed', 'tool-error')
+          AND NOT EXISTS (SELECT 1 FROM fi_provider p WHERE p.bundle_id = f.bundle_id AND p.provider LIKE 'efa%')
+        GROUP BY ALL ORDER BY n.node
+        """
+    )
+    for r in rows:
+        sku = ctx.settings.instance(r["instance_type"]) or {}
+        if not sku.get("efa_devices"):
+            continue
+        message = (
+            f"{r['node']} ({r['instance_type']}, {sku['efa_devices']} EFA devices expected): fi_info lists "
+            f"no efa provider (providers: {r['providers'] or 'none'}; file {r['status']})"
+        )
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=r["node"],
+            gpu=None,
+            message=message,
+            params={
+                "providers": r["providers"],
+                "status": r["status"],
+                "instance_type": r["instance_type"],
+                "efa_devices": sku["efa_devices"],
+            },
+            route=RULE.route,
+            evidence=[ctx.evidence(r["source_file"], r["line"] or 1)],  # a tool error is on line 1
+            bundle_id=r["bundle_id"],
+        )
