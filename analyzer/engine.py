@@ -25,6 +25,8 @@ class RuleInfo:
     route: Route
     version: int = 1
     docs: str = ""
+    #: alternative sources: the rule is skipped only when every one of these tables is empty
+    requires_any: tuple[str, ...] = ()
 
 
 class RuleModule(Protocol):
@@ -78,6 +80,8 @@ def run_rules(
     for module in modules:
         info = module.RULE
         empty = [t for t in info.requires if _is_empty(con, t)]
+        if info.requires_any and all(_is_empty(con, t) for t in info.requires_any):
+            empty.append(" or ".join(info.requires_any))
         if empty:
             outcomes.append(Outcome(info.id, "skipped", 0, "no data in " + ", ".join(empty)))
             continue

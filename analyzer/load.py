@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -66,8 +67,11 @@ def _read_all(nodes: list[NodeSource], limits: Limits, jobs: int | None) -> Iter
         for source in nodes:
             yield read_node(source, limits)
         return
-    # Keep a bounded number of bundles in flight so memory stays flat on 1,000+ nodes.
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # Keep a bounded number of bundles in flight so memory stays flat on 1,000+ nodes.  Workers start
+    # from a clean server process, never forked from this one: a fork after DuckDB has started threads
+    # can crash the child.
+    context = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         queue = iter(nodes)
         in_flight: set[Future[NodeData]] = set()
         for source in queue:

@@ -20,7 +20,7 @@ class XidEntry:
     action: str
 
 
-C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO
+C, W, I = Severity.CRITICAL, Severity.WARNING, Severity.INFO  # noqa: E741 - short names keep the table readable
 _DRAIN = "drain and replace"
 _RESET = "reset the GPU; replace if it recurs"
 _APP = "check the application first; escalate if it recurs on this node"
@@ -119,3 +119,26 @@ def xid_entry(code: int) -> XidEntry:
         code,
         XidEntry(code, "not in the catalog (unexpected on this GPU generation)", "-", W, "contact support"),
     )
+
+
+#: Xid 154 names the recovery action the driver wants; these need a reset or reboot (NV-XID).
+_RECOVERY_CRITICAL = ("reset required", "reboot required", "drain and reset")
+
+
+def event_severity(code: int, message: str | None) -> Severity:
+    """The catalog severity, refined by what one event's text says (Xid 154 carries its action).
+
+    >>> event_severity(154, "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)").value
+    'critical'
+    >>> event_severity(154, "GPU recovery action changed from 0x0 (None) to 0x0 (None)").value
+    'info'
+    """
+    entry = xid_entry(code)
+    if code == 154 and message:
+        text = message.lower().rsplit(" to ", 1)[-1]  # the new action, not the old one
+        if any(k in text for k in _RECOVERY_CRITICAL):
+            return C
+        if "drain p2p" in text:
+            return W
+        return I
+    return entry.severity

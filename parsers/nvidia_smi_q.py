@@ -46,7 +46,7 @@ Schema
   ``util_gpu_pct`` float, %
 - ``fabric_state``, ``fabric_status`` str (NVSwitch systems: Completed / Success)
 - evidence lines (int): ``temp_line``, ``throttle_line``, ``pcie_line``, ``ecc_volatile_line``,
-  ``ecc_aggregate_line``, ``remap_line``, ``persistence_line``, ``fabric_line``, ``clock_line``
+  ``ecc_aggregate_line``, ``remap_line``, ``retired_line``, ``persistence_line``, ``fabric_line``, ``clock_line``
 
 Examples
 --------
@@ -126,6 +126,7 @@ _INT_COLS = [
     "ecc_volatile_line",
     "ecc_aggregate_line",
     "remap_line",
+    "retired_line",
     "persistence_line",
     "fabric_line",
     "clock_line",
@@ -231,7 +232,7 @@ _LINE_OF_SECTION = {
     "clocks event reasons": "throttle_line",
     "pci": "pcie_line",
     "remapped rows": "remap_line",
-    "retired pages": "remap_line",
+    "retired pages": "retired_line",
     "fabric": "fabric_line",
     "clocks": "clock_line",
 }

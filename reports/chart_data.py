@@ -152,10 +152,78 @@ def version_table(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     }
 
 
+def nccl_charts(
+    con: duckdb.DuckDBPyConnection, settings: Settings, sick: set[str]
+) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Per-node large-message busbw against the expectation lines, and the pairwise matrix."""
+    from statistics import median
+
+    from analyzer.engine import Context
+    from analyzer.rules.nccl._runs import load_runs, pairs
+
+    ctx = Context(con, settings)
+    runs = [r for r in load_runs(ctx, 1 << 30) if r.busbw is not None]
+    bars: list[dict[str, Any]] = []
+    for scope in ("multi_node", "single_node"):
+        per_node: dict[str, list[float]] = defaultdict(list)
+        types: Counter[str] = Counter()
+        for run in runs:
+            if run.scope != scope:
+                continue
+            for member in set(run.members):
+                per_node[member].append(run.busbw)  # type: ignore[arg-type]
+            if run.instance_type:
+                types[run.instance_type] += 1
+        if not per_node:
+            continue
+        labels = sorted(per_node)
+        lines: dict[str, float] = {}
+        note = ""
+        sku = settings.instance(types.most_common(1)[0][0]) if types else None
+        if sku:
+            for name in ("expected", "warning", "failure"):
+                value = sku.get(f"{scope}_busbw_{name}")
+                if value is not None:
+                    lines[name] = float(value)
+            if lines and not sku.get(f"{scope}_verified", False):
+                note = "expectation lines are unverified figures (see sku.toml)"
+        title = f"{'Multi' if scope == 'multi_node' else 'Single'}-node all_reduce busbw per node (median of its runs)"
+        bars.append(
+            {
+                "labels": labels,
+                "values": [median(per_node[n]) for n in labels],
+                "lines": lines,
+                "highlight": sorted(sick & set(labels)),
+                "title": title,
+                "note": note,
+            }
+        )
+    matrix = None
+    groups = pairs(runs)
+    if groups:
+        group = max(groups.values(), key=len)
+        nodes = sorted({m for key in group for m in key})
+        note = ""
+        if len(nodes) > 32:
+            worst = sorted(nodes, key=lambda n: median(p.busbw for k, p in group.items() if n in k))[:32]
+            note = f"{len(nodes) - 32} of {len(nodes)} nodes not drawn: the 32 with the lowest pair median are shown"
+            nodes = sorted(worst)
+        pos = {n: i for i, n in enumerate(nodes)}
+        cells: list[list[float | None]] = [[None] * len(nodes) for _ in nodes]
+        for (a, b), pair in group.items():
+            if a in pos and b in pos:
+                cells[pos[a]][pos[b]] = cells[pos[b]][pos[a]] = pair.busbw
+        matrix = {"labels": nodes, "matrix": cells, "highlight": sorted(sick & set(nodes)), "note": note}
+    return bars, matrix
+
+
 def collect(con: duckdb.DuckDBPyConnection, settings: Settings, findings: list[Finding]) -> dict[str, Any]:
     """Everything the HTML/PDF report draws, as plain data."""
     sick = {f.node for f in findings if f.node and f.severity.value in ("critical", "warning")}
+    busbw, pair_matrix = nccl_charts(con, settings, sick)
     return {
+        "busbw": busbw,
+        "pairs": pair_matrix,
         "sick_nodes": sorted(sick),
         "gpu_temp": gpu_grid(con, "temp_c"),
         "gpu_sm_clock": gpu_grid(con, "sm_clock_mhz"),

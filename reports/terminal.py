@@ -18,6 +18,7 @@ SECTIONS = {
 #: Rule area (first part of the rule id) -> report section.
 _AREA_SECTION = {
     "nccl": "A",
+    "straggler": "A",
     "net": "A",
     "placement": "A",
     "version": "A",

@@ -9,7 +9,11 @@ out below (EDITS) and recorded in the scenario's README.md.  Run from the reposi
 from __future__ import annotations
 
 import hashlib
+import re
 import shutil
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from itertools import combinations
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +25,10 @@ HEADER = "path\tkind\texit_code\tduration_s\tbytes\tsha256\tcommand\tnote\n"
 COMMANDS = {
     "nvidia-smi-q": "nvidia-smi -q",
     "dmesg": "TZ=UTC dmesg -T",
+    "fi-info": "fi_info -p efa",
+    "iostat": "iostat -c -d -x -k 2 3",
+    "lfs-df": "lfs df -h",
+    "df": "df -P -T",
 }
 
 
@@ -35,7 +43,106 @@ def _ecc_fault(text: str) -> str:
     return head + sep + tail
 
 
+# --- nccl-slow-node: 8 p5 nodes, 28 pairwise nccl-tests logs in the cluster's extra/ -------------------
+A3 = "nccl-tests/a3mega-h100-2node-allreduce.txt"  # the real 2-host H100 all_reduce log
+A3_HOSTS = ("ztan-mig-235z", "ztan-mig-gq73")  # as printed in its rank lines
+SLOW_NODE = 5  # every pair with this node runs at 60 % of the others
+GIB = 1 << 30
+
+
+def _pair_log(i: int, j: int, scale: float) -> str:
+    """The real log with its hosts renamed to ip-10-1-0-<i>/<j> and busbw cells scaled (sizes >= 1 GiB)."""
+    out = []
+    for line in (FIX / A3).read_text().splitlines():
+        tokens = line.split()
+        if tokens and tokens[0].isdigit() and len(tokens) >= 13:
+            if int(tokens[0]) < GIB:
+                continue
+            for k in (7, 11):  # out-of-place and in-place busbw
+                line = re.sub(
+                    rf"(?<=\s){re.escape(tokens[k])}(?=\s)", f"{float(tokens[k]) * scale:.2f}", line, count=1
+                )
+        out.append(line.replace(A3_HOSTS[0], f"ip-10-1-0-{i}").replace(A3_HOSTS[1], f"ip-10-1-0-{j}"))
+    return "\n".join(out) + "\n"
+
+
+def _pair_logs() -> dict[str, str]:
+    logs = {}
+    for k, (i, j) in enumerate(combinations(range(1, 9), 2)):
+        jitter = 0.02 * ((k * 5) % 7 - 3) / 3  # +-2 % run-to-run noise
+        scale = 1.2 * (1 + jitter) * (0.6 if SLOW_NODE in (i, j) else 1.0)
+        logs[f"nccl-pair-{i:02d}-{j:02d}.txt"] = _pair_log(i, j, scale)
+    return logs
+
+
+def _healthy_p5(i: int) -> dict[str, object]:
+    return {
+        "meta": {
+            "instance_type": "p5.48xlarge",
+            "availability_zone": "us-east-1a",
+            "hostname": f"ip-10-1-0-{i}",
+        },
+        "probes": {
+            "nvidia-smi-q": ("nvidia-smi-q/jp-simulator-8xh100-565-complete.txt", None),
+            "dmesg": ("dmesg/returnn-1486-reltime-aer-no-xid.txt", None),
+        },
+    }
+
+
+# --- fsx-saturated: 4 nodes stalled on I/O while the FSx file system is pinned above 80 % ---------------
+FSX_ID = "fs-0123456789abcdef0"
+
+
+def _iowait_report(text: str, iowait: str) -> str:
+    """The real AKS iostat report as the since-boot report, then the same layout with iowait edited."""
+    banner, _, rest = text.partition("\n\n")
+    edited = rest.replace(
+        "3.42    0.00    2.92    1.90    0.00   91.76", f"3.42    0.00    2.92   {iowait}    0.00   60.00"
+    )
+    return f"{banner}\n\n{rest.rstrip()}\n\n{edited}"
+
+
+def _fsx_csv() -> str:
+    """SYNTHETIC (no real FSx export exists in the samples): 90 minutes of 1-minute FSx metrics in the
+    long-CSV shape, DiskIopsUtilization above 80 % for the last 60 minutes."""
+    start = datetime(2026, 12, 1, 6, 30)
+    rows = ["Timestamp,Namespace,MetricName,DimensionName,DimensionValue,Statistic,Value,Unit,Period"]
+    for m in range(90):
+        ts = (start + timedelta(minutes=m)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        iops = 55 + m * 0.3 if m < 30 else 88 + (m % 7)
+        rows.append(f"{ts},AWS/FSx,DiskIopsUtilization,FileSystemId,{FSX_ID},Maximum,{iops:.1f},Percent,60")
+        read = (2.0e9 if m < 30 else 3.1e9) * 60
+        rows.append(f"{ts},AWS/FSx,DataReadBytes,FileSystemId,{FSX_ID},Sum,{read:.0f},Bytes,60")
+    return "\n".join(rows) + "\n"
+
+
+def _fsx_node(i: int) -> dict[str, object]:
+    return {
+        "meta": {
+            "instance_type": "p5.48xlarge",
+            "availability_zone": "us-east-1a",
+            "hostname": f"ip-10-2-0-{i}",
+        },
+        "probes": {
+            "nvidia-smi-q": ("nvidia-smi-q/jp-simulator-8xh100-565-complete.txt", None),
+            "iostat": (
+                "iostat/aks-node-xy-old-format.txt",
+                lambda t, i=i: _iowait_report(t, f"{30 + i:.2f}"),
+            ),
+            "lfs-df": ("lfs-df/fsx-workshop-mnt-fsx-3ost.txt", None),
+            "df": ("df/hyperpod-workshop-controller-opt-sagemaker-fsx.txt", None),
+        },
+    }
+
+
+EXTRAS: dict[str, Callable[[], dict[str, str]]] = {
+    "nccl-slow-node": _pair_logs,
+    "fsx-saturated": lambda: {f"cw-fsx-{FSX_ID}.csv": _fsx_csv()},
+}
+
 SCENARIOS: dict[str, dict[str, dict[str, object]]] = {
+    "nccl-slow-node": {f"p5-node-{i:02d}": _healthy_p5(i) for i in range(1, 9)},
+    "fsx-saturated": {f"train-{i:02d}": _fsx_node(i) for i in range(1, 5)},
     "xid-ecc-3node": {
         "p5-node-01": {
             "meta": {
@@ -114,6 +221,10 @@ def main() -> None:
         shutil.rmtree(target, ignore_errors=True)
         for node, spec in nodes.items():
             build_node(target / node, node, spec)
+        if scenario in EXTRAS:
+            (target / "extra").mkdir()
+            for name, text in EXTRAS[scenario]().items():
+                (target / "extra" / name).write_text(text)
         print(f"wrote {target.relative_to(ROOT)}")
 
 

@@ -8,7 +8,6 @@ import inspect
 import pytest
 
 import parsers
-from analyzer import schema_doc
 from analyzer.findings import OWNERS
 from analyzer.rules import load_rules
 from parsers._base import COLUMN_TYPES, ParserInfo
@@ -62,13 +61,6 @@ def test_rule_contract(module) -> None:  # type: ignore[no-untyped-def]
     assert rule.requires, "a rule declares the tables it needs"
     tested = any(rule.id in p.read_text() for p in (ROOT / "tests").rglob("test_*.py"))
     assert tested, f"no test mentions {rule.id}"
-
-
-def test_schema_doc_matches_the_code() -> None:
-    on_disk = (ROOT / "docs" / "schema.md").read_text(encoding="utf-8")
-    assert on_disk == schema_doc.render(), (
-        "docs/schema.md is stale: python -m analyzer.schema_doc > docs/schema.md"
-    )
 
 
 def test_cli_starts_without_the_heavy_stack() -> None:

@@ -12,7 +12,7 @@ from importlib.metadata import entry_points
 from types import ModuleType
 
 #: Rule areas, in report order; each area package lists its rule modules in ``RULES``.
-AREAS: tuple[str, ...] = ("gpu", "host", "net", "nccl", "version", "placement", "fs", "bundle")
+AREAS: tuple[str, ...] = ("gpu", "host", "net", "nccl", "straggler", "version", "placement", "fs", "bundle")
 
 
 def builtin_names() -> list[str]:

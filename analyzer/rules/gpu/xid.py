@@ -1,19 +1,24 @@
-"""Xid events in the kernel log, one finding per node, GPU and Xid code (a burst is one finding).
+"""Xid events in the kernel log: one finding per node, GPU and Xid code (a burst is one finding).
 
 Why it matters: an Xid is the NVIDIA driver reporting a GPU error; hardware-class Xids (48, 62, 64, 74,
-79, 95, ...) mean the node must be drained.  False positives: application-class Xids (13, 31, 43, 45)
-usually come from the job's own code; they are reported as info unless they repeat.
+95, ...) mean the node must be drained (rules-facts § 2, GPU-XID-*).  An Xid the driver says was
+"caused by previous Xid N" (45 after 149/145, ...) is folded into the finding of its cause, so one fault
+gives one finding.  When the cause itself is not in the log (the log was cut), the finding names the
+cause and says so, at warning at most.  Xid 79 / "fallen off the bus" is left to
+``gpu.xid.fallen_off_bus``.  False positives: application-class Xids (13, 31, 43, 45) usually come from
+the job's own code; they are info unless they repeat on one GPU.
 Reference: NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.rules.gpu._gpus import GPU_BY_PCI
-from analyzer.xid_catalog import xid_entry
+from analyzer.xid_catalog import event_severity, xid_entry
 
 RULE = RuleInfo(
     id="gpu.xid",
@@ -25,56 +30,80 @@ RULE = RuleInfo(
 )
 
 
+def _worst(a: Severity, b: Severity) -> Severity:
+    return a if a.rank <= b.rank else b
+
+
 def check(ctx: Context) -> Iterable[Finding]:
     rows = ctx.rows(
         f"""
         WITH g AS ({GPU_BY_PCI})
-        SELECT e.bundle_id, e.node, e.pci, e.xid, g.gpu,
-               count(*) AS n, min(e.line) AS first_line, max(e.line) AS last_line,
-               min(coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw)) AS first_seen,
-               max(coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw)) AS last_seen,
-               any_value(e.source_file) AS source_file,
-               list(DISTINCT e.caused_by_xid) FILTER (WHERE e.caused_by_xid IS NOT NULL) AS causes
+        SELECT e.bundle_id, e.node, e.pci, e.xid, e.caused_by_xid, e.line, e.source_file, e.message, g.gpu,
+               coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw) AS at
         FROM kernel_event e LEFT JOIN g ON g.bundle_id = e.bundle_id AND g.pci = e.pci
-        WHERE e.event_type IN ('xid', 'fallen_off_bus')
-        GROUP BY ALL ORDER BY e.node, e.pci, e.xid
+        WHERE e.event_type = 'xid' AND e.xid <> 79
+        ORDER BY e.bundle_id, e.node, e.pci, e.line
         """
     )
     repeat = ctx.threshold(RULE, "repeat_escalation")
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    present = {(r["bundle_id"], r["node"], r["pci"], r["xid"]) for r in rows}
     for r in rows:
-        entry = xid_entry(r["xid"])
-        severity = entry.severity
-        if severity == Severity.INFO and r["n"] >= repeat:
-            severity = Severity.WARNING  # an app-class Xid that keeps recurring on one node
-        gpu_label = f"GPU {r['gpu']}" if r["gpu"] is not None else "a GPU"
-        times = (
-            r["first_seen"] if r["first_seen"] == r["last_seen"] else f"{r['first_seen']} .. {r['last_seen']}"
-        )
-        message = (
-            f"{r['node']} {gpu_label} ({r['pci'] or 'PCI unknown'}) logged Xid {r['xid']} "
-            f"({entry.meaning}) {r['n']}x" + (f" at {times}" if times else "")
-        )
-        evidence = [ctx.evidence(r["source_file"], r["first_line"])]
-        if r["last_line"] != r["first_line"]:
-            evidence.append(ctx.evidence(r["source_file"], r["last_line"]))
+        cause = r["caused_by_xid"]
+        # fold into the cause (79 stays apart: gpu.xid.fallen_off_bus reports the cause)
+        code = cause if cause not in (None, r["xid"], 79) else r["xid"]
+        key = (r["bundle_id"], r["node"], r["pci"], code)
+        g = groups.setdefault(key, {"row": r, "events": [], "folded": {}, "severity": Severity.INFO})
+        if code == r["xid"]:
+            g["events"].append(r)
+            g["severity"] = _worst(g["severity"], event_severity(r["xid"], r["message"]))
+        else:
+            g["folded"].setdefault(r["xid"], []).append(r)
+    for (bundle_id, node, pci, code), g in groups.items():
+        entry = xid_entry(code)
+        events, folded = g["events"], g["folded"]
+        logged = (bundle_id, node, pci, code) in present
+        severity = g["severity"] if events else entry.severity
+        if severity == Severity.INFO and len(events) >= repeat:
+            severity = Severity.WARNING  # an app-class Xid that keeps recurring on one GPU
+        if not logged and severity == Severity.CRITICAL:
+            severity = Severity.WARNING  # the cause's own line is missing: not enough to drain on
+        every = sorted(events + [e for evs in folded.values() for e in evs], key=lambda e: e["line"])
+        first, last = every[0], every[-1]
+        gpu = g["row"]["gpu"]
+        where = f"{node} {'GPU ' + str(gpu) if gpu is not None else 'a GPU'} ({pci or 'PCI unknown'})"
+        times = first["at"] if first["at"] == last["at"] else f"{first['at']} .. {last['at']}"
+        folded_text = ", ".join(f"Xid {x} {len(evs)}x" for x, evs in sorted(folded.items()))
+        if logged:
+            message = f"{where} logged Xid {code} ({entry.meaning}) {len(events)}x"
+        else:
+            message = f"{where}: Xid {code} ({entry.meaning}) is named as the cause but is not in the log"
+        if folded_text:
+            message += f"; folded: {folded_text} caused by it"
+        if first["at"]:
+            message += f" at {times}"
+        evidence = [ctx.evidence(first["source_file"], first["line"])]
+        if last["line"] != first["line"]:
+            evidence.append(ctx.evidence(last["source_file"], last["line"]))
         yield Finding(
             rule=RULE.id,
             rule_version=RULE.version,
             severity=severity,
-            node=r["node"],
-            gpu=r["gpu"],
+            node=node,
+            gpu=gpu,
             message=message,
             params={
-                "xid": r["xid"],
-                "pci": r["pci"],
-                "count": r["n"],
-                "first_seen": r["first_seen"],
-                "last_seen": r["last_seen"],
+                "xid": code,
+                "pci": pci,
+                "count": len(events),
+                "cause_logged": logged,
+                "folded": {str(x): len(evs) for x, evs in sorted(folded.items())},
+                "first_seen": first["at"],
+                "last_seen": last["at"],
                 "class": entry.cause_class,
-                "caused_by_xid": sorted(r["causes"] or []),
             },
             route=Route(RULE.route.owner, RULE.route.target, entry.action),
             evidence=evidence,
-            bundle_id=r["bundle_id"],
-            key=(r["xid"], r["pci"]),
+            bundle_id=bundle_id,
+            key=(code, pci),
         )

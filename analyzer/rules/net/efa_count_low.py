@@ -24,6 +24,7 @@ RULE = RuleInfo(
     title="Fewer EFA devices than the instance type has",
     severity=Severity.CRITICAL,
     requires=("node",),
+    requires_any=("efa_port", "fi_provider"),
     route=Route("node-hardware", "hyperpod-node-debugger § F", "replace the node (EFA device missing)"),
     docs="docs/rules.md#netefacount_low",
 )

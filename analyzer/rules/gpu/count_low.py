@@ -1,0 +1,79 @@
+"""Fewer GPUs visible than the instance type has (a GPU missing from nvidia-smi).
+
+Why it matters: a GPU that the driver no longer lists (fallen off the bus, failed init) leaves the node
+unable to run an 8-GPU job; drain and replace (rules-facts GPU-MISSING: PD-SKILL, PD-DET "all 8
+visible").  GPUs are counted from ``nvidia-smi -q``, else the ``--query-gpu`` CSV, else the plain
+``nvidia-smi`` table; the expected count is ``sku.toml`` ``gpus`` for the node's instance type.  A node
+whose instance type is unknown (absent from meta.env or not in sku.toml) is not judged: it gets one info
+finding saying so.  Nodes without any nvidia-smi output are left to the bundle-gap rules.
+False positives: a collector run with ``CUDA_VISIBLE_DEVICES`` set does not change nvidia-smi output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.gpu._gpus import GpuState, gpu_states
+
+RULE = RuleInfo(
+    id="gpu.count.low",
+    title="Fewer GPUs than the instance type has",
+    severity=Severity.CRITICAL,
+    requires=("node",),
+    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
+    docs="docs/rules.md#gpucountlow",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    seen: dict[tuple[str, str], list[GpuState]] = {}
+    for s in gpu_states(ctx):
+        seen.setdefault((s.bundle_id, s.node), []).append(s)
+    for n in ctx.rows("SELECT bundle_id, node, instance_type FROM node ORDER BY node"):
+        states = seen.get((n["bundle_id"], n["node"]))
+        if not states:
+            continue
+        count = len({s.pci or s.uuid or s.index for s in states})
+        sku = ctx.settings.instance(n["instance_type"]) or {}
+        expected = sku.get("gpus")
+        evidence = states[0].evidence(ctx, "row")
+        if expected is None:
+            yield Finding(
+                rule=RULE.id,
+                rule_version=RULE.version,
+                severity=Severity.INFO,
+                node=n["node"],
+                gpu=None,
+                message=(
+                    f"{n['node']}: GPU count not judged, instance type {n['instance_type'] or 'unknown'} "
+                    f"has no expectation ({count} GPU(s) seen)"
+                ),
+                params={"seen": count, "instance_type": n["instance_type"], "source": states[0].source},
+                route=RULE.route,
+                evidence=evidence,
+                bundle_id=n["bundle_id"],
+                key=("not-judged",),
+            )
+            continue
+        if count >= expected:
+            continue
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=n["node"],
+            gpu=None,
+            message=f"{n['node']}: {count} GPU(s) visible, a {n['instance_type']} has {expected}",
+            params={
+                "seen": count,
+                "expected": expected,
+                "instance_type": n["instance_type"],
+                "source": states[0].source,
+            },
+            route=RULE.route,
+            evidence=evidence,
+            bundle_id=n["bundle_id"],
+        )

@@ -1,0 +1,53 @@
+"""NVLink links inactive or down on a GPU (or NVSwitch).
+
+Why it matters: GPU-to-GPU traffic inside the node runs over NVLink; a link that is down cuts that
+GPU's bandwidth (and NCCL may fall back to slower paths or hang).  Zero inactive links are allowed
+(NV-HV ``max_inactive_nvlinks`` = 0); the action is to replace the node (rules-facts NVLINK-DOWN:
+NC-DIAG, ND-CAT § 2.4, NV-HV).  Critical whether some links are down next to active ones or all are.
+Read from ``nvidia-smi nvlink -s`` or ``dcgmi nvlink --link-status``.  Links that dcgmi marks Disabled
+(X) or Not Supported (_) are not counted.  False positives: none known on HGX systems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.gpu._nvlink import DOWN, link_sets
+
+RULE = RuleInfo(
+    id="gpu.nvlink.inactive",
+    title="NVLink links inactive or down",
+    severity=Severity.CRITICAL,
+    requires=("nvlink",),
+    route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
+    docs="docs/rules.md#gpunvlinkinactive",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    for s in link_sets(ctx):
+        down = [link for link in s.links if link["state"] in DOWN]
+        if not down:
+            continue
+        active = [link for link in s.links if link["state"] == "active"]
+        numbers = [link["link"] for link in down if link["link"] is not None]
+        total = len(active) + len(down)
+        if active:
+            what = f"{len(down)} of {total} NVLinks are down (links {', '.join(map(str, numbers))})"
+        else:
+            what = f"all NVLinks are down ({len(numbers) or 'every'} link(s) listed)"
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=s.node,
+            gpu=s.gpu,
+            message=f"{s.label}: {what}",
+            params={"down": len(down), "active": len(active), "links_down": numbers, "nvswitch": s.nvswitch},
+            route=RULE.route,
+            evidence=[ctx.evidence(s.source_file, line) for line in s.lines(down)],
+            bundle_id=s.bundle_id,
+            key=(s.nvswitch,),
+        )

@@ -1,0 +1,46 @@
+"""A GPU's PCIe link trained narrower than its maximum width (x8 where x16 is the max).
+
+Why it matters: half the lanes is half the host<->GPU bandwidth: data loading, checkpointing and
+GPUDirect RDMA to the EFA cards all slow down (rules-facts PCIE-DEGRADED: MFU-NODE, MFU-FAIL § 2).
+Unlike the link generation, the width does not drop at idle, so one snapshot is enough.  Read from
+``-q`` "GPU Link Info / Link Width", else the CSV ``pcie.link.width.*``.
+False positives: none known on SXM GPUs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.gpu._gpus import gpu_states
+
+RULE = RuleInfo(
+    id="gpu.pcie.width_degraded",
+    title="GPU PCIe link width degraded",
+    severity=Severity.WARNING,
+    requires=("node",),
+    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    route=Route("node-hardware", "hyperpod-node-debugger § G", "reseat or replace (reboot first)"),
+    docs="docs/rules.md#gpupciewidth_degraded",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    for s in gpu_states(ctx):
+        cur, top = s.get("pcie_width_current"), s.get("pcie_width_max")
+        if cur is None or top is None or cur >= top:
+            continue
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=s.node,
+            gpu=s.index,
+            message=f"{s.label} PCIe link is x{cur}, its maximum is x{top}",
+            params={"pci": s.pci, "width_current": cur, "width_max": top, "source": s.source},
+            route=RULE.route,
+            evidence=s.evidence(ctx, "pcie"),
+            bundle_id=s.bundle_id,
+            key=(s.pci,),
+        )

@@ -1,0 +1,48 @@
+"""GPU persistence mode is off: the driver tears the GPU state down whenever no process holds it.
+
+Why it matters: without persistence mode every job start re-initialises the GPUs (seconds per GPU),
+health tools see a cold GPU, and DCGM's deployment check fails (its "software" test says to enable it
+with ``nvidia-smi -pm 1``; the HyperPod AMIs enable it).  One finding per node listing the GPUs.
+Read from ``-q``, else the CSV ``persistence_mode``, else the plain table.
+False positives: none on training nodes; nvidia-persistenced may be used instead (it also reports On).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.gpu._gpus import GpuState, gpu_states
+
+RULE = RuleInfo(
+    id="gpu.persistence.off",
+    title="GPU persistence mode off",
+    severity=Severity.WARNING,
+    requires=("node",),
+    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    route=Route("node-hardware", "hyperpod-node-debugger § G", "enable persistence mode (nvidia-smi -pm 1)"),
+    docs="docs/rules.md#gpupersistenceoff",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    nodes: dict[tuple[str, str], list[GpuState]] = {}
+    for s in gpu_states(ctx):
+        if s.get("persistence") is False:
+            nodes.setdefault((s.bundle_id, s.node), []).append(s)
+    for (bundle_id, node), off in nodes.items():
+        gpus = [s.index for s in off]
+        evidence = [e for s in off[:3] for e in s.evidence(ctx, "persistence")]
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=node,
+            gpu=None,
+            message=f"{node}: persistence mode is off on {len(gpus)} GPU(s): {', '.join(map(str, gpus))}",
+            params={"gpus": gpus, "count": len(gpus), "source": off[0].source},
+            route=RULE.route,
+            evidence=evidence,
+            bundle_id=bundle_id,
+        )

@@ -1,0 +1,45 @@
+"""Row remapping failed on a GPU: the memory has no spare rows left to repair a bad one.
+
+Why it matters: an Ampere/Hopper GPU repairs memory rows that fail by remapping them to spares; once
+a remap fails the bad row stays in use and uncorrectable errors follow.  P0: drain and replace
+(rules-facts GPU-REMAP-FAILED: ND-DET G.1.a, ND-TRIAGE, NC-DIAG, MFU-NODE).  Read from ``nvidia-smi -q``
+"Remapping Failure Occurred", else ``--query-remapped-rows`` ``remapped_rows.failure``.
+False positives: none known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.gpu._gpus import gpu_states
+
+RULE = RuleInfo(
+    id="gpu.remap.failed",
+    title="GPU row remapping failed",
+    severity=Severity.CRITICAL,
+    requires=("node",),
+    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
+    docs="docs/rules.md#gpuremapfailed",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    for s in gpu_states(ctx):
+        if s.get("remap_failure") is not True:
+            continue
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=s.node,
+            gpu=s.index,
+            message=f"{s.label} reports a row-remapping failure",
+            params={"pci": s.pci, "source": s.source},
+            route=RULE.route,
+            evidence=s.evidence(ctx, "remap"),
+            bundle_id=s.bundle_id,
+            key=(s.pci,),
+        )

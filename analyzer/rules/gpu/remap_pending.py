@@ -1,0 +1,45 @@
+"""A row remap is pending on a GPU: a bad memory row was found and is repaired only at the next reset.
+
+Why it matters: until the GPU is reset (or the node rebooted) the bad row is still in use.  P1: reboot
+to finalise; if the remap is still pending after a reboot, replace (rules-facts GPU-REMAP-PENDING,
+GPU-REMAP-STUCK: ND-DET G.1.a, ND-TRIAGE).  Read from ``nvidia-smi -q`` "Remapped Rows / Pending", else
+``--query-remapped-rows`` ``remapped_rows.pending``.  False positives: none; a single bundle cannot tell
+a fresh remap from a stuck one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.gpu._gpus import gpu_states
+
+RULE = RuleInfo(
+    id="gpu.remap.pending",
+    title="GPU row remap pending",
+    severity=Severity.WARNING,
+    requires=("node",),
+    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    route=Route("node-hardware", "hyperpod-node-debugger § F", "reboot the node; replace if still pending"),
+    docs="docs/rules.md#gpuremappending",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    for s in gpu_states(ctx):
+        if s.get("remap_pending") is not True:
+            continue
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=s.node,
+            gpu=s.index,
+            message=f"{s.label} has a row remap pending (reset the GPU to apply it)",
+            params={"pci": s.pci, "source": s.source},
+            route=RULE.route,
+            evidence=s.evidence(ctx, "remap"),
+            bundle_id=s.bundle_id,
+            key=(s.pci,),
+        )

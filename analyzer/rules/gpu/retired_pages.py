@@ -1,0 +1,45 @@
+"""Page retirement pending on a GPU (pre-Ampere GPUs retire bad memory pages instead of remapping rows).
+
+Why it matters: a page marked for retirement is only blacklisted at the next driver reload; until then
+it can still be used and produce errors.  Treated as the older counterpart of a pending row remap:
+warning, reboot to apply (rules-facts GPU-REMAP-PENDING by analogy; NV-XID Xid 63/64).  Read from
+``nvidia-smi -q`` "Retired Pages / Pending Page Blacklist", else ``retired_pages.pending`` in the CSV.
+False positives: none known; Ampere and later print N/A and are skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.gpu._gpus import gpu_states
+
+RULE = RuleInfo(
+    id="gpu.retired_pages",
+    title="GPU page retirement pending",
+    severity=Severity.WARNING,
+    requires=("node",),
+    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    route=Route("node-hardware", "hyperpod-node-debugger § F", "reboot the node to apply the retirement"),
+    docs="docs/rules.md#gpuretired_pages",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    for s in gpu_states(ctx):
+        if s.get("retired_pages_pending") is not True:
+            continue
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=s.node,
+            gpu=s.index,
+            message=f"{s.label} has a page retirement pending (takes effect at the next reboot)",
+            params={"pci": s.pci, "source": s.source},
+            route=RULE.route,
+            evidence=s.evidence(ctx, "retired_pages_pending"),
+            bundle_id=s.bundle_id,
+            key=(s.pci,),
+        )

@@ -1,0 +1,72 @@
+"""A GPU that has "fallen off the bus" (Xid 79): the PCIe link to the GPU is lost.
+
+Why it matters: the GPU no longer answers the driver; every job on the node fails and only a
+bare-metal restart brings it back, so the node is drained at once and usually replaced (rules-facts
+GPU-XID-79: ND-CAT § 2.1, PD-DET "drain immediately"; NV-XID RESTART_BM).  Reported apart from
+``gpu.xid`` so it stands out.  Both the Xid 79 line and the multi-line NVRM "fallen off the bus"
+message count; they are one finding per GPU.  False positives: none known.
+Reference: NVIDIA Xid catalog, Xid 79.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.gpu._gpus import GPU_BY_PCI
+
+RULE = RuleInfo(
+    id="gpu.xid.fallen_off_bus",
+    title="GPU fallen off the bus (Xid 79)",
+    severity=Severity.CRITICAL,
+    requires=("kernel_event",),
+    route=Route("node-hardware", "hyperpod-node-debugger § F", "drain now and replace"),
+    docs="docs/rules.md#gpuxidfallen_off_bus",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    rows = ctx.rows(
+        f"""
+        WITH g AS ({GPU_BY_PCI})
+        SELECT e.bundle_id, e.node, e.pci, any_value(g.gpu) AS gpu, count(*) AS n,
+               arg_min(e.line, e.line) AS first_line, arg_max(e.line, e.line) AS last_line,
+               arg_min(coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw), e.line) AS first_seen,
+               arg_max(coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw), e.line) AS last_seen,
+               any_value(e.source_file) AS source_file
+        FROM kernel_event e LEFT JOIN g ON g.bundle_id = e.bundle_id AND g.pci = e.pci
+        WHERE e.event_type = 'fallen_off_bus' OR (e.event_type = 'xid' AND e.xid = 79)
+        GROUP BY e.bundle_id, e.node, e.pci ORDER BY e.node, e.pci
+        """
+    )
+    for r in rows:
+        where = f"{r['node']} {'GPU ' + str(r['gpu']) if r['gpu'] is not None else 'a GPU'}"
+        times = (
+            r["first_seen"] if r["first_seen"] == r["last_seen"] else f"{r['first_seen']} .. {r['last_seen']}"
+        )
+        evidence = [ctx.evidence(r["source_file"], r["first_line"])]
+        if r["last_line"] != r["first_line"]:
+            evidence.append(ctx.evidence(r["source_file"], r["last_line"]))
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=r["node"],
+            gpu=r["gpu"],
+            message=(
+                f"{where} ({r['pci'] or 'PCI unknown'}) has fallen off the bus (Xid 79), {r['n']} event(s)"
+                + (f" at {times}" if r["first_seen"] else "")
+            ),
+            params={
+                "xid": 79,
+                "pci": r["pci"],
+                "count": r["n"],
+                "first_seen": r["first_seen"],
+                "last_seen": r["last_seen"],
+            },
+            route=RULE.route,
+            evidence=evidence,
+            bundle_id=r["bundle_id"],
+            key=(r["pci"],),
+        )

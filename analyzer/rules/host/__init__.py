@@ -1,0 +1,10 @@
+"""Host rules: kernel log events, CPU frequency governor, vCPU count (section B of the report)."""
+
+RULES: tuple[str, ...] = (
+    "kernel_panic",
+    "oom",
+    "hung_task",
+    "pcie_aer",
+    "cpu_governor",
+    "vcpu_low",
+)

@@ -1,0 +1,49 @@
+"""Hung tasks: processes blocked in the kernel for more than the hung-task timeout (120 s by default).
+
+Why it matters: a task stuck in uninterruptible sleep usually waits on storage (Lustre/NFS/EBS) or a
+driver; training ranks stuck this way stall the job (rules-facts KERNEL-PANIC lists ``hung_task``:
+ND-TRIAGE, ND-DET § N).  Reported as a warning (not critical like a panic) because the node usually
+recovers when the I/O completes.  One finding per node with the count and the task names.
+False positives: a burst during a heavy checkpoint write to a slow file system.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.host._events import events_per_node, when
+
+RULE = RuleInfo(
+    id="host.hung_task",
+    title="Hung tasks in the kernel log",
+    severity=Severity.WARNING,
+    requires=("kernel_event",),
+    route=Route(
+        "node-hardware", "hyperpod-node-debugger § N", "find what the tasks wait on (storage, driver)"
+    ),
+    docs="docs/rules.md#hosthung_task",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    for r in events_per_node(ctx, ("hung_task",)):
+        procs = sorted(r["processes"] or [])
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=r["node"],
+            gpu=None,
+            message=f"{r['node']}: {r['n']} hung task report(s){when(r)}: {', '.join(procs) or 'unknown'}",
+            params={
+                "count": r["n"],
+                "processes": procs,
+                "first_seen": r["first_seen"],
+                "last_seen": r["last_seen"],
+            },
+            route=RULE.route,
+            evidence=[ctx.evidence(r["source_file"], r["first_line"])],
+            bundle_id=r["bundle_id"],
+        )
