@@ -60,15 +60,10 @@ class Context:
         return [dict(zip(names, row, strict=False)) for row in cur.fetchall()]
 
     def evidence(self, source_file: str | None, line: int | None) -> Evidence:
+        """Evidence pointing at a file and line; its text is filled in after all rules ran (one join)."""
         if source_file is None:
             return Evidence("", None, None)
-        text = None
-        if line is not None:
-            hit = self.con.execute(
-                "SELECT text FROM source_line WHERE source_file = ? AND line = ? LIMIT 1", [source_file, line]
-            ).fetchone()
-            text = hit[0] if hit else None
-        return Evidence(source_file, line, text)
+        return Evidence(source_file, line, None)
 
 
 def run_rules(
@@ -93,40 +88,70 @@ def run_rules(
         findings.extend(found)
         outcomes.append(Outcome(info.id, "fail" if found else "pass", len(found)))
     findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))
+    _fill_evidence_text(con, findings)
     _store(con, findings, outcomes)
     return findings, outcomes
 
 
+def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding]) -> None:
+    """Look up the text of every evidence line in one query instead of one query per finding."""
+    import pyarrow as pa
+
+    wanted = {(e.file, e.line) for f in findings for e in f.evidence if e.line is not None and e.text is None}
+    if not wanted:
+        return
+    keys = pa.table({"source_file": [k[0] for k in wanted], "line": [k[1] for k in wanted]})
+    con.register("_wanted", keys)
+    found = con.execute(
+        "SELECT s.source_file, s.line, any_value(s.text) FROM source_line s "
+        "JOIN _wanted w USING (source_file, line) GROUP BY ALL"
+    ).fetchall()
+    con.unregister("_wanted")
+    text = {(file, line): t for file, line, t in found}
+    for f in findings:
+        f.evidence = [
+            Evidence(e.file, e.line, text.get((e.file, e.line))) if e.text is None and e.line is not None else e
+            for e in f.evidence
+        ]
+
+
 def _is_empty(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    hit = con.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchone()
-    return hit is None
+    return not con.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchall()
 
 
 def _store(con: duckdb.DuckDBPyConnection, findings: list[Finding], outcomes: list[Outcome]) -> None:
+    import pyarrow as pa
+
     if findings:
-        con.executemany(
-            "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                [
-                    f.fingerprint,
-                    f.rule,
-                    f.rule_version,
-                    f.severity.value,
-                    f.bundle_id,
-                    f.node,
-                    f.gpu,
-                    f.message,
-                    json.dumps(f.params, default=str),
-                    f.route.owner,
-                    f.route.target,
-                    f.route.action,
-                    json.dumps([e.as_dict() for e in f.evidence]),
-                ]
-                for f in findings
-            ],
+        rows = pa.table(
+            {
+                "fingerprint": [f.fingerprint for f in findings],
+                "rule": [f.rule for f in findings],
+                "rule_version": pa.array([f.rule_version for f in findings], pa.int32()),
+                "severity": [f.severity.value for f in findings],
+                "bundle_id": pa.array([f.bundle_id for f in findings], pa.string()),
+                "node": pa.array([f.node for f in findings], pa.string()),
+                "gpu": pa.array([f.gpu for f in findings], pa.int32()),
+                "message": [f.message for f in findings],
+                "params_json": [json.dumps(f.params, default=str) for f in findings],
+                "route_owner": [f.route.owner for f in findings],
+                "route_target": [f.route.target for f in findings],
+                "route_action": [f.route.action for f in findings],
+                "evidence_json": [json.dumps([e.as_dict() for e in f.evidence]) for f in findings],
+            }
         )
+        con.register("_findings", rows)
+        con.execute("INSERT INTO findings SELECT * FROM _findings").fetchall()
+        con.unregister("_findings")
     if outcomes:
-        con.executemany(
-            "INSERT INTO rule_outcome VALUES (?, ?, ?, ?)",
-            [[o.rule, o.outcome, o.findings, o.reason] for o in outcomes],
+        table = pa.table(
+            {
+                "rule": [o.rule for o in outcomes],
+                "outcome": [o.outcome for o in outcomes],
+                "findings": pa.array([o.findings for o in outcomes], pa.int32()),
+                "reason": pa.array([o.reason for o in outcomes], pa.string()),
+            }
         )
+        con.register("_outcomes", table)
+        con.execute("INSERT INTO rule_outcome SELECT * FROM _outcomes").fetchall()
+        con.unregister("_outcomes")

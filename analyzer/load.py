@@ -94,11 +94,8 @@ def _store(writer: BatchWriter, data: NodeData, summary: LoadSummary, is_node: b
         writer.add("node", bid, node, [_node_row(data.display, meta)])
         summary.bundles.append({"bundle_id": bid, "node": node, "source": data.display, "type": "node"})
         summary.nodes.append(node)
-    for table, rows in data.tables.items():
-        writer.add(table, bid, node, rows)
-    writer.add("probe", bid, node, data.probes)
-    writer.add("file", bid, node, data.files)
-    writer.add("parse_problems", bid, node, data.problems)
+    for table, batch in data.arrow.items():
+        writer.add_arrow(table, batch)
     summary.problems += len(data.problems)
 
 

@@ -34,6 +34,19 @@ class NodeData:
     files: list[Row] = field(default_factory=list)
     probes: list[Row] = field(default_factory=list)
     usable: bool = True
+    arrow: dict[str, Any] = field(default_factory=dict)  # table -> pyarrow.Table, made in the worker
+
+    def to_arrow(self) -> None:
+        """Convert every row list to Arrow here, so the parent process only inserts batches."""
+        from analyzer.store import all_schemas, to_arrow
+
+        known = all_schemas()
+        tables = dict(self.tables)
+        tables.update(probe=self.probes, file=self.files, parse_problems=self.problems)
+        for name, rows in tables.items():
+            if name in known and rows:
+                self.arrow[name] = to_arrow(name, self.bundle_id, self.node, rows)
+        self.tables = {}
 
 
 def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None) -> NodeData:
@@ -55,6 +68,7 @@ def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None)
         reader.problem(_strip_top(r.path) if source.is_tar else r.path, None, f"member refused: {r.reason}")
     for e in errors:
         reader.problem("", None, e)
+    reader.data.to_arrow()
     return reader.data
 
 
@@ -70,6 +84,7 @@ def read_extra(path: Path, display: str, cluster_id: str, limits: Limits) -> Nod
         reader.problem(f"extra/{r.path}", None, f"member refused: {r.reason}")
     for e in errors:
         reader.problem("extra/", None, e)
+    reader.data.to_arrow()
     return reader.data
 
 

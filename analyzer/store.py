@@ -6,6 +6,7 @@ empty table (nothing collected) from a missing one.  Rows arrive in batches as A
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 import parsers
@@ -13,6 +14,7 @@ from parsers._base import Column
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
 _SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE", "bool": "BOOLEAN", "ts": "TIMESTAMP"}
 
@@ -85,6 +87,7 @@ CREATE TABLE IF NOT EXISTS rule_outcome (
 """
 
 
+@functools.lru_cache(maxsize=1)
 def all_schemas() -> dict[str, tuple[Column, ...]]:
     """Every table: core ones plus each available parser's declared tables."""
     schemas = dict(CORE_TABLES)
@@ -108,49 +111,57 @@ def connect(path: str | None) -> duckdb.DuckDBPyConnection:
     return con
 
 
-class BatchWriter:
-    """Collects rows per table and writes them in Arrow batches (memory stays flat)."""
+def to_arrow(table: str, bundle_id: str, node: str | None, rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows of one table as an Arrow table with the declared column types (timestamps stay text until
+    the insert casts them).  Runs in the worker process, so the parent only appends batches."""
+    import pyarrow as pa
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, batch_rows: int = 50_000) -> None:
+    arrow_types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+    cols = [c for c in all_schemas()[table] if c.name not in ("bundle_id", "node")]
+    fields = [pa.field("bundle_id", pa.string()), pa.field("node", pa.string())] + [
+        pa.field(c.name, arrow_types.get(c.type, pa.string())) for c in cols
+    ]
+    schema = pa.schema(fields)
+    body = pa.Table.from_pylist(rows, schema=schema.remove(0).remove(0))  # missing keys become nulls
+    return body.add_column(0, "node", pa.array([node or None] * len(rows), pa.string())).add_column(
+        0, "bundle_id", pa.array([bundle_id] * len(rows), pa.string())
+    )
+
+
+class BatchWriter:
+    """Collects Arrow batches per table and inserts them together (memory stays flat)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, batch_rows: int = 100_000) -> None:
         self.con = con
         self.schemas = all_schemas()
         self.batch_rows = batch_rows
-        self.pending: dict[str, list[dict[str, Any]]] = {}
+        self.pending: dict[str, list[pa.Table]] = {}
         self.count = 0
 
     def add(self, table: str, bundle_id: str, node: str | None, rows: list[dict[str, Any]]) -> None:
-        if table not in self.schemas or not rows:
+        if table in self.schemas and rows:
+            self.add_arrow(table, to_arrow(table, bundle_id, node, rows))
+
+    def add_arrow(self, table: str, batch: pa.Table) -> None:
+        if table not in self.schemas or batch.num_rows == 0:
             return
-        target = self.pending.setdefault(table, [])
-        for row in rows:
-            row["bundle_id"] = bundle_id
-            row["node"] = node or None
-            target.append(row)
-        self.count += len(rows)
+        self.pending.setdefault(table, []).append(batch)
+        self.count += batch.num_rows
         if self.count >= self.batch_rows:
             self.flush()
 
     def flush(self) -> None:
         import pyarrow as pa
 
-        for table, rows in self.pending.items():
-            if not rows:
-                continue
-            cols = [c for c in self.schemas[table] if c.name not in ("bundle_id", "node")]
-            names = ["bundle_id", "node"] + [c.name for c in cols]
-            arrow_types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
-            fields = [pa.field("bundle_id", pa.string()), pa.field("node", pa.string())] + [
-                pa.field(c.name, arrow_types.get(c.type, pa.string())) for c in cols
+        for table, batches in self.pending.items():
+            cols = [Column("bundle_id", "str"), Column("node", "str")] + [
+                c for c in self.schemas[table] if c.name not in ("bundle_id", "node")
             ]
-            batch = pa.Table.from_pylist(
-                [{n: r.get(n) for n in names} for r in rows], schema=pa.schema(fields)
-            )
             select = ", ".join(
-                f'TRY_CAST("{c.name}" AS TIMESTAMP)' if c.type == "ts" else f'"{c.name}"'
-                for c in [Column("bundle_id", "str"), Column("node", "str"), *cols]
+                f'TRY_CAST("{c.name}" AS TIMESTAMP)' if c.type == "ts" else f'"{c.name}"' for c in cols
             )
-            self.con.register("_batch", batch)
-            self.con.execute(f'INSERT INTO "{table}" SELECT {select} FROM _batch')
+            self.con.register("_batch", pa.concat_tables(batches))
+            self.con.execute(f'INSERT INTO "{table}" SELECT {select} FROM _batch').fetchall()
             self.con.unregister("_batch")
         self.pending = {}
         self.count = 0

@@ -37,6 +37,8 @@ def strip_prefix(line: str) -> str:
     >>> strip_prefix("> [Fri Aug 30 11:43:09 2024] NVRM: Xid")
     '[Fri Aug 30 11:43:09 2024] NVRM: Xid'
     """
+    if not line or line[0] not in ">[":
+        return line  # the common case, without a regex
     return _LINE_PREFIX.sub("", line, count=1)
 
 

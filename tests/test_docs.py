@@ -31,3 +31,10 @@ def test_readme_lists_every_command_and_exit_code() -> None:
         assert f"hptriage {name}" in readme
     for code in range(5):
         assert re.search(rf"^\| {code} \|", readme, re.M), f"exit code {code} missing from README"
+
+
+def test_rules_doc_matches_the_code() -> None:
+    from analyzer import rules_doc
+
+    on_disk = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
+    assert on_disk == rules_doc.render(), "docs/rules.md is stale: python -m analyzer.rules_doc > docs/rules.md"

@@ -1,0 +1,103 @@
+"""Per-node collection coverage: failed, timed-out and missing-tool probes, unparsed files, missing kinds.
+
+Why it matters: a check that had no data is not a pass.  For every node this rule counts the probes of
+the manifest that ran (exit 0), failed (another exit code), timed out (124) or found no tool (127),
+and the files that could not be parsed (status failed / tool-error); it lists the kinds of data its
+peers have and it lacks (BUNDLE-GAP, IR-PY: the default issue report does not gather most kinds).
+One finding per node with anything to say: info, or warning when the node has no parsed file at all
+(every other rule is blind on it).  Healthy, complete nodes give no finding.
+False positives: a kind that exists only on some node roles (controller vs worker).
+Reference: rules-facts § 1.8 BUNDLE-GAP, § 9; hyperpod-issue-report.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+
+RULE = RuleInfo(
+    id="bundle.coverage",
+    title="Collection coverage per node",
+    severity=Severity.WARNING,
+    requires=("node",),
+    route=Route(
+        "support-bundle",
+        "hyperpod-issue-report",
+        "re-collect the node with the missing probes (install the tool, raise the probe timeout)",
+    ),
+    docs="docs/rules.md#bundlecoverage",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    min_share = ctx.threshold(RULE, "peer_kind_share")
+    nodes = ctx.rows("SELECT bundle_id, node FROM node ORDER BY node")
+    probes = ctx.rows(
+        "SELECT bundle_id, path, kind, exit_code, line FROM probe WHERE node IS NOT NULL AND node <> '' ORDER BY line"
+    )
+    files = ctx.rows(
+        "SELECT bundle_id, path, kind, status, source_file FROM file WHERE node IS NOT NULL AND node <> '' ORDER BY path"
+    )
+    kinds: dict[str, set[str]] = defaultdict(set)
+    parsed: dict[str, int] = defaultdict(int)
+    unparsed: dict[str, list[str]] = defaultdict(list)
+    for f in files:
+        if f["status"] == "parsed":
+            parsed[f["bundle_id"]] += 1
+            if f["kind"]:
+                kinds[f["bundle_id"]].add(f["kind"])
+        elif f["status"] in ("failed", "tool-error"):
+            unparsed[f["bundle_id"]].append(f"{f['path']} ({f['status']})")
+    outcome: dict[str, dict[str, list[dict[str, object]]]] = defaultdict(lambda: defaultdict(list))
+    for p in probes:
+        code = p["exit_code"]
+        what = (
+            "ok" if code == 0 else "timed_out" if code == 124 else "missing_tool" if code == 127 else "failed"
+        )
+        outcome[p["bundle_id"]][what].append(p)
+    for n in nodes:
+        bid, node = n["bundle_id"], n["node"]
+        others = [o["bundle_id"] for o in nodes if o["bundle_id"] != bid]
+        counts: dict[str, int] = defaultdict(int)
+        for o in others:
+            for k in kinds[o]:
+                counts[k] += 1
+        missing = sorted(k for k, c in counts.items() if c / len(others) >= min_share and k not in kinds[bid])
+        res = outcome[bid]
+        bad = {w: sorted(f"{p['path']}" for p in res[w]) for w in ("failed", "timed_out", "missing_tool")}
+        if not (missing or unparsed[bid] or any(bad.values()) or parsed[bid] == 0):
+            continue
+        severity = Severity.WARNING if parsed[bid] == 0 else Severity.INFO
+        parts = [f"probes: {len(res['ok'])} ran"]
+        parts += [f"{len(v)} {w.replace('_', ' ')}: {', '.join(v[:5])}" for w, v in bad.items() if v]
+        if unparsed[bid]:
+            parts.append(f"{len(unparsed[bid])} file(s) not parsed: {', '.join(unparsed[bid][:5])}")
+        if missing:
+            parts.append(f"no data for {', '.join(missing)} (peers have it)")
+        if parsed[bid] == 0:
+            parts.append("no file parsed: every rule is blind on this node")
+        evidence = [
+            ctx.evidence(f"{node}/manifest.tsv", int(str(p["line"]))) for w in bad for p in res[w][:3]
+        ]
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=severity,
+            node=node,
+            gpu=None,
+            message=f"{node} coverage: " + "; ".join(parts),
+            params={
+                "probes_ok": len(res["ok"]),
+                **{w: v for w, v in bad.items()},
+                "not_parsed": unparsed[bid],
+                "files_parsed": parsed[bid],
+                "missing_kinds": missing,
+            },
+            route=RULE.route,
+            evidence=evidence,
+            bundle_id=bid,
+            key=("coverage",),
+        )

@@ -1,0 +1,13 @@
+"""File-system and I/O rules (storage section of the report)."""
+
+RULES: tuple[str, ...] = (
+    "fsx_utilization",
+    "fsx_free_capacity",
+    "ebs_queue",
+    "iowait_high",
+    "rootvol_full",
+    "data_full",
+    "lustre_ost_imbalance",
+    "shm_small",
+    "verdict",
+)

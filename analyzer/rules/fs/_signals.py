@@ -1,0 +1,178 @@
+"""Shared file-system signals: CloudWatch series and how long they stay over a line, iowait per node,
+near-full mounts.  Used by the fs rules and by fs.verdict, which weighs them together."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from analyzer.engine import Context
+
+#: AWS/FSx percentage metrics that say how much of a provisioned limit is in use (rules-facts § 4).
+FSX_UTIL_METRICS = (
+    "DiskIopsUtilization",
+    "NetworkThroughputUtilization",
+    "FileServerDiskIopsUtilization",
+    "FileServerDiskThroughputUtilization",
+    "CPUUtilization",
+)
+#: Statistic preferred when a series was exported with several.
+_STAT_ORDER = ("Maximum", "Average", "p99", "p90", "Sum", "Minimum", "SampleCount")
+
+
+@dataclass
+class Series:
+    bundle_id: str
+    namespace: str
+    metric: str
+    dimension_name: str | None
+    dimension_value: str | None
+    statistic: str
+    period_s: int
+    points: list[tuple[datetime, float, str, int | None]] = field(
+        default_factory=list
+    )  # ts, value, file, line
+
+    @property
+    def label(self) -> str:
+        return f"{self.dimension_value or '?'} {self.metric} ({self.statistic})"
+
+
+@dataclass(frozen=True)
+class Run:
+    """How long a series stayed at/above (or above) a line."""
+
+    minutes_over: float
+    longest_minutes: float
+    window_minutes: float
+    longest_start: datetime | None
+    longest_end: datetime | None
+    peak: float
+    peak_at: tuple[str, int | None]  # evidence of the peak datapoint
+
+    def as_params(self) -> dict[str, Any]:
+        return {
+            "minutes_over": round(self.minutes_over, 1),
+            "longest_minutes": round(self.longest_minutes, 1),
+            "window_minutes": round(self.window_minutes, 1),
+            "longest_start": self.longest_start.isoformat() if self.longest_start else None,
+            "longest_end": self.longest_end.isoformat() if self.longest_end else None,
+            "peak": round(self.peak, 3),
+        }
+
+
+def series(
+    ctx: Context, namespace: str, metrics: tuple[str, ...], stats: tuple[str, ...] = _STAT_ORDER
+) -> list[Series]:
+    """One series per (dimension, metric), in the first statistic of ``stats`` the export has."""
+    rows = ctx.rows(
+        f"""
+        SELECT bundle_id, namespace, metric, dimension_name, dimension_value, statistic,
+               coalesce(period_s, 60) AS period_s, ts, value, source_file, line
+        FROM cw_metric
+        WHERE namespace = ? AND metric IN ({",".join("?" * len(metrics))}) AND value IS NOT NULL AND ts IS NOT NULL
+        ORDER BY dimension_value, metric, statistic, ts
+        """,
+        namespace,
+        *metrics,
+    )
+    found: dict[tuple[Any, ...], Series] = {}
+    for r in rows:
+        key = (r["dimension_value"], r["metric"], r["statistic"])
+        s = found.get(key)
+        if s is None:
+            s = found[key] = Series(
+                r["bundle_id"], r["namespace"], r["metric"], r["dimension_name"], r["dimension_value"],
+                r["statistic"], int(r["period_s"]),
+            )  # fmt: skip
+        s.points.append((r["ts"], float(r["value"]), r["source_file"], r["line"]))
+    best: dict[tuple[Any, ...], Series] = {}
+    for (dim, metric, stat), s in found.items():
+        if stat not in stats:
+            continue
+        cur = best.get((dim, metric))
+        if cur is None or stats.index(stat) < stats.index(cur.statistic):
+            best[(dim, metric)] = s
+    return [best[k] for k in sorted(best, key=lambda k: (str(k[0]), k[1]))]
+
+
+def run_over(s: Series, line: float, strict: bool = False) -> Run:
+    """Minutes at/above ``line`` (above when ``strict``), the longest unbroken run, the window.
+
+    A run breaks at a datapoint under the line or at a gap longer than 1.5 periods.
+    """
+    period_min = s.period_s / 60.0
+    pts = sorted(s.points, key=lambda p: p[0])
+    over = 0
+    best: tuple[int, datetime | None, datetime | None] = (0, None, None)
+    cur_n, cur_start, prev_ts = 0, None, None
+    for ts, value, _, _ in pts:
+        hit = value > line if strict else value >= line
+        gap = prev_ts is not None and (ts - prev_ts).total_seconds() > 1.5 * s.period_s
+        if hit:
+            over += 1
+            if cur_n == 0 or gap:
+                cur_n, cur_start = 0, ts
+            cur_n += 1
+            if cur_n > best[0]:
+                best = (cur_n, cur_start, ts)
+        else:
+            cur_n = 0
+        prev_ts = ts
+    peak = max(pts, key=lambda p: p[1])
+    window = ((pts[-1][0] - pts[0][0]).total_seconds() / 60.0 + period_min) if pts else 0.0
+    end = best[2]
+    return Run(
+        minutes_over=over * period_min,
+        longest_minutes=best[0] * period_min,
+        window_minutes=window,
+        longest_start=best[1],
+        longest_end=end,
+        peak=peak[1],
+        peak_at=(peak[2], peak[3]),
+    )
+
+
+def iowait_by_node(ctx: Context) -> list[dict[str, Any]]:
+    """Mean and peak %iowait per node over the interval reports (the since-boot report excluded)."""
+    return ctx.rows(
+        """
+        SELECT bundle_id, node, avg(iowait_pct) AS mean, max(iowait_pct) AS peak, count(*) AS reports,
+               min(source_file) AS source_file, arg_max(line, iowait_pct) AS line
+        FROM iostat_cpu WHERE since_boot IS NOT TRUE AND iowait_pct IS NOT NULL
+        GROUP BY bundle_id, node ORDER BY node
+        """
+    )
+
+
+#: Mount points and file-system types that are not data volumes.
+_NOT_DATA = """
+    (mountpoint IN ('/', '/dev', '/dev/shm', '/run', '/run/lock', '/sys/fs/cgroup') OR mountpoint LIKE '/boot%'
+     OR mountpoint LIKE '/snap/%' OR mountpoint LIKE '/run/%' OR mountpoint LIKE '/sys/%' OR mountpoint LIKE '/proc%'
+     OR mountpoint LIKE '/etc/%' OR mountpoint LIKE '/var/log/%' OR device LIKE '/dev/loop%'
+     OR coalesce(fstype, '') IN ('tmpfs', 'devtmpfs', 'squashfs', 'overlay', 'efivarfs', 'vfat', 'proc', 'sysfs')
+     OR device IN ('tmpfs', 'devtmpfs', 'shm', 'overlay', 'efivarfs', 'udev', 'none'))
+"""
+
+
+def data_mounts_over(ctx: Context, pct: float) -> list[dict[str, Any]]:
+    """Data mounts (FSx, /opt/sagemaker, NVMe scratch, other volumes) used more than ``pct``."""
+    return ctx.rows(
+        f"""
+        SELECT bundle_id, node, mountpoint, device, fstype, use_pct, size_bytes, avail_bytes, source_file, line,
+               coalesce(is_lustre, false) AS is_lustre, coalesce(is_network, false) AS is_network
+        FROM filesystem_usage
+        WHERE use_pct > ? AND mountpoint IS NOT NULL AND NOT {_NOT_DATA}
+        ORDER BY node, mountpoint
+        """,
+        pct,
+    )
+
+
+def by_node(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        out[r["node"]].append(r)
+    return out

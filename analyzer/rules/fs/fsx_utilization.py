@@ -1,0 +1,68 @@
+"""FSx utilisation metrics at or above 80 % for a sustained stretch of the exported window.
+
+Why it matters: the AWS/FSx percentage metrics (DiskIopsUtilization on Lustre; FileServerDisk*,
+NetworkThroughputUtilization and CPUUtilization on OpenZFS) say how much of the provisioned limit is in
+use; at >= 80 % the file system is the bottleneck (PD-SNAP marks FileServerDiskIopsUtilization >= 80 %
+"BAD"; the other metrics reuse the line, rules-facts § 1.7).  The finding says how many minutes of
+the window were at/above the line and the longest unbroken run; a run of ``warning_minutes`` is a
+warning, ``critical_minutes`` critical.  Maximum is used when the export has it, else Average.
+False positives: a short burst (a checkpoint) crossing the line once stays below ``warning_minutes``.
+Reference: rules-facts § 1.7 FSX-*, § 4; hyperpod-performance-debugger § B.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.fs._signals import FSX_UTIL_METRICS, run_over, series
+
+RULE = RuleInfo(
+    id="fs.fsx.utilization_sustained",
+    title="FSx utilisation >= 80 % sustained",
+    severity=Severity.CRITICAL,
+    requires=("cw_metric",),
+    route=Route(
+        "filesystem-capacity",
+        "hyperpod-performance-debugger § B",
+        "scale the file system: grow storage capacity or raise per-unit throughput / provisioned IOPS",
+    ),
+    docs="docs/rules.md#fsfsxutilization_sustained",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    line = ctx.threshold(RULE, "utilization_pct")
+    warn_min = ctx.threshold(RULE, "warning_minutes")
+    crit_min = ctx.threshold(RULE, "critical_minutes")
+    for s in series(ctx, "AWS/FSx", FSX_UTIL_METRICS):
+        run = run_over(s, line)
+        if run.longest_minutes < warn_min:
+            continue
+        severity = Severity.CRITICAL if run.longest_minutes >= crit_min else Severity.WARNING
+        p = run.as_params()
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=severity,
+            node=None,
+            gpu=None,
+            message=(
+                f"{s.label} was at/above {line:g} % for {p['minutes_over']:g} of {p['window_minutes']:g} minutes; "
+                f"longest run {p['longest_minutes']:g} minutes ({p['longest_start']} .. {p['longest_end']}), "
+                f"peak {p['peak']:g} %"
+            ),
+            params={
+                "file_system": s.dimension_value,
+                "metric": s.metric,
+                "statistic": s.statistic,
+                "period_s": s.period_s,
+                "line_pct": line,
+                **p,
+            },
+            route=RULE.route,
+            evidence=[ctx.evidence(*run.peak_at)],
+            bundle_id=s.bundle_id,
+            key=(s.dimension_value, s.metric),
+        )

@@ -1,0 +1,140 @@
+"""Which way the storage evidence points: a saturated file system, or I/O-bound with headroom.
+
+Why it matters: high iowait and slow loaders have two different fixes with two different owners
+(hyperpod-performance-debugger § B).  If the file system is at its provisioned limit (FSx utilisation
+>= 80 % sustained, FreeDataStorageCapacity low, a data mount or OST nearly full, an EBS queue above 1
+sustained) the fix is capacity: scale the file system or raise per-unit throughput
+(filesystem-capacity).  If nodes wait on I/O while FSx utilisation stays below 80 %, the file system
+has headroom and the access pattern is at fault: more DataLoader workers, asynchronous sharded
+checkpoints, small files packed into shards (io-pattern).  When nodes wait on I/O but the bundle has
+no FSx metrics, the branch cannot be chosen: the finding asks for the CloudWatch export.
+One cluster-level finding; params list every signal used.
+False positives: the signals are only as good as the exported window; a CloudWatch window that does
+not cover the slow period says "headroom" wrongly.
+Reference: rules-facts § 1.7, § 4; PD-SKILL § B.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Evidence, Finding, Route, Severity
+from analyzer.rules.fs._signals import FSX_UTIL_METRICS, data_mounts_over, iowait_by_node, run_over, series
+
+RULE = RuleInfo(
+    id="fs.verdict",
+    title="Storage verdict: capacity saturated or I/O pattern",
+    severity=Severity.WARNING,
+    requires=("node",),
+    requires_any=("cw_metric", "iostat_cpu", "filesystem_usage", "lustre_target"),
+    route=Route("filesystem-capacity", "hyperpod-performance-debugger § B", "scale the file system"),
+    docs="docs/rules.md#fsverdict",
+)
+
+_CAPACITY = Route(
+    "filesystem-capacity",
+    "hyperpod-performance-debugger § B",
+    "scale the file system: grow capacity or raise per-unit throughput / provisioned IOPS",
+)
+_PATTERN = Route(
+    "io-pattern",
+    "hyperpod-mfu-debugger optimization-guide.md (data pipeline); steps/2e-periodic.md",
+    "fix the access pattern: more DataLoader workers, asynchronous sharded checkpoints, small files into shards",
+)
+_UNKNOWN = Route(
+    "support-bundle",
+    "hyperpod-issue-report",
+    "add the FSx CloudWatch metrics (utilisation, 1 h, 60 s, Maximum) to the bundle to decide",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    util_line = ctx.threshold(RULE, "utilization_pct")
+    sustained = ctx.threshold(RULE, "sustained_minutes")
+    iowait_line = ctx.threshold(RULE, "iowait_pct")
+    full_line = ctx.threshold(RULE, "full_pct")
+    saturated: list[dict[str, Any]] = []
+    evidence: list[Evidence] = []
+    fsx = series(ctx, "AWS/FSx", FSX_UTIL_METRICS)
+    fsx_peak = 0.0
+    for s in fsx:
+        run = run_over(s, util_line)
+        fsx_peak = max(fsx_peak, run.peak)
+        if run.longest_minutes >= sustained:
+            saturated.append(
+                {"signal": "fsx_utilization", "series": s.label, "longest_minutes": run.longest_minutes}
+            )
+            evidence.append(ctx.evidence(*run.peak_at))
+    for s in series(ctx, "AWS/EBS", ("VolumeQueueLength",), ("Average", "Maximum")):
+        run = run_over(s, ctx.threshold(RULE, "ebs_queue_length"), strict=True)
+        if run.longest_minutes >= sustained:
+            saturated.append(
+                {"signal": "ebs_queue", "series": s.label, "longest_minutes": run.longest_minutes}
+            )
+            evidence.append(ctx.evidence(*run.peak_at))
+    free_line = ctx.threshold(RULE, "free_gib") * 2**30
+    for s in series(ctx, "AWS/FSx", ("FreeDataStorageCapacity",), ("Minimum", "Average", "Maximum")):
+        low = min(s.points, key=lambda p: p[1])
+        if low[1] < free_line:
+            saturated.append(
+                {"signal": "fsx_free_low", "series": s.label, "free_gib": round(low[1] / 2**30, 1)}
+            )
+            evidence.append(ctx.evidence(low[2], low[3]))
+    for r in data_mounts_over(ctx, full_line):
+        saturated.append(
+            {
+                "signal": "mount_full",
+                "node": r["node"],
+                "mountpoint": r["mountpoint"],
+                "use_pct": r["use_pct"],
+            }
+        )
+        evidence.append(ctx.evidence(r["source_file"], r["line"]))
+    for r in ctx.rows(
+        "SELECT fsname, target_index, use_pct, source_file, line FROM lustre_target "
+        "WHERE target_type = 'OST' AND use_pct > ? ORDER BY fsname, target_index",
+        full_line,
+    ):
+        saturated.append(
+            {"signal": "ost_full", "fsname": r["fsname"], "ost": r["target_index"], "use_pct": r["use_pct"]}
+        )
+        evidence.append(ctx.evidence(r["source_file"], r["line"]))
+    waiting = [r for r in iowait_by_node(ctx) if r["mean"] > iowait_line]
+    io_signals = [{"signal": "iowait", "node": r["node"], "iowait_pct": round(r["mean"], 2)} for r in waiting]
+    if saturated:
+        branch, route, severity = "capacity saturated", _CAPACITY, Severity.WARNING
+        why = f"{len(saturated)} capacity signal(s): " + ", ".join(sorted({s["signal"] for s in saturated}))
+    elif waiting and fsx:
+        branch, route, severity = "headroom but I/O-bound", _PATTERN, Severity.WARNING
+        why = (
+            f"{len(waiting)} node(s) with iowait above {iowait_line:g} % while FSx utilisation peaked at "
+            f"{fsx_peak:g} % (below {util_line:g} %)"
+        )
+        evidence = [ctx.evidence(r["source_file"], r["line"]) for r in waiting[:5]]
+    elif waiting:
+        branch, route, severity = "I/O-bound, file-system headroom unknown", _UNKNOWN, Severity.INFO
+        why = f"{len(waiting)} node(s) with iowait above {iowait_line:g} % and no FSx utilisation metrics in the bundle"
+        evidence = [ctx.evidence(r["source_file"], r["line"]) for r in waiting[:5]]
+    else:
+        return
+    yield Finding(
+        rule=RULE.id,
+        rule_version=RULE.version,
+        severity=severity,
+        node=None,
+        gpu=None,
+        message=f"storage verdict: {branch}; {why}",
+        params={
+            "branch": branch,
+            "capacity_signals": saturated,
+            "io_signals": io_signals,
+            "fsx_series": len(fsx),
+            "fsx_peak_pct": round(fsx_peak, 3),
+            "utilization_pct": util_line,
+            "iowait_pct": iowait_line,
+        },
+        route=route,
+        evidence=evidence[:10],
+    )

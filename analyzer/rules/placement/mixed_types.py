@@ -1,0 +1,38 @@
+"""Several instance types in one bundle set.
+
+Why it matters: one communicator over mixed types (p5 with p4d, or p5 with p5e) runs at the pace of the
+slowest network and can fail with 'unable to find a working algorithm' (NC-DBG § 19); uneven NCCL
+bandwidth lists it as cause 3 (PD-SKILL § A).  Peer comparisons in the other rules stay within one
+type, so this finding is the only place the mix shows.
+False positives: a controller/login node of another type collected with the workers, or separate
+jobs analysed together.
+Reference: rules-facts § 1.3 MIXED-INSTANCES.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.placement._placement import describe, group_by, placements, spread_finding
+
+RULE = RuleInfo(
+    id="placement.mixed_types",
+    title="Several instance types in one bundle set",
+    severity=Severity.WARNING,
+    requires=("node",),
+    route=Route(
+        "placement-capacity",
+        "hyperpod-performance-debugger § A; hyperpod-nccl debugging-guide § 19",
+        "run one job per instance family; keep controller nodes out of the communicator",
+    ),
+    docs="docs/rules.md#placementmixed_types",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    groups = group_by(placements(ctx), "instance_type")
+    if len(groups) > ctx.threshold(RULE, "max_types"):
+        message = f"{len(groups)} instance types in one bundle set: {describe(groups)}"
+        yield spread_finding(RULE, RULE.severity, message, groups, "instance_type")

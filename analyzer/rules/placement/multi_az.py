@@ -1,0 +1,39 @@
+"""Nodes of one bundle set in more than one Availability Zone.
+
+Why it matters: traffic between AZs crosses the regional network: collectives slow down by an order
+of magnitude and EFA does not span AZs at all (PD-SNAP flags it "BAD"; PD-DET, PD-SKILL).  Zone ids
+(use1-az1) are compared when every node has one, else zone names (names map to different ids per
+account, but all nodes of one cluster share an account).
+False positives: a bundle set that mixes nodes of two different clusters on purpose.
+Reference: rules-facts § 1.5 PLACEMENT-MULTI-AZ.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.placement._placement import describe, group_by, placements, spread_finding
+
+RULE = RuleInfo(
+    id="placement.multi_az",
+    title="Nodes in several Availability Zones",
+    severity=Severity.CRITICAL,
+    requires=("node",),
+    route=Route(
+        "placement-capacity",
+        "hyperpod-cluster-debugger references/capacity-planning.md; hyperpod-node-debugger § C",
+        "run the job on nodes of one AZ (one instance group / subnet)",
+    ),
+    docs="docs/rules.md#placementmulti_az",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    nodes = placements(ctx)
+    key = "az_id" if all(p.get("az_id") for p in nodes if p.get("availability_zone")) else "availability_zone"
+    groups = group_by(nodes, key)
+    if len(groups) > ctx.threshold(RULE, "max_zones"):
+        message = f"nodes span {len(groups)} Availability Zones ({key}): {describe(groups)}"
+        yield spread_finding(RULE, RULE.severity, message, groups, key)

@@ -1,0 +1,36 @@
+"""Nodes of one bundle set in more than one placement group.
+
+Why it matters: a cluster placement group keeps instances close in the network; nodes split across
+groups talk over longer paths and pairwise bandwidth turns uneven (PD-SNAP, PD-DET).  Nodes without any
+group are left to placement.no_pg.
+False positives: deliberately separate jobs analysed together.
+Reference: rules-facts § 1.5 PLACEMENT-MULTI-PG.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.placement._placement import describe, group_by, placements, spread_finding
+
+RULE = RuleInfo(
+    id="placement.multi_pg",
+    title="Nodes in several placement groups",
+    severity=Severity.CRITICAL,
+    requires=("node",),
+    route=Route(
+        "placement-capacity",
+        "hyperpod-cluster-debugger references/capacity-planning.md",
+        "run the job's nodes in one cluster placement group",
+    ),
+    docs="docs/rules.md#placementmulti_pg",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    groups = group_by(placements(ctx), "placement_group")
+    if len(groups) > ctx.threshold(RULE, "max_groups"):
+        message = f"nodes span {len(groups)} placement groups: {describe(groups)}"
+        yield spread_finding(RULE, RULE.severity, message, groups, "placement_group")

@@ -1,0 +1,37 @@
+"""A node whose slowest GPU runs its SM clock well below the other nodes of its instance type.
+
+Why it matters: collectives run at the pace of the slowest rank; a GPU held at a low SM clock (thermal
+or power brake, a stuck application clock) makes its whole node a straggler (MFU-FAIL § 2 example
+1,200 vs 1,800 MHz; MFU-2C compares SM clocks after CPU).  The node's lowest GPU clock is compared with
+its peers' band (median +/- k x MAD, at least ``min_nodes`` nodes of the same instance type).
+False positives: a node that is idle while its peers train (not running the job, or waiting at a
+barrier) shows idle clocks; a snapshot catches one moment, so confirm with a second capture.
+Reference: rules-facts § 1.1 GPU-CLOCK-LOW, § 3.2 (MFU-2C).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.straggler._common import find, gpu_findings, gpu_values_sql
+
+RULE = RuleInfo(
+    id="straggler.gpu.sm_clock",
+    title="SM clock below same-type peers",
+    severity=Severity.WARNING,
+    requires=("node",),
+    requires_any=("gpu", "gpu_query"),
+    route=Route(
+        "node-hardware",
+        "hyperpod-mfu-debugger steps/2c-straggler.md",
+        "check throttle reasons and power; drain and run dcgmi diag -r 3 if it persists",
+    ),
+    docs="docs/rules.md#stragglergpusm_clock",
+)
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    outs = find(ctx, RULE, gpu_values_sql("sm_clock_mhz", "clock_line", "min"), "low")
+    return gpu_findings(ctx, RULE, outs, "SM clock", "MHz", "lowest")

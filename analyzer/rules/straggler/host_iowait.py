@@ -1,0 +1,66 @@
+"""A node whose CPU iowait is far above the other nodes of its instance type.
+
+Why it matters: nodes of one job read the same data; a node that waits on I/O much longer than its
+peers (a slow local disk, a bad FSx client mount, a hot OST) becomes the job's straggler even when
+the file system as a whole has headroom (PD-SNAP iowait; MFU-2C compares nodes).  The node value is
+its mean %iowait over the interval reports of ``iostat -c`` (the first, since-boot report is
+excluded).
+False positives: a node that was running a checkpoint write when its bundle was taken.
+Reference: rules-facts § 1.7 FS-IOWAIT, § 3.2 (MFU-2C).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.peers import NODE_TYPE_SQL
+from analyzer.rules.straggler._common import find
+
+RULE = RuleInfo(
+    id="straggler.host.iowait",
+    title="CPU iowait above same-type peers",
+    severity=Severity.WARNING,
+    requires=("iostat_cpu",),
+    route=Route(
+        "io-pattern",
+        "hyperpod-mfu-debugger steps/2c-straggler.md",
+        "compare the node's mounts and disks with its peers (iostat -x, lfs df)",
+    ),
+    docs="docs/rules.md#stragglerhostiowait",
+)
+
+_SQL = f"""
+    SELECT t.instance_type AS peer_group, c.bundle_id, c.node, avg(c.iowait_pct) AS value,
+           count(*) AS reports, min(c.source_file) AS source_file,
+           arg_max(c.line, c.iowait_pct) AS line
+    FROM iostat_cpu c JOIN ({NODE_TYPE_SQL}) t ON t.bundle_id = c.bundle_id
+    WHERE c.since_boot IS NOT TRUE AND c.iowait_pct IS NOT NULL
+    GROUP BY t.instance_type, c.bundle_id, c.node
+"""
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    k = ctx.threshold(RULE, "k_mad")
+    for o in find(ctx, RULE, _SQL, "high"):
+        value = round(float(o.row["value"]), 2)
+        params = {"metric": "iowait", "value": value, "unit": "%", "reports": o.row["reports"], "k_mad": k}
+        params.update(o.band.as_params())
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=o.row["node"],
+            gpu=None,
+            message=(
+                f"{o.row['node']} iowait {value:g} % (mean of {o.row['reports']} reports) is above its peers' "
+                f"band {params['band_low']:g}..{params['band_high']:g} % (median {params['peer_median']:g} "
+                f"+/- max({k:g} x MAD {params['peer_mad']:g}, floor), {o.band.nodes} {o.band.group} nodes)"
+            ),
+            params=params,
+            route=RULE.route,
+            evidence=[ctx.evidence(o.row["source_file"], o.row["line"])],
+            bundle_id=o.row["bundle_id"],
+            key=("iowait",),
+        )

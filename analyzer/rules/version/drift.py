@@ -1,0 +1,157 @@
+"""Software and firmware versions that differ between nodes of one instance type.
+
+Why it matters: nodes of one job must run the same driver, CUDA, NCCL, aws-ofi-nccl, EFA installer,
+libfabric, kernel and VBIOS; EFA/OFI drift alone can cost 10-30 % of pairwise bandwidth (PD-DET) and
+mixed NCCL builds fail with 'Incompatible NCCL version' (NC-DBG § 10).  One finding per instance type
+and component names the majority value and every deviating node.  Each component is compared within
+one source (the one most nodes report), so 'modinfo 2.17.3g' is never set against 'dkms 2.17.3'.
+A component found on some hosts but not on others is reported as info and not counted as drift: NCCL,
+the OFI plugin and CUDA often live only inside the training container, where a host probe cannot see
+them.
+Reference: rules-facts § 1.6 VERSION-DRIFT-*, § 1.3 EFA-FW-DRIFT; hyperpod-version-checker.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Evidence, Finding, Route, Severity
+from analyzer.peers import NODE_TYPE_SQL
+from analyzer.rules.version._versions import COMPONENTS, VERSIONS_SQL
+
+RULE = RuleInfo(
+    id="version.drift",
+    title="Version drift between nodes of one instance type",
+    severity=Severity.WARNING,
+    requires=("node",),
+    route=Route(
+        "version-drift",
+        "hyperpod-version-checker; hyperpod-node-debugger § E",
+        "align the deviating nodes to the majority version (same AMI and container image everywhere)",
+    ),
+    docs="docs/rules.md#versiondrift",
+)
+
+_SOURCE_ORDER = ("collector", "nvidia-smi-q", "nvidia-smi", "nvidia-smi-csv", "sysfs", "modinfo", "meta.env")
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    min_nodes = ctx.threshold(RULE, "min_nodes")
+    rows = ctx.rows(
+        f"""
+        WITH v AS ({VERSIONS_SQL}), t AS ({NODE_TYPE_SQL})
+        SELECT t.instance_type, v.bundle_id, v.node, v.component, v.source,
+               string_agg(DISTINCT v.version, ',' ORDER BY v.version) AS value,
+               min(v.source_file) AS source_file, min(v.line) AS line
+        FROM v JOIN t ON t.bundle_id = v.bundle_id
+        WHERE v.component IN ({",".join("?" * len(COMPONENTS))})
+        GROUP BY ALL ORDER BY t.instance_type, v.component, v.node
+        """,
+        *COMPONENTS,
+    )
+    probed = {r["bundle_id"] for r in ctx.rows("SELECT DISTINCT bundle_id FROM software_version")}
+    nodes = ctx.rows(f"SELECT bundle_id, node, instance_type FROM ({NODE_TYPE_SQL})")
+    group_nodes: dict[str, dict[str, str]] = defaultdict(dict)  # type -> node -> bundle_id
+    for n in nodes:
+        group_nodes[n["instance_type"]][n["node"]] = n["bundle_id"]
+    by_key: dict[tuple[str, str], dict[str, dict[str, dict[str, Any]]]] = defaultdict(
+        lambda: defaultdict(dict)
+    )
+    for r in rows:
+        by_key[(r["instance_type"], r["component"])][r["source"]][r["node"]] = r
+    for (itype, component), sources in sorted(by_key.items()):
+        known = {node for per in sources.values() for node, r in per.items() if r["value"]}
+        source, per_node = max(
+            sources.items(),
+            key=lambda kv: (sum(1 for r in kv[1].values() if r["value"]), -_rank(kv[0])),
+        )
+        valued = {node: r for node, r in per_node.items() if r["value"]}
+        if len(valued) >= min_nodes and len({r["value"] for r in valued.values()}) > 1:
+            yield _drift(ctx, itype, component, source, valued)
+        absent = sorted(
+            node
+            for node, bid in group_nodes[itype].items()
+            if node not in known and bid in probed and component not in ("kernel", "vbios")
+        )
+        if known and absent:
+            yield _absent(itype, component, absent, valued or {}, sorted(known))
+
+
+def _rank(source: str) -> int:
+    return _SOURCE_ORDER.index(source) if source in _SOURCE_ORDER else len(_SOURCE_ORDER)
+
+
+def _drift(
+    ctx: Context, itype: str, component: str, source: str, valued: dict[str, dict[str, Any]]
+) -> Finding:
+    counts = Counter(r["value"] for r in valued.values())
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    majority, majority_n = ranked[0]
+    split = len(ranked) > 1 and ranked[1][1] == majority_n
+    deviating = {node: r["value"] for node, r in sorted(valued.items()) if r["value"] != majority}
+    shown = ", ".join(f"{n}={v}" for n, v in list(deviating.items())[:10])
+    more = f" and {len(deviating) - 10} more" if len(deviating) > 10 else ""
+    lead = "no majority, most common" if split else "majority"
+    evidence: list[Evidence] = []
+    for node in [*list(deviating)[:5], next(n for n, r in sorted(valued.items()) if r["value"] == majority)]:
+        r = valued[node]
+        if r["source_file"]:
+            evidence.append(ctx.evidence(r["source_file"], r["line"]))
+        else:
+            evidence.append(Evidence(f"{node}/meta.env", None, f"{component}={r['value']}"))
+    return Finding(
+        rule=RULE.id,
+        rule_version=RULE.version,
+        severity=Severity.WARNING,
+        node=None,
+        gpu=None,
+        message=(
+            f"{component} differs across {len(valued)} {itype} nodes ({source}): {lead} {majority} "
+            f"on {majority_n} nodes; deviating: {shown}{more}"
+        ),
+        params={
+            "component": component,
+            "instance_type": itype,
+            "source": source,
+            "majority": majority,
+            "majority_nodes": majority_n,
+            "split": split,
+            "deviating": deviating,
+            "values": dict(ranked),
+            "nodes_compared": len(valued),
+        },
+        route=RULE.route,
+        evidence=evidence,
+        key=(itype, component),
+    )
+
+
+def _absent(
+    itype: str, component: str, absent: list[str], valued: dict[str, dict[str, Any]], known: list[str]
+) -> Finding:
+    values = sorted({r["value"] for r in valued.values()})
+    return Finding(
+        rule=RULE.id,
+        rule_version=RULE.version,
+        severity=Severity.INFO,
+        node=None,
+        gpu=None,
+        message=(
+            f"{component} was not found on the host of {len(absent)} {itype} nodes ({', '.join(absent[:10])}) "
+            f"but is on {len(known)} peers ({', '.join(values) or 'version unknown'}); a host probe cannot see "
+            f"software inside the training container, so this is not counted as drift"
+        ),
+        params={
+            "component": component,
+            "instance_type": itype,
+            "absent_nodes": absent,
+            "peer_nodes": len(known),
+            "peer_values": values,
+        },
+        route=RULE.route,
+        evidence=[],
+        key=(itype, component, "absent"),
+    )
