@@ -110,7 +110,9 @@ def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding])
     text = {(file, line): t for file, line, t in found}
     for f in findings:
         f.evidence = [
-            Evidence(e.file, e.line, text.get((e.file, e.line))) if e.text is None and e.line is not None else e
+            Evidence(e.file, e.line, text.get((e.file, e.line)))
+            if e.text is None and e.line is not None
+            else e
             for e in f.evidence
         ]
 

@@ -70,7 +70,9 @@ def _read_all(nodes: list[NodeSource], limits: Limits, jobs: int | None) -> Iter
     # Keep a bounded number of bundles in flight so memory stays flat on 1,000+ nodes.  Workers start
     # from a clean server process, never forked from this one: a fork after DuckDB has started threads
     # can crash the child.
-    context = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
+    context = multiprocessing.get_context(
+        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    )
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         queue = iter(nodes)
         in_flight: set[Future[NodeData]] = set()

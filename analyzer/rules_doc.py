@@ -1,6 +1,6 @@
 """Write docs/rules.md from the rule catalog and the thresholds, so the page always matches the code.
 
-    python -m analyzer.rules_doc > docs/rules.md
+python -m analyzer.rules_doc > docs/rules.md
 """
 
 from __future__ import annotations
@@ -38,7 +38,11 @@ def render() -> str:
                 "",
                 "Needs: "
                 + ", ".join(f"`{t}`" for t in rule.requires)
-                + (" and any of " + ", ".join(f"`{t}`" for t in rule.requires_any) if rule.requires_any else ""),
+                + (
+                    " and any of " + ", ".join(f"`{t}`" for t in rule.requires_any)
+                    if rule.requires_any
+                    else ""
+                ),
                 "",
             ]
             thresholds = settings.described(rule.id)

@@ -37,4 +37,6 @@ def test_rules_doc_matches_the_code() -> None:
     from analyzer import rules_doc
 
     on_disk = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
-    assert on_disk == rules_doc.render(), "docs/rules.md is stale: python -m analyzer.rules_doc > docs/rules.md"
+    assert on_disk == rules_doc.render(), (
+        "docs/rules.md is stale: python -m analyzer.rules_doc > docs/rules.md"
+    )
