@@ -232,4 +232,6 @@ def collect(con: duckdb.DuckDBPyConnection, settings: Settings, findings: list[F
         "fsx_utilisation": fsx_utilisation(con),
         "fsx_throughput": fsx_throughput(con),
         "versions": version_table(con),
+        "fsx_line": float(settings.value("fs.fsx.utilization_sustained", "utilization_pct")),
+        "iowait_line": float(settings.value("fs.iowait.high", "iowait_pct")),
     }
