@@ -77,6 +77,13 @@ def cli(ctx: click.Context, debug: bool) -> None:
     help="Exit 1 when a finding at or above this severity exists.",
 )
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True)
+@click.option(
+    "--paper",
+    type=click.Choice(["A4", "Letter"], case_sensitive=False),
+    default="A4",
+    show_default=True,
+    help="Page size of the PDF (and of printing the HTML).",
+)
 @click.option("--jobs", type=click.IntRange(1, 256), help="Parallel workers (default: CPU count, max 8).")
 @click.option(
     "--config",
@@ -95,6 +102,7 @@ def analyze(
     db_path: Path | None,
     fail_on: str,
     color: str,
+    paper: str,
     jobs: int | None,
     config: Path | None,
     quiet: bool,
@@ -114,7 +122,7 @@ def analyze(
         if html_out or pdf_out:
             from reports.render import render_html, write_pdf
 
-            html = render_html(data)
+            html = render_html(data, paper=paper)
             if html_out:
                 _write(html_out, html)
             if pdf_out:

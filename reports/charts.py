@@ -70,7 +70,7 @@ def bars_with_lines(
         half = MAX_BARS // 2
         kept = pairs[:half] + pairs[-half:]
         kept_labels = {p[0] for p in kept}
-        kept += [p for p in pairs if p[0] in highlight and p[0] not in kept_labels]
+        kept += [p for p in pairs if p[0] in highlight and p[0] not in kept_labels][:half]
         left_out = len(pairs) - len(kept)
         pairs = sorted(kept, key=lambda p: p[1], reverse=not lower_is_worse)
     width = max(4.5, min(11.0, 0.28 * len(pairs) + 2))

@@ -16,9 +16,13 @@ from reports.terminal import SECTIONS, section_of
 
 HERE = Path(__file__).resolve().parent
 TOP_NODES = 20
+#: Rows of the findings table before the rest is left to the JSON output.
+MAX_TABLE = 200
+#: Findings of one rule shown open in a section; the rest sit in a collapsed <details>.
+PER_RULE_OPEN = 5
 
 
-def render_html(data: ReportData) -> str:
+def render_html(data: ReportData, paper: str = "A4") -> str:
     import jinja2
 
     env = jinja2.Environment(
@@ -28,7 +32,7 @@ def render_html(data: ReportData) -> str:
         lstrip_blocks=True,
     )
     template = env.get_template("report.html.j2")
-    return template.render(**context(data))
+    return template.render(paper=paper, **context(data))
 
 
 def draw_charts(data: ReportData) -> list[dict[str, Any]]:
@@ -49,7 +53,8 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
             item["title"],
             "busbw (GB/s)",
         )
-        figures.append({"section": "A", "title": item["title"], "svg": svg, "note": item.get("note", "")})
+        note = "; ".join(x for x in (item.get("note", ""), _left_out(left_out)) if x)
+        figures.append({"section": "A", "title": item["title"], "svg": svg, "note": note})
     pairs = c.get("pairs")
     if pairs:
         figures.append(
@@ -86,16 +91,16 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
         labels = [n for n, _ in c["iowait"]]
         values = [v for _, v in c["iowait"]]
         line = c.get("iowait_line", 20.0)
-        svg, _ = charts.bars_with_lines(
+        svg, left_out = charts.bars_with_lines(
             labels,
             values,
             {"warning": line},
-            {n for n, v in c["iowait"] if v >= line} | (sick & set(labels)),
+            sick & set(labels),
             "iowait per node",
             "iowait (%)",
             lower_is_worse=False,
         )
-        figures.append({"section": "B", "title": "iowait per node", "svg": svg, "note": ""})
+        figures.append({"section": "B", "title": "iowait per node", "svg": svg, "note": _left_out(left_out)})
     for key, title, unit in (
         ("gpu_temp", "GPU temperature", "°C"),
         ("gpu_sm_clock", "GPU SM clock", "MHz"),
@@ -113,6 +118,48 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
                 }
             )
     return figures
+
+
+def _by_rule(findings: list[Any]) -> list[dict[str, Any]]:
+    """One row per rule that fired: worst severity, how many findings and nodes, one example."""
+    rows: dict[str, dict[str, Any]] = {}
+    for f in findings:  # findings arrive sorted by severity, so the first one is the worst
+        row = rows.setdefault(
+            f.rule, {"rule": f.rule, "severity": f.severity.value, "count": 0, "nodes": set(), "example": f}
+        )
+        row["count"] += 1
+        if f.node:
+            row["nodes"].add(f.node)
+    out = sorted(rows.values(), key=lambda r: (Severity(r["severity"]).rank, -r["count"], r["rule"]))
+    for r in out:
+        r["nodes"] = len(r["nodes"])
+    return out
+
+
+def _worst_nodes(findings: list[Any]) -> list[dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = {}
+    for f in findings:
+        if not f.node:
+            continue
+        row = table.setdefault(
+            f.node, {"node": f.node, "critical": 0, "warning": 0, "info": 0, "rules": set()}
+        )
+        if f.severity.value in ("critical", "warning", "info"):
+            row[f.severity.value] += 1
+        row["rules"].add(f.rule)
+    ranked = sorted(table.values(), key=lambda r: (-r["critical"], -r["warning"], -r["info"], r["node"]))
+    ranked = [r for r in ranked if r["critical"] or r["warning"]][:TOP_NODES]
+    for r in ranked:
+        r["rules"] = sorted(r["rules"])
+    return ranked
+
+
+def _left_out(count: int) -> str:
+    return (
+        f"{count} middle nodes not drawn (the best and worst ends and every flagged node are)"
+        if count
+        else ""
+    )
 
 
 def context(data: ReportData) -> dict[str, Any]:
@@ -136,6 +183,10 @@ def context(data: ReportData) -> dict[str, Any]:
         "instance_types": sorted({n.get("instance_type") or "unknown" for n in data.nodes}),
         "collected": sorted({n.get("collected_at") or "" for n in data.nodes} - {""}),
         "figures": draw_charts(data),
+        "by_rule": _by_rule(data.findings),
+        "worst_nodes": _worst_nodes(data.findings),
+        "max_table": MAX_TABLE,
+        "per_rule_open": PER_RULE_OPEN,
         "versions": data.charts.get("versions"),
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import textwrap
 from collections import Counter, defaultdict
 from typing import TextIO
 
@@ -28,6 +29,8 @@ _AREA_SECTION = {
     "bundle": "C",
 }
 MAX_LINES_PER_SECTION = 25
+#: A rule with more findings than this in one section is printed as one line naming the worst nodes.
+GROUP_ABOVE = 3
 
 
 def section_of(rule_id: str) -> str:
@@ -44,48 +47,88 @@ def use_colour(stream: TextIO, mode: str = "auto") -> bool:
 
 def render(data: ReportData, colour: bool = False) -> str:
     paint = _painter(colour)
-    out: list[str] = []
-    nodes = len(data.nodes)
-    out.append(f"hptriage: {nodes} node(s) from {len(data.bundles)} bundle(s)")
+    out: list[str] = [f"hptriage: {len(data.nodes)} node(s) from {len(data.bundles)} bundle(s)"]
     by_section: dict[str, list[Finding]] = defaultdict(list)
     for f in data.findings:
         by_section[section_of(f.rule)].append(f)
-    outcomes_by_section: dict[str, list[str]] = defaultdict(list)
-    for o in data.outcomes:
-        if o.outcome == "pass":
-            outcomes_by_section[section_of(o.rule)].append(
-                f"{paint('[OK]', 'green')} {data.rule_titles.get(o.rule, o.rule)}"
-            )
-        elif o.outcome in ("skipped", "error"):
-            word = "not checked" if o.outcome == "skipped" else "rule failed to run"
-            outcomes_by_section[section_of(o.rule)].append(
-                f"{paint('[INFO]', 'blue')} {data.rule_titles.get(o.rule, o.rule)}: {word} ({o.reason})"
-            )
     for key, title in SECTIONS.items():
-        out.append("")
-        out.append(paint(title, "bold"))
-        findings = by_section.get(key, [])
-        for f in findings[:MAX_LINES_PER_SECTION]:
-            tag = "[CONCERN]" if f.severity in (Severity.CRITICAL, Severity.WARNING) else "[INFO]"
-            colour_name = (
-                "red" if f.severity == Severity.CRITICAL else "yellow" if tag == "[CONCERN]" else "blue"
-            )
-            out.append(f"  {paint(tag, colour_name)} {f.severity.value}: {f.message}")
-            if tag == "[CONCERN]":
-                out.append(f"      → {f.route.owner}: {f.route.action} ({f.route.target})")
-                if f.evidence and f.evidence[0].file:
-                    ev = f.evidence[0]
-                    where = f"{ev.file}:{ev.line}" if ev.line else ev.file
-                    out.append(f"        {where}: {(ev.text or '').strip()[:120]}")
-        if len(findings) > MAX_LINES_PER_SECTION:
-            out.append(f"  ... {len(findings) - MAX_LINES_PER_SECTION} more (see --json / --html)")
-        for line in outcomes_by_section.get(key, []):
-            out.append(f"  {line}")
-        if not findings and not outcomes_by_section.get(key):
-            out.append(f"  {paint('[INFO]', 'blue')} no rule in this section yet")
+        out += ["", paint(title, "bold")]
+        out += _findings_lines(by_section.get(key, []), paint, data.rule_titles)
+        out += _outcome_lines(
+            [o for o in data.outcomes if section_of(o.rule) == key], paint, data.rule_titles
+        )
     out.append("")
     out.extend(_verdict(data, paint))
     return "\n".join(out) + "\n"
+
+
+def _findings_lines(findings: list[Finding], paint, titles: dict[str, str]) -> list[str]:  # type: ignore[no-untyped-def]
+    """One line per finding; a rule that fires on many nodes becomes one line naming the worst ones."""
+    lines: list[str] = []
+    by_rule: dict[tuple[str, str], list[Finding]] = defaultdict(list)
+    for f in findings:
+        by_rule[(f.rule, f.severity.value)].append(f)
+    shown = 0
+    for f in findings:
+        group = by_rule.get((f.rule, f.severity.value))
+        if not group:
+            continue  # already printed as part of its group
+        if len(group) > GROUP_ABOVE:
+            del by_rule[(f.rule, f.severity.value)]
+            nodes = sorted({g.node for g in group if g.node})
+            named = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
+            text = f"{titles.get(f.rule, f.rule)}: {len(group)} findings on {len(nodes)} node(s) ({named}); first: {f.message}"
+            lines += _one(f, text, paint)
+        else:
+            group.remove(f)
+            if shown >= MAX_LINES_PER_SECTION:
+                continue
+            lines += _one(f, f.message, paint)
+        shown += 1
+    if shown > MAX_LINES_PER_SECTION:
+        lines.append(f"  ... {shown - MAX_LINES_PER_SECTION} more (see --json / --html)")
+    return lines
+
+
+def _one(f: Finding, text: str, paint) -> list[str]:  # type: ignore[no-untyped-def]
+    concern = f.severity in (Severity.CRITICAL, Severity.WARNING)
+    tag = "[CONCERN]" if concern else "[INFO]"
+    colour_name = "red" if f.severity == Severity.CRITICAL else "yellow" if concern else "blue"
+    lines = [f"  {paint(tag, colour_name)} {f.severity.value}: {text}"]
+    if concern:
+        lines.append(f"      → {f.route.owner}: {f.route.action} ({f.route.target})")
+        if f.evidence and f.evidence[0].file:
+            ev = f.evidence[0]
+            where = f"{ev.file}:{ev.line}" if ev.line else ev.file
+            lines.append(f"        {where}: {(ev.text or '').strip()[:120]}")
+    return lines
+
+
+def _outcome_lines(outcomes: list, paint, titles: dict[str, str]) -> list[str]:  # type: ignore[no-untyped-def]
+    """Passed and unchecked rules, compactly: what was checked and found fine, and what was not checked."""
+    lines: list[str] = []
+    passed = [titles.get(o.rule, o.rule) for o in outcomes if o.outcome == "pass"]
+    skipped = [
+        titles.get(o.rule, o.rule) for o in outcomes if o.outcome == "skipped"
+    ]  # reasons: --json/--html
+    if passed:
+        lines += _wrapped(f"{paint('[OK]', 'green')} {len(passed)} check(s) passed: " + "; ".join(passed))
+    if skipped:
+        lines += _wrapped(f"{paint('[INFO]', 'blue')} not checked, no data: " + "; ".join(skipped))
+    for o in outcomes:
+        if o.outcome == "error":
+            lines.append(
+                f"  {paint('[INFO]', 'blue')} {titles.get(o.rule, o.rule)}: rule failed to run ({o.reason})"
+            )
+    if not outcomes:
+        lines.append(f"  {paint('[INFO]', 'blue')} no rule in this section")
+    return lines
+
+
+def _wrapped(text: str) -> list[str]:
+    return textwrap.wrap(
+        text, width=110, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False
+    )
 
 
 def _verdict(data: ReportData, paint) -> list[str]:  # type: ignore[no-untyped-def]

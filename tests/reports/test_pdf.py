@@ -44,3 +44,20 @@ def test_page_count_and_first_page_renders(rendered: dict[str, Path]) -> None:
     subprocess.run(["pdftoppm", "-png", "-r", "40", "-f", "1", "-l", "1", str(pdf), str(prefix)], check=True)
     png = next(rendered["dir"].glob("page*.png"))
     assert png.stat().st_size > 5_000
+
+
+@needs_pdf
+def test_letter_paper(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from analyzer.cli import cli
+    from tests.conftest import SAMPLES
+
+    pdf = tmp_path / "r.pdf"
+    bundle = SAMPLES / "xid-ecc-3node" / "bundle" / "p5-node-01"
+    result = CliRunner().invoke(cli, ["analyze", str(bundle), "--pdf", str(pdf), "--paper", "letter", "-q"])
+    if result.exit_code == 2 and "Pango" in result.output:
+        pytest.skip("WeasyPrint/Pango not available")
+    assert result.exit_code == 0, result.output
+    info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
+    assert "612 x 792 pts (letter)" in info
