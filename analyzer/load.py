@@ -7,6 +7,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,20 +74,30 @@ def _read_all(nodes: list[NodeSource], limits: Limits, jobs: int | None) -> Iter
     context = multiprocessing.get_context(
         "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     )
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        queue = iter(nodes)
-        in_flight: set[Future[NodeData]] = set()
-        for source in queue:
-            in_flight.add(pool.submit(read_node, source, limits))
-            if len(in_flight) >= workers * 2:
-                break
-        while in_flight:
-            done, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in done:
-                yield future.result()
-                nxt = next(queue, None)
-                if nxt is not None:
-                    in_flight.add(pool.submit(read_node, nxt, limits))
+    finished: set[NodeSource] = set()
+    try:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            queue = iter(nodes)
+            in_flight: dict[Future[NodeData], NodeSource] = {}
+            for source in queue:
+                in_flight[pool.submit(read_node, source, limits)] = source
+                if len(in_flight) >= workers * 2:
+                    break
+            while in_flight:
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    source = in_flight.pop(future)
+                    result = future.result()
+                    finished.add(source)
+                    yield result
+                    nxt = next(queue, None)
+                    if nxt is not None:
+                        in_flight[pool.submit(read_node, nxt, limits)] = nxt
+    except BrokenProcessPool:
+        # A worker died (killed, out of memory): read what is left here rather than lose it.
+        for source in nodes:
+            if source not in finished:
+                yield read_node(source, limits)
 
 
 def _store(writer: BatchWriter, data: NodeData, summary: LoadSummary, is_node: bool = True) -> None:

@@ -116,3 +116,16 @@ def test_real_entry_point_help_and_error_line(tmp_path: Path) -> None:
     done = subprocess.run([*exe, "analyze", str(tmp_path / "missing")], capture_output=True, text=True)
     assert done.returncode == 3
     assert done.stderr.startswith("hptriage: error:") and "Traceback" not in done.stderr
+
+
+def test_parallel_workers_give_the_same_findings(tmp_path: Path) -> None:
+    from tests.conftest import SAMPLES
+
+    bundle = SAMPLES / "nccl-slow-node" / "bundle"
+    docs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"f{jobs}.json"
+        assert run("analyze", str(bundle), "--jobs", jobs, "--json", str(out), "-q").exit_code == 0
+        docs.append(json.loads(out.read_text()))
+    assert [f["fingerprint"] for f in docs[0]["findings"]] == [f["fingerprint"] for f in docs[1]["findings"]]
+    assert len(docs[0]["nodes"]) == len(docs[1]["nodes"]) == 8
