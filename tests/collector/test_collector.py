@@ -431,6 +431,21 @@ def test_node_without_gpu_tooling(tmp_path: Path) -> None:
         assert r.row("cmd/proc-diskstats.txt")["kind"] == "-"
     for d in (r.home, r.tmp, r.cwd):
         assert list(d.iterdir()) == [], d
+    # the bundle made from this machine's own outputs is one the analyzer reads without a parse problem
+    out = tmp_path / "own.json"
+    proc = subprocess.run(
+        [*_analyzer_cmd(), "analyze", str(r.tarball), "--json", str(out), "-q"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert [n["node"] for n in report["nodes"]] == [meta["node"]]
+    assert report["nodes"][0]["files_parsed"] >= 3  # uptime, mounts, df at least
+    assert not [
+        p for p in report["parse_problems"] if "not parsed" in p["error"] or "parser error" in p["error"]
+    ]
 
 
 def test_every_probe_hangs_bounded(tmp_path: Path) -> None:
