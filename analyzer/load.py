@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzer.bundle import Discovery, NodeSource, discover
+from analyzer.meta import KNOWN_META
 from analyzer.read_node import NodeData, bundle_id_for, read_extra, read_node
 from analyzer.safe_read import Limits
-from analyzer.store import BatchWriter
+from analyzer.store import CORE_TABLES, BatchWriter
 
 if TYPE_CHECKING:
     import duckdb
@@ -113,24 +114,9 @@ def _store(writer: BatchWriter, data: NodeData, summary: LoadSummary, is_node: b
 
 
 def _node_row(display: str, meta: dict[str, str]) -> dict[str, object]:
-    row: dict[str, object] = {
-        key: meta.get(key) or None
-        for key in [
-            "hostname",
-            "instance_id",
-            "instance_type",
-            "availability_zone",
-            "az_id",
-            "placement_group",
-            "cluster",
-            "instance_group",
-            "ultraserver_id",
-            "network_node_layers",
-            "collector_version",
-            "kernel",
-            "os_release",
-        ]
-    }
+    # every node-table column that meta.env fills under the same name
+    columns = {c.name for c in CORE_TABLES["node"]} & set(KNOWN_META)
+    row: dict[str, object] = {key: meta.get(key) or None for key in sorted(columns - {"collected_at", "nproc"})}
     nproc = meta.get("nproc", "")
     row.update(
         source=display,
