@@ -116,7 +116,9 @@ def _store(writer: BatchWriter, data: NodeData, summary: LoadSummary, is_node: b
 def _node_row(display: str, meta: dict[str, str]) -> dict[str, object]:
     # every node-table column that meta.env fills under the same name
     columns = {c.name for c in CORE_TABLES["node"]} & set(KNOWN_META)
-    row: dict[str, object] = {key: meta.get(key) or None for key in sorted(columns - {"collected_at", "nproc"})}
+    row: dict[str, object] = {
+        key: meta.get(key) or None for key in sorted(columns - {"collected_at", "nproc"})
+    }
     nproc = meta.get("nproc", "")
     row.update(
         source=display,

@@ -20,4 +20,9 @@ RULES: tuple[str, ...] = (
     "pcie_width_degraded",
     "pcie_gen_below_peers",
     "persistence_off",
+    "remap_history",
+    "topo_pcie_path",
+    "topo_nic_drift",
+    "memory_high",
+    "dcgm_pass_untrusted",
 )

@@ -7,4 +7,6 @@ RULES: tuple[str, ...] = (
     "pcie_aer",
     "cpu_governor",
     "vcpu_low",
+    "deep_health_failed",
+    "shm_stale_nccl",
 )

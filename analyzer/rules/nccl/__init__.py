@@ -8,4 +8,5 @@ RULES: tuple[str, ...] = (
     "pair_outlier",
     "pair_slow",
     "busbw_straggler",
+    "version_mismatch",
 )

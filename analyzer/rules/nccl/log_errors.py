@@ -30,7 +30,7 @@ RULE = RuleInfo(
 #: Codes that point at hardware or a hung collective (rules-facts § 5: route HW / find the straggler).
 CRITICAL_CODES = ("SYSTEM_ERROR", "CUDA_ERROR", "WATCHDOG_TIMEOUT")
 #: Informative codes and the TCP fallback (its own rule) are not errors here.
-SKIPPED_CODES = ("TCP_FALLBACK", "OFI_EFA", "NCCL_VERSION")
+SKIPPED_CODES = ("TCP_FALLBACK", "OFI_EFA", "NCCL_VERSION", "NCCL_VERSION_MISMATCH")  # own rules report these
 HARDWARE = Route(
     "node-hardware", "hyperpod-node-debugger § G", "check dmesg Xids on the node; reboot or replace"
 )

@@ -5,4 +5,5 @@ RULES: tuple[str, ...] = (
     "efa_count_low",
     "fi_info_no_efa",
     "ofi_plugin_missing",
+    "efa_module_missing",
 )

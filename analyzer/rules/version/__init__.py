@@ -3,4 +3,7 @@
 RULES: tuple[str, ...] = (
     "drift",
     "cuda_driver_compat",
+    "nccl_driver_min",
+    "nccl_cuda_min",
+    "efa_ofi_pairing",
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 #: Components compared across nodes (software_version names; vbios from the GPU tables).
 COMPONENTS = (
     "nvidia_driver",
@@ -70,3 +72,59 @@ def version_key(version: str) -> tuple[int, ...]:
         if len(digits) != len(part):
             break
     return tuple(out)
+
+
+_RELEASE = re.compile(r"^\s*(?:\d+:)?[vV]?(\d+(?:\.\d+)*)")
+
+
+def parse_version(text: object) -> tuple[int, ...] | None:
+    """The numeric release at the start of a version string, or None when it has none.
+
+    A deb epoch (``1:``), a leading ``v`` and any suffix (``-aws``, ``g``, ``amzn1.2``, ``+cuda12.2``)
+    are dropped.
+
+    >>> parse_version("2.18.3"), parse_version("1.7.3-aws"), parse_version("v1.7.0")
+    ((2, 18, 3), (1, 7, 3), (1, 7, 0))
+    >>> parse_version("2.17.3g"), parse_version("525.85.12"), parse_version("1.8.1amzn1.2")
+    ((2, 17, 3), (525, 85, 12), (1, 8, 1))
+    >>> parse_version("unknown"), parse_version(None), parse_version("")
+    (None, None, None)
+    """
+    if text is None:
+        return None
+    m = _RELEASE.match(str(text))
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def compare(version: tuple[int, ...], bound: tuple[int, ...]) -> int | None:
+    """-1, 0 or 1 as ``version`` is below, at or above ``bound`` at the bound's precision.
+
+    None when the version is less precise than the bound (``2`` against ``2.18``): not comparable.
+
+    >>> compare((2, 18, 3), (2, 18)), compare((2, 17, 3), (2, 18)), compare((1, 7, 2, 1), (1, 7, 2))
+    (0, -1, 0)
+    >>> compare((2,), (2, 18)) is None
+    True
+    """
+    if len(version) < len(bound):
+        return None
+    head = version[: len(bound)]
+    return (head > bound) - (head < bound)
+
+
+def in_range(version: tuple[int, ...], low: str | None, high: str | None) -> bool | None:
+    """Whether ``version`` lies in [low, high] (each bound at its own precision; None/'' = open).
+
+    >>> in_range((1, 27, 0), "1.26", "1.28"), in_range((1, 29, 1), "1.26", "1.28"), in_range((1, 7), "1.6.0", "")
+    (True, False, None)
+    """
+    for bound, bad in ((low, -1), (high, 1)):
+        key = parse_version(bound) if bound else None
+        if key is None:
+            continue
+        got = compare(version, key)
+        if got is None:
+            return None
+        if got == bad:
+            return False
+    return True

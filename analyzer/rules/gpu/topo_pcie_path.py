@@ -1,0 +1,104 @@
+"""GPU pairs that talk over PCIe where NVLink is expected (``nvidia-smi topo -m``).
+
+What it detects: a GPU<->GPU cell that is a PCIe path (PIX, PXB, PHB, NODE, SYS or the old SOC) while
+NVLink (NV#) is expected for that pair.  NVLink is expected when (a) the pair is NV# on most peer
+nodes of the same instance type in the bundle set, (b) one of its GPUs has fewer NVLink peers than
+most GPUs of the same node (one GPU cut off an NVSwitch box shows 0 NVLink peers where the others show
+7), or (c) the instance type's sku.toml entry lists NVLinks per GPU (p4d/p5/p5e/p5en/p6: NVSwitch, every
+pair NV#).  One finding per node, listing the pairs and naming the GPU(s) common to them.
+Why it matters: peer traffic that should ride NVLink goes over PCIe and the host bridge, an order of
+magnitude slower; intra-node all-reduce drags the whole job (rules-facts TOPO-PCIE-PATH: NC-DIAG,
+ND-CAT § 2.4 "should show NV links, not PHB"; route NET, NC-DBG § 14).
+False positives: a box built without NVLink (PCIe-only P40/T4/L4 cards) is not a finding: no peer,
+sibling GPU or SKU entry expects NV#.  Partial-mesh designs (DGX-1 hybrid cube-mesh, NVLink bridges
+on PCIe cards) give every GPU the same number of NVLink peers, so (b) stays quiet on them.  Nodes
+whose instance type is unknown are not compared with peers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding, Route, Severity
+from analyzer.peers import NODE_TYPE_SQL
+
+RULE = RuleInfo(
+    id="gpu.topo.pcie_path",
+    title="GPU pair on a PCIe path where NVLink is expected",
+    severity=Severity.WARNING,
+    requires=("topo_link", "node"),
+    route=Route(
+        "nccl-network",
+        "hyperpod-nccl debugging-guide § 14",
+        "check NVLink and Fabric Manager on the node; drain and replace if the NVLinks are down",
+    ),
+    docs="docs/rules.md#gputopopcie_path",
+)
+
+_PCIE = ("pcie_switch", "pcie_host", "numa", "cross_socket")
+_GPU = re.compile(r"^GPU(\d+)$")
+
+
+def check(ctx: Context) -> Iterable[Finding]:
+    majority = ctx.threshold(RULE, "peer_nvlink_share")
+    nodes: dict[tuple[str, str], dict[tuple[int, int], dict]] = defaultdict(dict)
+    for r in ctx.rows(
+        "SELECT t.bundle_id, t.node, t.device, t.peer, t.link, t.link_class, t.source_file, t.line "
+        "FROM topo_link t WHERE t.device LIKE 'GPU%' AND t.peer LIKE 'GPU%' AND t.device <> t.peer "
+        "ORDER BY t.bundle_id, t.line"
+    ):
+        a, b = _GPU.match(r["device"]), _GPU.match(r["peer"])
+        if not (a and b):
+            continue
+        x, y = sorted((int(a[1]), int(b[1])))
+        pair = (x, y)
+        old = nodes[(r["bundle_id"], r["node"])].get(pair)
+        if old is None or (old["link_class"] == "nvlink" and r["link_class"] in _PCIE):
+            nodes[(r["bundle_id"], r["node"])][pair] = r  # the worse direction wins
+    types = {(t["bundle_id"], t["node"]): t["instance_type"] for t in ctx.rows(NODE_TYPE_SQL)}
+    for (bundle_id, node), pairs in sorted(nodes.items(), key=lambda x: x[0][1]):
+        itype = types.get((bundle_id, node), "unknown")
+        peers = [p for k, p in nodes.items() if k != (bundle_id, node) and itype != "unknown"
+                 and types.get(k) == itype]  # fmt: skip
+        nv_peers = Counter({g: 0 for pair in pairs for g in pair})
+        nv_peers.update(g for pair, r in pairs.items() if r["link_class"] == "nvlink" for g in pair)
+        counts = Counter(nv_peers.values())
+        usual = max(counts, key=lambda n: (counts[n], n))
+        sku = ctx.settings.instance(itype) or {}
+        bad = []
+        for pair, r in sorted(pairs.items()):
+            if r["link_class"] not in _PCIE:
+                continue
+            seen = [p[pair]["link_class"] == "nvlink" for p in peers if pair in p]
+            why = (
+                "peers" if seen and sum(seen) / len(seen) > majority
+                else "node" if usual > 0 and min(nv_peers[pair[0]], nv_peers[pair[1]]) < usual
+                else "sku" if (sku.get("nvlinks_per_gpu") or 0) > 0
+                else None
+            )  # fmt: skip
+            if why:
+                bad.append((pair, r, why))
+        if not bad:
+            continue
+        common = sorted(set.intersection(*(set(p) for p, _, _ in bad)))
+        gpu = common[0] if len(common) == 1 and len(bad) > 1 else None
+        listed = [f"GPU{a}-GPU{b} {r['link']}" for (a, b), r, _ in bad]
+        reasons = sorted({w for _, _, w in bad})
+        yield Finding(
+            rule=RULE.id,
+            rule_version=RULE.version,
+            severity=RULE.severity,
+            node=node,
+            gpu=gpu,
+            message=f"{node} ({itype}): {len(bad)} GPU pair(s) connect over PCIe where NVLink is expected "
+            f"({', '.join(reasons)}): {', '.join(listed[:8])}{' ...' if len(listed) > 8 else ''}"
+            + (f"; GPU {gpu} is in every one" if gpu is not None else ""),
+            params={"instance_type": itype, "pairs": listed, "count": len(bad), "expected_from": reasons,
+                    "common_gpu": gpu, "usual_nvlink_peers": usual, "peer_nodes": len(peers)},
+            route=RULE.route,
+            evidence=list(dict.fromkeys(ctx.evidence(r["source_file"], r["line"]) for _, r, _ in bad))[:8],
+            bundle_id=bundle_id,
+        )  # fmt: skip
