@@ -59,6 +59,21 @@ class Context:
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=False)) for row in cur.fetchall()]
 
+    def meta_evidence(self, node: str, key: str) -> Evidence:
+        """The meta.env line of a node's KEY=VALUE, as evidence with its line number."""
+        cache: dict[tuple[str, str], tuple[int, str]] | None = getattr(self, "_meta_lines", None)
+        if cache is None:
+            cache = {}
+            for file, line, text in self.con.execute(
+                "SELECT source_file, line, text FROM source_line WHERE source_file LIKE '%/meta.env'"
+            ).fetchall():
+                cache.setdefault(
+                    (file.removesuffix("/meta.env"), text.partition("=")[0].strip()), (line, text)
+                )
+            self._meta_lines = cache
+        hit = cache.get((node, key))
+        return Evidence(f"{node}/meta.env", hit[0] if hit else None, hit[1] if hit else None)
+
     def evidence(self, source_file: str | None, line: int | None) -> Evidence:
         """Evidence pointing at a file and line; its text is filled in after all rules ran (one join)."""
         if source_file is None:

@@ -231,11 +231,13 @@ class _NodeReader:
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _set_meta(self, data: bytes | None) -> None:
+        meta_text = ""
         if data is None:
             self.meta = Meta()
             self.problem("meta.env", "meta", "meta.env missing")
         else:
-            self.meta = parse_meta(_text(data))
+            meta_text = _text(data)
+            self.meta = parse_meta(meta_text)
             for line, msg in self.meta.problems:
                 self.problem("meta.env", "meta", msg, line or None)
         if self._identified:
@@ -247,6 +249,12 @@ class _NodeReader:
         self.data.meta = dict(self.meta.values)
         self.data.bundle_id = bundle_id_for(node, self.meta.get("collected_at") or "", self.source.display)
         self._identified = True
+        # meta.env lines are evidence too (instance type, placement, kernel): keep them for citations
+        self.data.tables.setdefault("source_line", []).extend(
+            {"source_file": self.source_file("meta.env"), "line": no, "text": line[:1000]}
+            for no, line in enumerate(meta_text.splitlines()[:200], start=1)
+            if "=" in line
+        )
 
     def source_file(self, name: str) -> str:
         return f"{self.data.node}/{name}" if self.data.node else name

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
-from analyzer.findings import Evidence, Finding, Route, Severity
+from analyzer.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="host.vcpu.low",
@@ -31,8 +31,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         expected = (ctx.settings.instance(n["instance_type"]) or {}).get("vcpus")
         if not expected or n["nproc"] >= expected:
             continue
-        # meta.env is read by the analyzer, not a parser: no line table; point at the file and its key
-        evidence = [Evidence(f"{n['node']}/meta.env", None, f"nproc={n['nproc']}")]
+        evidence = [ctx.meta_evidence(n["node"], "nproc")]
         yield Finding(
             rule=RULE.id,
             rule_version=RULE.version,

@@ -42,9 +42,9 @@ def placements(ctx: Context) -> list[NodePlacement]:
         p = NodePlacement(r["bundle_id"], r["node"], r["hostname"])
         for key in KEYS:
             if r[key]:
-                p.facts[key] = (r[key], Evidence(f"{r['node']}/meta.env", None, f"{key}={r[key]}"))
+                p.facts[key] = (r[key], ctx.meta_evidence(r["node"], key))
         if r["network_node_layers"]:
-            ev = Evidence(f"{r['node']}/meta.env", None, f"network_node_layers={r['network_node_layers']}")
+            ev = ctx.meta_evidence(r["node"], "network_node_layers")
             for i, layer in enumerate(re.split(r"[\s,;]+", r["network_node_layers"].strip()), start=1):
                 if layer:
                     p.layers[i] = (layer, ev)

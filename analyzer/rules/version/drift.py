@@ -101,7 +101,7 @@ def _drift(
         if r["source_file"]:
             evidence.append(ctx.evidence(r["source_file"], r["line"]))
         else:
-            evidence.append(Evidence(f"{node}/meta.env", None, f"{component}={r['value']}"))
+            evidence.append(ctx.meta_evidence(node, component))
     return Finding(
         rule=RULE.id,
         rule_version=RULE.version,
