@@ -193,14 +193,18 @@ def _run_analysis(  # type: ignore[no-untyped-def]
 
 
 def _progress():  # type: ignore[no-untyped-def]
+    """A click progress bar on stderr while bundles are read, only on a terminal."""
     if not sys.stderr.isatty():
         return None
+    state: dict[str, Any] = {}
 
     def show(done: int, total: int) -> None:
-        end = "\n" if done == total else ""
-        click.echo(f"\rreading bundles: {done}/{total}", err=True, nl=False)
-        if end:
-            click.echo("", err=True)
+        if "bar" not in state:
+            state["bar"] = click.progressbar(length=total, label="reading bundles", file=sys.stderr)
+            state["bar"].__enter__()
+        state["bar"].update(1)
+        if done == total:
+            state["bar"].__exit__(None, None, None)
 
     return show
 
