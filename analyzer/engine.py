@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from analyzer.findings import Evidence, Finding, Route, Severity
@@ -41,6 +41,8 @@ class Outcome:
     outcome: str  # fail | pass | skipped | error
     findings: int
     reason: str | None = None
+    #: nodes that have none of the rule's input tables while other nodes do: not checked there
+    nodes_without_data: list[str] = field(default_factory=list)
 
 
 class Context:
@@ -101,7 +103,11 @@ def run_rules(
             outcomes.append(Outcome(info.id, "error", 0, f"{type(exc).__name__}: {exc}"))
             continue
         findings.extend(found)
-        outcomes.append(Outcome(info.id, "fail" if found else "pass", len(found)))
+        outcomes.append(
+            Outcome(
+                info.id, "fail" if found else "pass", len(found), nodes_without_data=_uncovered(con, info)
+            )
+        )
     findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))
     _fill_evidence_text(con, findings)
     _store(con, findings, outcomes)
@@ -130,6 +136,20 @@ def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding])
             else e
             for e in f.evidence
         ]
+
+
+#: Tables filled from cluster-wide files (no node of their own): per-node coverage does not apply.
+CLUSTER_TABLES = frozenset({"nccl_run", "nccl_rank", "nccl_result", "nccl_log_event", "cw_metric", "node"})
+
+
+def _uncovered(con: duckdb.DuckDBPyConnection, info: RuleInfo) -> list[str]:
+    """Nodes for which none of the rule's per-node input tables has a row."""
+    tables = [t for t in (*info.requires, *info.requires_any) if t not in CLUSTER_TABLES]
+    if not tables:
+        return []
+    union = " UNION ".join(f'SELECT DISTINCT node FROM "{t}" WHERE node IS NOT NULL' for t in tables)
+    rows = con.execute(f"SELECT node FROM node WHERE node NOT IN ({union}) ORDER BY node").fetchall()
+    return [r[0] for r in rows]
 
 
 def _is_empty(con: duckdb.DuckDBPyConnection, table: str) -> bool:

@@ -19,7 +19,13 @@ def document(data: ReportData) -> dict[str, Any]:
         "nodes": data.nodes,
         "findings": [f.as_dict() for f in data.findings],
         "rules": [
-            {"rule": o.rule, "outcome": o.outcome, "findings": o.findings, "reason": o.reason}
+            {
+                "rule": o.rule,
+                "outcome": o.outcome,
+                "findings": o.findings,
+                "reason": o.reason,
+                "nodes_without_data": o.nodes_without_data,
+            }
             for o in data.outcomes
         ],
         "parse_problems": data.problems,

@@ -115,6 +115,16 @@ def _outcome_lines(outcomes: list, paint, titles: dict[str, str]) -> list[str]: 
         lines += _wrapped(f"{paint('[OK]', 'green')} {len(passed)} check(s) passed: " + "; ".join(passed))
     if skipped:
         lines += _wrapped(f"{paint('[INFO]', 'blue')} not checked, no data: " + "; ".join(skipped))
+    partial = [o for o in outcomes if o.outcome in ("pass", "fail") and o.nodes_without_data]
+    if partial:
+        parts = []
+        for o in partial:
+            nodes = o.nodes_without_data
+            named = ", ".join(nodes[:3]) + (f" +{len(nodes) - 3}" if len(nodes) > 3 else "")
+            parts.append(f"{titles.get(o.rule, o.rule)} ({named})")
+        lines += _wrapped(
+            f"{paint('[INFO]', 'blue')} checked only where data exists; no data on: " + "; ".join(parts)
+        )
     for o in outcomes:
         if o.outcome == "error":
             lines.append(

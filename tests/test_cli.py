@@ -129,3 +129,23 @@ def test_parallel_workers_give_the_same_findings(tmp_path: Path) -> None:
         docs.append(json.loads(out.read_text()))
     assert [f["fingerprint"] for f in docs[0]["findings"]] == [f["fingerprint"] for f in docs[1]["findings"]]
     assert len(docs[0]["nodes"]) == len(docs[1]["nodes"]) == 8
+
+
+def test_rules_say_where_they_had_no_data(tmp_path: Path) -> None:
+    from tests.conftest import SAMPLES
+
+    out = tmp_path / "f.json"
+    gpu_set, fs_set = SAMPLES / "xid-ecc-3node" / "bundle", SAMPLES / "fsx-saturated" / "bundle"
+    result = run("analyze", str(gpu_set), str(fs_set), "--json", str(out))
+    assert result.exit_code == 0, result.output
+    rules = {r["rule"]: r for r in json.loads(out.read_text())["rules"]}
+    # the fsx nodes have no kernel log: the Xid rule ran, but not on them, and says so
+    assert rules["gpu.xid"]["outcome"] == "fail"
+    assert rules["gpu.xid"]["nodes_without_data"] == ["train-01", "train-02", "train-03", "train-04"]
+    assert rules["fs.iowait.high"]["nodes_without_data"] == [
+        "h100-node-04",
+        "p5-node-01",
+        "p5-node-02",
+        "p5-node-03",
+    ]
+    assert "no data on:" in result.output
