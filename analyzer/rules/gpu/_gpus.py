@@ -8,11 +8,12 @@ address, UUID or index, later rows of an ``-l`` loop overriding earlier ones), e
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.engine import Context
-from analyzer.findings import Evidence
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Evidence, Finding
 
 #: A view of every GPU seen by any source, keyed by bundle and normalised PCI address.
 GPU_BY_PCI = """
@@ -211,6 +212,28 @@ def gpu_states(ctx: Context) -> list[GpuState]:
         states.append(s)
     setattr(ctx, "_gpu_states", states)  # noqa: B010 - Context has no slot for rule caches
     return states
+
+
+def flagged(ctx: Context, rule: RuleInfo, field: str, message: str, evidence_key: str) -> Iterable[Finding]:
+    """One finding per GPU whose yes/no FIELD is yes (remap failed or pending, page retirement pending).
+
+    ``message`` is formatted with ``label`` (the GPU as reports name it)."""
+    for s in gpu_states(ctx):
+        if s.get(field) is not True:
+            continue
+        yield Finding(
+            rule=rule.id,
+            rule_version=rule.version,
+            severity=rule.severity,
+            node=s.node,
+            gpu=s.index,
+            message=message.format(label=s.label),
+            params={"pci": s.pci, "source": s.source},
+            route=rule.route,
+            evidence=s.evidence(ctx, evidence_key),
+            bundle_id=s.bundle_id,
+            key=(s.pci,),
+        )
 
 
 def _line_key(key: str) -> str:

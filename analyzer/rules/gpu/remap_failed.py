@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import gpu_states
+from analyzer.rules.gpu._gpus import flagged
 
 RULE = RuleInfo(
     id="gpu.remap.failed",
@@ -27,19 +27,4 @@ RULE = RuleInfo(
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    for s in gpu_states(ctx):
-        if s.get("remap_failure") is not True:
-            continue
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
-            node=s.node,
-            gpu=s.index,
-            message=f"{s.label} reports a row-remapping failure",
-            params={"pci": s.pci, "source": s.source},
-            route=RULE.route,
-            evidence=s.evidence(ctx, "remap"),
-            bundle_id=s.bundle_id,
-            key=(s.pci,),
-        )
+    return flagged(ctx, RULE, "remap_failure", "{label} reports a row-remapping failure", "remap")

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import gpu_states
+from analyzer.rules.gpu._gpus import flagged
 
 RULE = RuleInfo(
     id="gpu.remap.pending",
@@ -27,19 +27,6 @@ RULE = RuleInfo(
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    for s in gpu_states(ctx):
-        if s.get("remap_pending") is not True:
-            continue
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
-            node=s.node,
-            gpu=s.index,
-            message=f"{s.label} has a row remap pending (reset the GPU to apply it)",
-            params={"pci": s.pci, "source": s.source},
-            route=RULE.route,
-            evidence=s.evidence(ctx, "remap"),
-            bundle_id=s.bundle_id,
-            key=(s.pci,),
-        )
+    return flagged(
+        ctx, RULE, "remap_pending", "{label} has a row remap pending (reset the GPU to apply it)", "remap"
+    )

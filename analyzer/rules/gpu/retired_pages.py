@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import gpu_states
+from analyzer.rules.gpu._gpus import flagged
 
 RULE = RuleInfo(
     id="gpu.retired_pages",
@@ -27,19 +27,10 @@ RULE = RuleInfo(
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    for s in gpu_states(ctx):
-        if s.get("retired_pages_pending") is not True:
-            continue
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
-            node=s.node,
-            gpu=s.index,
-            message=f"{s.label} has a page retirement pending (takes effect at the next reboot)",
-            params={"pci": s.pci, "source": s.source},
-            route=RULE.route,
-            evidence=s.evidence(ctx, "retired_pages_pending"),
-            bundle_id=s.bundle_id,
-            key=(s.pci,),
-        )
+    return flagged(
+        ctx,
+        RULE,
+        "retired_pages_pending",
+        "{label} has a page retirement pending (takes effect at the next reboot)",
+        "retired_pages_pending",
+    )
