@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 #: Prefixes that pastes and launchers add in front of every line of a capture:
 #: markdown quotes ("> "), mpirun tags ("[1,0]<stdout>:"), shell prompts are not stripped.
@@ -40,11 +39,6 @@ def strip_prefix(line: str) -> str:
     if not line or line[0] not in ">[":
         return line  # the common case, without a regex
     return _LINE_PREFIX.sub("", line, count=1)
-
-
-def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
-    """Yield (1-based line number, line without its newline)."""
-    yield from enumerate(text.splitlines(), start=1)
 
 
 def to_float(value: str | None) -> float | None:
@@ -145,11 +139,6 @@ def key_value(line: str, sep: str = ":") -> tuple[str, str] | None:
     if not key:
         return None
     return key, value.strip()
-
-
-def indent_of(line: str) -> int:
-    """Count leading spaces (a tab counts as 8)."""
-    return len(line.expandtabs(8)) - len(line.expandtabs(8).lstrip(" "))
 
 
 def snake(name: str) -> str:
