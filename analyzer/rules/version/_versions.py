@@ -59,19 +59,7 @@ def version_key(version: str) -> tuple[int, ...]:
     >>> version_key("12.2.140"), version_key("13.0"), version_key("n/a")
     ((12, 2, 140), (13, 0), ())
     """
-    out: list[int] = []
-    for part in version.lstrip("vV").split("."):
-        digits = ""
-        for ch in part:
-            if not ch.isdigit():
-                break
-            digits += ch
-        if not digits:
-            break
-        out.append(int(digits))
-        if len(digits) != len(part):
-            break
-    return tuple(out)
+    return parse_version(version) or ()
 
 
 _RELEASE = re.compile(r"^\s*(?:\d+:)?[vV]?(\d+(?:\.\d+)*)")
