@@ -29,7 +29,7 @@ Schema
 - ``uptime_s`` float, seconds — seconds since boot when printed that way
 - ``ts`` ts — wall-clock time when printed (``-T`` or ISO); host time, UTC when the collector ran it
 - ``event_type`` str — xid, sxid, fallen_off_bus, pcie_aer, nvlink_error, efa_error, oom_kill,
-  hung_task, soft_lockup, kernel_panic, mce, nvrm_driver_loaded (message = driver version),
+  hung_task, soft_lockup, kernel_panic, mce, nmi, nvrm_driver_loaded (message = driver version),
   nvrm_message (another NVRM line naming a GPU)
 - ``pci`` str — PCI address normalised to ``dddd:bb:dd.f``
 - ``xid`` int — the Xid (or SXid) code
@@ -125,6 +125,9 @@ _HUNG = re.compile(r"INFO: task (?P<name>.+?):(?P<pid>\d+) blocked for more than
 _LOCKUP = re.compile(r"soft lockup|hard LOCKUP|watchdog: BUG", re.IGNORECASE)
 _PANIC = re.compile(r"Kernel panic - not syncing|BUG: unable to handle|BUG: kernel NULL")
 _MCE = re.compile(r"mce: \[Hardware Error\]")
+_NMI = re.compile(
+    r"NMI received for unknown reason|Uhhuh\. NMI received|NMI: PCI system error|NMI: IOCK error"
+)
 _DRIVER = re.compile(r"NVRM: loading NVIDIA .*Kernel Module for \S+\s+(?P<ver>\d+\.\d+(?:\.\d+)?)")
 _UNKNOWN = {"'<unknown>'", "<unknown>", ""}
 
@@ -227,6 +230,8 @@ def _event(body: str) -> dict[str, Any] | None:
         return _row("soft_lockup", body)
     if _MCE.search(body):
         return _row("mce", body)
+    if _NMI.search(body):
+        return _row("nmi", body)
     if _EFA.search(body):
         return _row("efa_error", body)
     return None

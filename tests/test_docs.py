@@ -46,7 +46,9 @@ def test_rules_coverage_names_real_rules_and_every_rule() -> None:
     from analyzer.rules import load_rules
 
     doc = (ROOT / "docs" / "rules-coverage.md").read_text(encoding="utf-8")
-    cited = set(re.findall(r"`((?:gpu|host|net|nccl|straggler|version|placement|fs|bundle)\.[a-z0-9_.]+)`", doc))
+    cited = set(
+        re.findall(r"`((?:gpu|host|net|nccl|straggler|version|placement|fs|bundle)\.[a-z0-9_.]+)`", doc)
+    )
     catalog = {m.RULE.id for m in load_rules(include_plugins=False)}
     assert cited <= catalog, f"unknown rules cited: {cited - catalog}"
     assert catalog <= cited, f"rules not in the coverage page: {catalog - cited}"

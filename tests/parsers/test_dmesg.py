@@ -69,13 +69,14 @@ def test_more_event_types() -> None:
         "[  10.0] Out of memory: Killed process 4242 (python3) total-vm:1kB\n"
         "[  11.0] INFO: task kworker/1:2:311 blocked for more than 120 seconds.\n"
         "[  12.0] mce: [Hardware Error]: Machine check events logged\n"
+        "[  13.0] Uhhuh. NMI received for unknown reason 2d on CPU 0.\n"
         "2024-08-30T11:43:09+0000 ip-10-1-2-3 kernel: NVRM: Xid (PCI:0000:9b:00): 79, pid=0, GPU has fallen off the bus.\n"
     )
     ev = dmesg.parse(text).rows("kernel_event")
-    assert [e["event_type"] for e in ev] == ["oom_kill", "hung_task", "mce", "xid"]
+    assert [e["event_type"] for e in ev] == ["oom_kill", "hung_task", "mce", "nmi", "xid"]
     assert ev[0]["pid"] == 4242 and ev[0]["process"] == "python3"
     assert ev[1]["process"] == "kworker/1:2" and ev[1]["pid"] == 311
-    assert ev[3]["ts"] == "2024-08-30T11:43:09" and ev[3]["xid"] == 79
+    assert ev[4]["ts"] == "2024-08-30T11:43:09" and ev[4]["xid"] == 79
 
 
 def test_error_contract() -> None:

@@ -27,7 +27,9 @@ def test_healthy_real_samples_raise_no_concern(tmp_path: Path) -> None:
         meta = {"instance_type": "p5.48xlarge", "availability_zone": "us-east-1a", "placement_group": "pg-a"}
         write_node(cluster, f"node-{i}", files, meta=meta)
     result = analyze(cluster)
-    concerns = [f"{f.rule}: {f.message}" for f in result.findings if f.severity.value in ("critical", "warning")]
+    concerns = [
+        f"{f.rule}: {f.message}" for f in result.findings if f.severity.value in ("critical", "warning")
+    ]
     assert not concerns, "\n".join(concerns)
     assert result.outcome("gpu.ecc.uncorrectable") == "pass"
     assert result.outcome("gpu.fabric.state") == "pass" and result.outcome("gpu.topo.pcie_path") == "pass"

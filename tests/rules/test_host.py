@@ -35,6 +35,7 @@ def faulty(tmp_path_factory: pytest.TempPathFactory) -> Result:
             "watchdog: BUG: soft lockup - CPU#5 stuck for 23s! [python3:4243]",
         ),
         "mce": kernel("mce: [Hardware Error]: Machine check events logged"),
+        "nmi": kernel("Uhhuh. NMI received for unknown reason 3d on CPU 12."),
         "oom": kernel(
             "Out of memory: Killed process 4242 (python3) total-vm:123456kB, anon-rss:1000kB",
             "Out of memory: Killed process 4250 (pt_data_worker) total-vm:123456kB, anon-rss:1000kB",
@@ -59,12 +60,14 @@ def on(r: Result, rule: str) -> set[str]:
 
 
 def test_kernel_panic_lockup_and_mce_are_critical(faulty: Result) -> None:
-    assert on(faulty, "host.kernel.panic") == {"panic", "lockup", "mce"}
+    assert on(faulty, "host.kernel.panic") == {"panic", "lockup", "mce", "nmi"}
     assert all(f.severity == Severity.CRITICAL for f in faulty.of("host.kernel.panic"))
     [lockup] = [f for f in faulty.of("host.kernel.panic") if f.node == "lockup"]
     assert lockup.params["count"] == 2 and len(lockup.evidence) == 2  # a burst is one finding
     [mce] = [f for f in faulty.of("host.kernel.panic") if f.node == "mce"]
     assert mce.params["event"] == "mce" and mce.route.target == "hyperpod-node-debugger § F"
+    [nmi] = [f for f in faulty.of("host.kernel.panic") if f.node == "nmi"]
+    assert nmi.params["event"] == "nmi" and nmi.route.target == "hyperpod-node-debugger § F"
     assert "Kernel panic" in (
         next(f for f in faulty.of("host.kernel.panic") if f.node == "panic").evidence[0].text or ""
     )

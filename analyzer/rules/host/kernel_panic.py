@@ -1,8 +1,8 @@
-"""Kernel panics, soft/hard lockups and machine-check (MCE) hardware errors in the kernel log.
+"""Kernel panics, soft/hard lockups, machine-check (MCE) errors and hardware NMIs in the kernel log.
 
 Why it matters: a panic or lockup means the node crashed or stalled (every rank on it stopped); an MCE
 is the CPU or memory reporting a hardware error.  P0 (rules-facts KERNEL-PANIC: ND-TRIAGE, ND-DET § N;
-HOST-MCE: replace).  One finding per node and kind, with the count and first/last time.
+HOST-MCE: replace; HOST-NMI "NMI received": critical, § F).  One finding per node and kind, with the count and first/last time.
 False positives: a lockup warning during a very long kernel operation can be benign once; a repeat
 is not.  Hung tasks are a separate, milder rule (``host.hung_task``).
 """
@@ -28,13 +28,14 @@ _WHAT = {
     "kernel_panic": "kernel panic / BUG",
     "soft_lockup": "CPU lockup",
     "mce": "machine-check hardware error",
+    "nmi": "hardware NMI",
 }
 
 
 def check(ctx: Context) -> Iterable[Finding]:
     for r in events_per_node(ctx, tuple(_WHAT)):
         route = RULE.route
-        if r["event_type"] == "mce":
+        if r["event_type"] in ("mce", "nmi"):
             route = Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace")
         evidence = [ctx.evidence(r["source_file"], r["first_line"])]
         if r["last_line"] != r["first_line"]:
