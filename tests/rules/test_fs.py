@@ -224,3 +224,30 @@ def test_fs_verdict_counts_ebs_queue_and_free_capacity(tmp_path: Path) -> None:
     (f,) = analyze(root).of("fs.verdict")
     assert f.params["branch"] == "capacity saturated"
     assert sorted(s["signal"] for s in f.params["capacity_signals"]) == ["ebs_queue", "fsx_free_low"]
+
+
+def test_nvme_not_mounted_on_p5_and_mounted_on_dlami(tmp_path: Path) -> None:
+    """fs.nvme.not_mounted: the real HyperPod controller df has no /opt/dlami/nvme; the DLAMI df has it."""
+    from tests.rules.helpers import analyze as run_all
+    from tests.rules.helpers import fixture as real
+    from tests.rules.helpers import write_node as node
+
+    cluster = tmp_path / "nvme"
+    p5 = {"instance_type": "p5.48xlarge"}
+    node(
+        cluster,
+        "bare",
+        {"cmd/df.txt": ("df", real("df", "hyperpod-workshop-controller-opt-sagemaker-fsx.txt"))},
+        meta=p5,
+    )
+    node(cluster, "dlami", {"cmd/df.txt": ("df", real("df", "dlami-df-Th-ephemeral-ext4.txt"))}, meta=p5)
+    node(
+        cluster,
+        "cpu",
+        {"cmd/df.txt": ("df", real("df", "hyperpod-workshop-controller-opt-sagemaker-fsx.txt"))},
+        meta={"instance_type": "ml.m5.xlarge"},
+    )
+    node(cluster, "nodata", {}, meta=p5)
+    found = run_all(cluster).of("fs.nvme.not_mounted")
+    assert [(f.node, f.severity.value) for f in found] == [("bare", "warning")]
+    assert found[0].evidence[0].file == "bare/cmd/df.txt"

@@ -9,5 +9,6 @@ RULES: tuple[str, ...] = (
     "data_full",
     "lustre_ost_imbalance",
     "shm_small",
+    "nvme_not_mounted",
     "verdict",
 )
