@@ -716,6 +716,7 @@ probe_fn cpu-governor cpu-governor "/sys/devices/system/cpu/cpu*/cpufreq/scaling
 # Storage
 probe df df df -P -T
 probe df-h - df -h
+probe df-inodes df df -P -i
 probe lfs-df lfs-df lfs df -h
 probe mounts mounts cat /proc/mounts
 probe_fn shm shm "df -P -B1 /dev/shm; echo '--- ls -la /dev/shm'; ls -la /dev/shm" s_shm

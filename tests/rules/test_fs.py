@@ -251,3 +251,30 @@ def test_nvme_not_mounted_on_p5_and_mounted_on_dlami(tmp_path: Path) -> None:
     found = run_all(cluster).of("fs.nvme.not_mounted")
     assert [(f.node, f.severity.value) for f in found] == [("bare", "warning")]
     assert found[0].evidence[0].file == "bare/cmd/df.txt"
+
+
+# SYNTHETIC: no real `df -i` capture is in the samples; the layout is coreutils' `df -P -i`.
+DF_INODES = """Filesystem                 Inodes   IUsed    IFree IUse% Mounted on
+/dev/root                 6553600 6029312   524288   92% /
+tmpfs                    4096000 4096000        0  100% /dev/shm
+/dev/nvme1n1            32768000  120000 32648000    1% /opt/sagemaker
+"""
+
+
+def test_inode_exhausted_on_root_not_on_tmpfs(tmp_path: Path) -> None:
+    """fs.inode.exhausted fires on / at 92 %, not on a full tmpfs nor a nearly empty volume."""
+    from tests.rules.helpers import analyze as run_all
+    from tests.rules.helpers import write_node as node
+
+    cluster = tmp_path / "inodes"
+    node(cluster, "full", {"cmd/df-inodes.txt": ("df", DF_INODES)})
+    node(
+        cluster,
+        "fine",
+        {"cmd/df-inodes.txt": ("df", DF_INODES.replace("6029312   524288   92%", "1029312  5524288   16%"))},
+    )
+    found = run_all(cluster).of("fs.inode.exhausted")
+    assert [(f.node, f.params["mountpoint"], f.params["inode_use_pct"]) for f in found] == [
+        ("full", "/", 92.0)
+    ]
+    assert found[0].evidence[0].line == 2

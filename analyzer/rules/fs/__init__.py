@@ -10,5 +10,6 @@ RULES: tuple[str, ...] = (
     "lustre_ost_imbalance",
     "shm_small",
     "nvme_not_mounted",
+    "inode_exhausted",
     "verdict",
 )
