@@ -162,13 +162,19 @@ join_by() { # SEP ITEMS...
 # Sub-probes: functions that run in a child bash (so `timeout` can bound them).  They get the
 # collector's functions through SUB_SRC and their limits through exported variables.
 
-# s_efa_ports: `path: value` for every RDMA port's state, phys_state, rate and link_layer.
+# s_efa_ports: `path: value` for every RDMA device's fw_ver and every port's state, phys_state, rate,
+# link_layer and error counters.
 # shellcheck disable=SC2329 # called through HPT_SUB_SRC / trap
 s_efa_ports() {
 	local d k v found=0
+	for d in /sys/class/infiniband/*; do
+		[[ -r $d/fw_ver ]] || continue
+		IFS= read -r v <"$d/fw_ver" || true
+		printf '%s: %s\n' "$d/fw_ver" "$v"
+	done
 	for d in /sys/class/infiniband/*/ports/*; do
 		[[ -d $d ]] || continue
-		for k in state phys_state rate link_layer; do
+		for k in state phys_state rate link_layer counters/port_rcv_errors counters/port_xmit_discards; do
 			[[ -r $d/$k ]] || continue
 			IFS= read -r v <"$d/$k" || true
 			printf '%s: %s\n' "$d/$k" "$v"
@@ -701,7 +707,7 @@ fi
 
 # EFA / libfabric
 probe fi-info fi-info fi_info -p efa
-probe_fn efa-ports efa-ports "/sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}" s_efa_ports
+probe_fn efa-ports efa-ports "/sys/class/infiniband/*/{fw_ver,ports/*/{state,phys_state,rate,link_layer,counters/port_rcv_errors,counters/port_xmit_discards}}" s_efa_ports
 probe_fn versions versions "versions of efa_installer efa_module libfabric ofi_nccl nccl cuda nvidia_driver kernel os" \
 	s_versions "$BUNDLE/cmd/nvidia-smi-q.txt"
 if [[ -e /opt/amazon/efa_installed_packages ]]; then

@@ -33,6 +33,8 @@ Schema
 - ``rate_gbps`` float, Gb/s — link rate (``ibv_devinfo -v``: active_width × active_speed)
 - ``link_layer`` str — as printed (``Unknown``, ``InfiniBand``, ``Ethernet``)
 - ``source`` str — ``sysfs``, ``ibstat`` or ``ibv_devinfo``
+- ``rcv_errors``, ``xmit_discards`` int — sysfs ``counters/port_rcv_errors`` / ``port_xmit_discards``
+- ``fw_ver`` str — the device's firmware (sysfs ``fw_ver``, ibstat "Firmware version", ibv_devinfo ``fw_ver``)
 
 Examples
 --------
@@ -78,13 +80,17 @@ SCHEMA = {
         Column("rate_gbps", "float", "link rate, Gb/s"),
         Column("link_layer", "str", "link layer as printed"),
         Column("source", "str", "sysfs, ibstat or ibv_devinfo"),
+        Column("rcv_errors", "int", "sysfs counters/port_rcv_errors"),
+        Column("xmit_discards", "int", "sysfs counters/port_xmit_discards"),
+        Column("fw_ver", "str", "device firmware (sysfs fw_ver, ibstat Firmware version, ibv_devinfo fw_ver)"),
     )
 }
 
 _SYSFS = re.compile(
-    r"/sys/class/infiniband/(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/(?P<attr>state|phys_state|rate|link_layer)"
-    r"\s*:\s*(?P<value>.*)"
+    r"/sys/class/infiniband/(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/(?:counters/)?"
+    r"(?P<attr>state|phys_state|rate|link_layer|port_rcv_errors|port_xmit_discards)\s*:\s*(?P<value>.*)"
 )
+_SYSFS_FW = re.compile(r"/sys/class/infiniband/(?P<dev>[^/\s]+)/fw_ver\s*:\s*(?P<value>\S*)")
 _IBSTAT = {"State": "state", "Physical state": "phys_state", "Rate": "rate", "Link layer": "link_layer"}
 _DEVINFO = {"state": "state", "phys_state": "phys_state", "link_layer": "link_layer"}
 _DEVINFO_RATE = ("active_width", "active_speed")
@@ -117,8 +123,12 @@ def parse(text: str) -> ParseResult:
     device: str | None = None
     current: dict[str, Any] | None = None
     source = ""
+    firmware: dict[str, str] = {}
     for no, raw in enumerate(text.splitlines(), start=1):
         line = strip_prefix(raw.strip()).strip()
+        if m := _SYSFS_FW.search(line):
+            firmware[m["dev"]] = m["value"]
+            continue
         if m := _SYSFS.search(line):
             row = _port(result, ports, "sysfs", m["dev"], int(m["port"]), no)
             _set(result, row, m["attr"], m["value"], no, raw)
@@ -136,6 +146,9 @@ def parse(text: str) -> ParseResult:
         if kv is None:
             continue
         key, value = kv
+        if key in ("fw_ver", "Firmware version") and device:
+            firmware[device] = value
+            continue
         if key == "hca_id":
             device, current, source = value, None, "ibv_devinfo"
         elif key == "port" and source == "ibv_devinfo" and device and value.isdigit():
@@ -151,6 +164,7 @@ def parse(text: str) -> ParseResult:
             raise CollectorError(text.strip().splitlines()[0][:300])
         raise ParseError("no sysfs port lines, ibstat CA block or ibv_devinfo hca_id found")
     for row in rows:
+        row["fw_ver"] = firmware.get(row["device"]) or None
         width, speed = row.pop("active_width", None), row.pop("active_speed", None)
         if row["rate_gbps"] is None and width and speed:
             row["rate_gbps"] = leading_number(width) * speed  # "4X (2)" x "25.0 Gbps (32)"
@@ -192,5 +206,9 @@ def _set(result: ParseResult, row: dict[str, Any], attr: str, value: str, no: in
             result.issue(no, raw, f"unreadable {attr}")
         elif attr == "rate":
             row["rate_gbps"] = number
+        elif attr == "port_rcv_errors":
+            row["rcv_errors"] = int(number)
+        elif attr == "port_xmit_discards":
+            row["xmit_discards"] = int(number)
         else:
             row["active_speed"] = number

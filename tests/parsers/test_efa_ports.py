@@ -16,6 +16,7 @@ def test_ibstat_with_collapsed_indentation_after_dmesg_lines() -> None:
         {
             "line": 12, "device": "efa_0", "port": 1, "state": "ACTIVE", "phys_state": "LINK_UP",
             "rate_gbps": 100.0, "link_layer": "Unknown", "source": "ibstat",
+            "rcv_errors": None, "xmit_discards": None, "fw_ver": None,
         }
     ]  # fmt: skip
     assert result.issues == []
@@ -78,3 +79,31 @@ def test_one_mangled_line_is_an_issue() -> None:
 @pytest.mark.parametrize("path", fixture_files("efa-ports"), ids=lambda p: p.name)
 def test_detected_as_efa_ports(path) -> None:  # type: ignore[no-untyped-def]
     assert parsers.detect_kind(path.read_text(encoding="utf-8")) == "efa-ports"
+
+
+def test_sysfs_error_counters_and_firmware() -> None:
+    """The collector's sysfs dump also carries fw_ver and the port error counters."""
+    text = (
+        "/sys/class/infiniband/rdmap79s0/fw_ver: 0.0.0.0\n"
+        "/sys/class/infiniband/rdmap79s0/ports/1/state: 4: ACTIVE\n"
+        "/sys/class/infiniband/rdmap79s0/ports/1/counters/port_rcv_errors: 12\n"
+        "/sys/class/infiniband/rdmap79s0/ports/1/counters/port_xmit_discards: 0\n"
+    )
+    (row,) = efa_ports.parse(text).rows("efa_port")
+    assert (row["state"], row["rcv_errors"], row["xmit_discards"], row["fw_ver"]) == (
+        "ACTIVE",
+        12,
+        0,
+        "0.0.0.0",
+    )
+
+
+def test_firmware_from_ibv_devinfo_and_empty_in_ibstat() -> None:
+    (devinfo,) = efa_ports.parse(fixture_text("efa-ports", "ibv_devinfo-efa0-rdma-core-884.txt")).rows(
+        "efa_port"
+    )
+    assert devinfo["fw_ver"] == "0.0.0.0"
+    (ibstat,) = efa_ports.parse(
+        fixture_text("efa-ports", "amzn-drivers-114-dmesg-ibstat-efa0-indent-lost.txt")
+    ).rows("efa_port")
+    assert ibstat["fw_ver"] is None  # "Firmware version: " is empty in that capture

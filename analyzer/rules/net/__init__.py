@@ -6,4 +6,5 @@ RULES: tuple[str, ...] = (
     "fi_info_no_efa",
     "ofi_plugin_missing",
     "efa_module_missing",
+    "efa_port_errors",
 )

@@ -20,6 +20,7 @@ COMPONENTS = (
     "fabricmanager",
     "kernel",
     "vbios",
+    "efa_fw",
 )
 
 #: One row per (node, component, source, version) with an evidence file and line.  ``version`` is
@@ -48,6 +49,9 @@ VERSIONS_SQL = """
     UNION ALL
     SELECT bundle_id, node, 'vbios', vbios_version, 'nvidia-smi-csv', source_file, line
     FROM gpu_query WHERE vbios_version IS NOT NULL
+    UNION ALL
+    SELECT bundle_id, node, 'efa_fw', fw_ver, 'efa-ports', source_file, line
+    FROM efa_port WHERE fw_ver IS NOT NULL AND fw_ver NOT IN ('', '0.0.0.0')
     UNION ALL
     SELECT bundle_id, node, 'kernel', kernel, 'meta.env', NULL, NULL FROM node WHERE kernel IS NOT NULL
 """

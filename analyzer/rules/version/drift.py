@@ -74,7 +74,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         absent = sorted(
             node
             for node, bid in group_nodes[itype].items()
-            if node not in known and bid in probed and component not in ("kernel", "vbios")
+            if node not in known and bid in probed and component not in ("kernel", "vbios", "efa_fw")
         )
         if known and absent:
             yield _absent(itype, component, absent, valued or {}, sorted(known))
