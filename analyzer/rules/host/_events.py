@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from analyzer.engine import Context
+from analyzer.engine import Context, RuleInfo
+from analyzer.findings import Finding
 
 
 def events_per_node(ctx: Context, types: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -31,3 +33,28 @@ def when(r: dict[str, Any]) -> str:
     if r["first_seen"] == r["last_seen"]:
         return f" at {r['first_seen']}"
     return f" between {r['first_seen']} and {r['last_seen']}"
+
+
+def process_findings(ctx: Context, rule: RuleInfo, event_type: str, what: str) -> Iterable[Finding]:
+    """One finding per node for kernel events that name processes (OOM kills, hung tasks).
+
+    ``what`` describes the events, with ``{n}`` for their count: "OOM killer ended {n} process(es)"."""
+    for r in events_per_node(ctx, (event_type,)):
+        procs = sorted(r["processes"] or [])
+        yield Finding(
+            rule=rule.id,
+            rule_version=rule.version,
+            severity=rule.severity,
+            node=r["node"],
+            gpu=None,
+            message=f"{r['node']}: {what.format(n=r['n'])}{when(r)}: {', '.join(procs) or 'unknown'}",
+            params={
+                "count": r["n"],
+                "processes": procs,
+                "first_seen": r["first_seen"],
+                "last_seen": r["last_seen"],
+            },
+            route=rule.route,
+            evidence=[ctx.evidence(r["source_file"], r["first_line"])],
+            bundle_id=r["bundle_id"],
+        )

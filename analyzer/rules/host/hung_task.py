@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.host._events import events_per_node, when
+from analyzer.rules.host._events import process_findings
 
 RULE = RuleInfo(
     id="host.hung_task",
@@ -28,22 +28,4 @@ RULE = RuleInfo(
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    for r in events_per_node(ctx, ("hung_task",)):
-        procs = sorted(r["processes"] or [])
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
-            node=r["node"],
-            gpu=None,
-            message=f"{r['node']}: {r['n']} hung task report(s){when(r)}: {', '.join(procs) or 'unknown'}",
-            params={
-                "count": r["n"],
-                "processes": procs,
-                "first_seen": r["first_seen"],
-                "last_seen": r["last_seen"],
-            },
-            route=RULE.route,
-            evidence=[ctx.evidence(r["source_file"], r["first_line"])],
-            bundle_id=r["bundle_id"],
-        )
+    return process_findings(ctx, RULE, "hung_task", "{n} hung task report(s)")

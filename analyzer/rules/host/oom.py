@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.host._events import events_per_node, when
+from analyzer.rules.host._events import process_findings
 
 RULE = RuleInfo(
     id="host.oom",
@@ -31,22 +31,4 @@ RULE = RuleInfo(
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    for r in events_per_node(ctx, ("oom_kill",)):
-        procs = sorted(r["processes"] or [])
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
-            node=r["node"],
-            gpu=None,
-            message=f"{r['node']}: OOM killer ended {r['n']} process(es){when(r)}: {', '.join(procs) or 'unknown'}",
-            params={
-                "count": r["n"],
-                "processes": procs,
-                "first_seen": r["first_seen"],
-                "last_seen": r["last_seen"],
-            },
-            route=RULE.route,
-            evidence=[ctx.evidence(r["source_file"], r["first_line"])],
-            bundle_id=r["bundle_id"],
-        )
+    return process_findings(ctx, RULE, "oom_kill", "OOM killer ended {n} process(es)")
