@@ -34,8 +34,6 @@ class _Group(click.Group):
     def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
         try:
             return super().main(*args, standalone_mode=True, **kwargs)
-        except HptriageError:
-            raise
         except KeyboardInterrupt:
             click.echo("hptriage: interrupted", err=True)
             sys.exit(130)

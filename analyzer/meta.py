@@ -108,7 +108,7 @@ def parse_manifest(text: str) -> tuple[dict[str, ManifestRow], list[tuple[int, s
             problems.append((no, "manifest row has fewer than 2 columns"))
             continue
         cells += ["-"] * (len(MANIFEST_COLUMNS) - len(cells))
-        path = cells[0].strip().lstrip("./")
+        path = cells[0].strip().removeprefix("./")
         kind_cell = cells[1].strip()
         rows[path] = ManifestRow(
             path=path,

@@ -33,7 +33,6 @@ class NodeData:
     problems: list[Row] = field(default_factory=list)
     files: list[Row] = field(default_factory=list)
     probes: list[Row] = field(default_factory=list)
-    usable: bool = True
     arrow: dict[str, Any] = field(default_factory=dict)  # table -> pyarrow.Table, made in the worker
 
     def to_arrow(self) -> None:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer.engine import Outcome
 from analyzer.findings import Finding
+from analyzer.verdict import Verdict, compute
 
 if TYPE_CHECKING:
     import duckdb
@@ -21,6 +22,11 @@ class ReportData:
     outcomes: list[Outcome]
     problems: list[dict[str, Any]]
     rule_titles: dict[str, str] = field(default_factory=dict)
+    verdict: Verdict | None = None  # computed from the rest when not given
+
+    def __post_init__(self) -> None:
+        if self.verdict is None:
+            self.verdict = compute(self.findings, self.outcomes, self.nodes)
     charts: dict[str, Any] = field(default_factory=dict)  # chart data, gathered only for HTML/PDF
 
 

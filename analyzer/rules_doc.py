@@ -9,7 +9,7 @@ import inspect
 
 from analyzer.rules import load_rules
 from analyzer.settings import load_settings
-from reports.terminal import SECTIONS, section_of
+from analyzer.sections import SECTIONS, section_of
 
 
 def render() -> str:

@@ -14,10 +14,6 @@ from typing import Any
 
 #: Node count above which per-node bar charts show only the worst and best ends.
 MAX_BARS = 40
-#: Heatmap side above which only the nodes with the most slow pairs are drawn.
-MAX_HEATMAP = 32
-#: Grid rows (nodes) above which only the most deviating nodes are drawn.
-MAX_GRID_ROWS = 40
 
 _LINE_STYLES = {"expected": ("-", "#1b6e20"), "warning": ("--", "#8a5a00"), "failure": (":", "#b00020")}
 

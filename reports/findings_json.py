@@ -17,6 +17,7 @@ def document(data: ReportData) -> dict[str, Any]:
         "tool_version": __version__,
         "bundles": data.bundles,
         "nodes": data.nodes,
+        "verdict": data.verdict.as_dict(),
         "findings": [f.as_dict() for f in data.findings],
         "rules": [
             {

@@ -5,17 +5,15 @@ Every asset is inlined: CSS from reports/static, charts as inline SVG.  Nothing 
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from analyzer import __version__
 from analyzer.findings import Severity
 from analyzer.report_data import ReportData
-from reports.terminal import SECTIONS, section_of
+from analyzer.sections import SECTIONS, section_of
 
 HERE = Path(__file__).resolve().parent
-TOP_NODES = 20
 #: Rows of the findings table before the rest is left to the JSON output.
 MAX_TABLE = 200
 #: Findings of one rule shown open in a section; the rest sit in a collapsed <details>.
@@ -73,7 +71,7 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
                 "section": "B",
                 "title": "FSx utilisation",
                 "svg": charts.timeseries(
-                    c["fsx_utilisation"], c.get("fsx_line", 80.0), "FSx utilisation", "%"
+                    c["fsx_utilisation"], c["fsx_line"], "FSx utilisation", "%"
                 ),
                 "note": "",
             }
@@ -90,7 +88,7 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
     if c.get("iowait"):
         labels = [n for n, _ in c["iowait"]]
         values = [v for _, v in c["iowait"]]
-        line = c.get("iowait_line", 20.0)
+        line = c["iowait_line"]
         svg, left_out = charts.bars_with_lines(
             labels,
             values,
@@ -136,24 +134,6 @@ def _by_rule(findings: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _worst_nodes(findings: list[Any]) -> list[dict[str, Any]]:
-    table: dict[str, dict[str, Any]] = {}
-    for f in findings:
-        if not f.node:
-            continue
-        row = table.setdefault(
-            f.node, {"node": f.node, "critical": 0, "warning": 0, "info": 0, "rules": set()}
-        )
-        if f.severity.value in ("critical", "warning", "info"):
-            row[f.severity.value] += 1
-        row["rules"].add(f.rule)
-    ranked = sorted(table.values(), key=lambda r: (-r["critical"], -r["warning"], -r["info"], r["node"]))
-    ranked = [r for r in ranked if r["critical"] or r["warning"]][:TOP_NODES]
-    for r in ranked:
-        r["rules"] = sorted(r["rules"])
-    return ranked
-
-
 def _left_out(count: int) -> str:
     return (
         f"{count} middle nodes not drawn (the best and worst ends and every flagged node are)"
@@ -163,9 +143,6 @@ def _left_out(count: int) -> str:
 
 
 def context(data: ReportData) -> dict[str, Any]:
-    concerns = [f for f in data.findings if f.severity in (Severity.CRITICAL, Severity.WARNING)]
-    worst = Counter(f.node for f in concerns if f.node).most_common(TOP_NODES)
-    counts = Counter(f.severity.value for f in data.findings)
     sections = []
     for key, title in SECTIONS.items():
         found = [f for f in data.findings if section_of(f.rule) == key]
@@ -175,16 +152,13 @@ def context(data: ReportData) -> dict[str, Any]:
         "version": __version__,
         "css": (HERE / "static" / "report.css").read_text(encoding="utf-8"),
         "data": data,
-        "counts": counts,
-        "worst": worst,
+        "verdict": data.verdict,
         "sections": sections,
-        "concern_sections": sorted({section_of(f.rule) for f in concerns}),
         "section_titles": SECTIONS,
         "instance_types": sorted({n.get("instance_type") or "unknown" for n in data.nodes}),
         "collected": sorted({n.get("collected_at") or "" for n in data.nodes} - {""}),
         "figures": draw_charts(data),
         "by_rule": _by_rule(data.findings),
-        "worst_nodes": _worst_nodes(data.findings),
         "max_table": MAX_TABLE,
         "per_rule_open": PER_RULE_OPEN,
         "versions": data.charts.get("versions"),

@@ -5,64 +5,48 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import TextIO
 
+import click
+
+from analyzer.engine import Outcome
 from analyzer.findings import Finding, Severity
 from analyzer.report_data import ReportData
+from analyzer.sections import SECTIONS, section_of
 
-SECTIONS = {
-    "A": "A. Uneven NCCL / topology",
-    "B": "B. Filesystem",
-    "C": "C. GPU and host health",
-}
-#: Rule area (first part of the rule id) -> report section.
-_AREA_SECTION = {
-    "nccl": "A",
-    "straggler": "A",
-    "net": "A",
-    "placement": "A",
-    "version": "A",
-    "fs": "B",
-    "gpu": "C",
-    "host": "C",
-    "bundle": "C",
-}
 MAX_LINES_PER_SECTION = 25
 #: A rule with more findings than this in one section is printed as one line naming the worst nodes.
 GROUP_ABOVE = 3
 
 
-def section_of(rule_id: str) -> str:
-    return _AREA_SECTION.get(rule_id.split(".", 1)[0], "C")
-
-
-def use_colour(stream: TextIO, mode: str = "auto") -> bool:
+def colour_policy(mode: str = "auto") -> bool | None:
+    """``--color`` as click's ``color`` argument: None lets click decide by whether the stream is a TTY."""
     if mode == "always":
         return True
     if mode == "never" or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
-    return stream.isatty()
+    return None
 
 
-def render(data: ReportData, colour: bool = False) -> str:
-    paint = _painter(colour)
+def render(data: ReportData) -> str:
+    """The summary with click styles; ``write`` (click.echo) strips them where colour is off."""
     out: list[str] = [f"hptriage: {len(data.nodes)} node(s) from {len(data.bundles)} bundle(s)"]
     by_section: dict[str, list[Finding]] = defaultdict(list)
     for f in data.findings:
         by_section[section_of(f.rule)].append(f)
     for key, title in SECTIONS.items():
         out += ["", paint(title, "bold")]
-        out += _findings_lines(by_section.get(key, []), paint, data.rule_titles)
+        out += _findings_lines(by_section.get(key, []), data.rule_titles)
         out += _outcome_lines(
-            [o for o in data.outcomes if section_of(o.rule) == key], paint, data.rule_titles
+            [o for o in data.outcomes if section_of(o.rule) == key], data.rule_titles
         )
     out.append("")
-    out.extend(_verdict(data, paint))
+    out.extend(_verdict(data))
     return "\n".join(out) + "\n"
 
 
-def _findings_lines(findings: list[Finding], paint, titles: dict[str, str]) -> list[str]:  # type: ignore[no-untyped-def]
+def _findings_lines(findings: list[Finding], titles: dict[str, str]) -> list[str]:
     """One line per finding; a rule that fires on many nodes becomes one line naming the worst ones."""
     lines: list[str] = []
     by_rule: dict[tuple[str, str], list[Finding]] = defaultdict(list)
@@ -78,19 +62,19 @@ def _findings_lines(findings: list[Finding], paint, titles: dict[str, str]) -> l
             nodes = sorted({g.node for g in group if g.node})
             named = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
             text = f"{titles.get(f.rule, f.rule)}: {len(group)} findings on {len(nodes)} node(s) ({named}); first: {f.message}"
-            lines += _one(f, text, paint)
+            lines += _one(f, text)
         else:
             group.remove(f)
             if shown >= MAX_LINES_PER_SECTION:
                 continue
-            lines += _one(f, f.message, paint)
+            lines += _one(f, f.message)
         shown += 1
     if shown > MAX_LINES_PER_SECTION:
         lines.append(f"  ... {shown - MAX_LINES_PER_SECTION} more (see --json / --html)")
     return lines
 
 
-def _one(f: Finding, text: str, paint) -> list[str]:  # type: ignore[no-untyped-def]
+def _one(f: Finding, text: str) -> list[str]:
     concern = f.severity in (Severity.CRITICAL, Severity.WARNING)
     tag = "[CONCERN]" if concern else "[INFO]"
     colour_name = "red" if f.severity == Severity.CRITICAL else "yellow" if concern else "blue"
@@ -104,7 +88,7 @@ def _one(f: Finding, text: str, paint) -> list[str]:  # type: ignore[no-untyped-
     return lines
 
 
-def _outcome_lines(outcomes: list, paint, titles: dict[str, str]) -> list[str]:  # type: ignore[no-untyped-def]
+def _outcome_lines(outcomes: list[Outcome], titles: dict[str, str]) -> list[str]:
     """Passed and unchecked rules, compactly: what was checked and found fine, and what was not checked."""
     lines: list[str] = []
     passed = [titles.get(o.rule, o.rule) for o in outcomes if o.outcome == "pass"]
@@ -141,23 +125,20 @@ def _wrapped(text: str) -> list[str]:
     )
 
 
-def _verdict(data: ReportData, paint) -> list[str]:  # type: ignore[no-untyped-def]
-    concerns = [f for f in data.findings if f.severity in (Severity.CRITICAL, Severity.WARNING)]
+def _verdict(data: ReportData) -> list[str]:
+    v = data.verdict
     lines = [paint("Verdict", "bold")]
-    if not concerns:
+    if v.status == "no-concerns":
         lines.append("  No concerns found in what was collected.")
     else:
-        sections = sorted({section_of(f.rule) for f in concerns})
-        lines.append("  Read sections: " + ", ".join(SECTIONS[s] for s in sections))
-        worst = Counter(f.node for f in concerns if f.severity == Severity.CRITICAL and f.node)
-        if not worst:
-            worst = Counter(f.node for f in concerns if f.node)
-        if worst:
-            names = ", ".join(f"{n} ({c})" for n, c in worst.most_common(5))
-            lines.append(f"  Worst nodes: {names}")
-        counts = Counter(f.severity.value for f in data.findings)
+        lines.append("  Read sections: " + ", ".join(SECTIONS[s] for s in v.sections))
+        if v.worst_nodes:
+            shown = v.worst_nodes[:5]
+            names = ", ".join(f"{r.node} ({r.critical} critical, {r.warning} warning)" for r in shown)
+            more = v.ranked_nodes - len(shown)
+            lines += _wrapped("Worst nodes: " + names + (f" and {more} more (see --json / --html)" if more else ""))
         lines.append(
-            "  Findings: " + ", ".join(f"{counts.get(s, 0)} {s}" for s in ("critical", "warning", "info"))
+            "  Findings: " + ", ".join(f"{v.counts.get(s, 0)} {s}" for s in ("critical", "warning", "info"))
         )
     failed_files = {p["file"] for p in data.problems}
     skipped = sum(1 for o in data.outcomes if o.outcome == "skipped")
@@ -167,15 +148,13 @@ def _verdict(data: ReportData, paint) -> list[str]:  # type: ignore[no-untyped-d
     return lines
 
 
-def _painter(enabled: bool):  # type: ignore[no-untyped-def]
-    codes = {"red": "31", "yellow": "33", "green": "32", "blue": "34", "bold": "1"}
+_COLOURS = {"red": {"fg": "red"}, "yellow": {"fg": "yellow"}, "green": {"fg": "green"}, "blue": {"fg": "blue"}}
 
-    def paint(text: str, name: str) -> str:
-        return f"\033[{codes[name]}m{text}\033[0m" if enabled else text
 
-    return paint
+def paint(text: str, name: str) -> str:
+    """click.style by role name ('bold' or a colour)."""
+    return click.style(text, bold=True) if name == "bold" else click.style(text, **_COLOURS[name])
 
 
 def write(data: ReportData, stream: TextIO | None = None, colour_mode: str = "auto") -> None:
-    stream = stream or sys.stdout
-    stream.write(render(data, use_colour(stream, colour_mode)))
+    click.echo(render(data), file=stream or sys.stdout, color=colour_policy(colour_mode), nl=False)

@@ -1,0 +1,107 @@
+"""The verdict: what the analysis says first, computed once and shown the same by every report.
+
+The ranking of worst nodes is defined here and nowhere else: a node is ranked by its number of
+critical findings, then its number of warnings, then its *spread* (how many distinct rules raised a
+concern on it), then by name.  Only nodes with at least one critical or warning finding are ranked.
+
+>>> from analyzer.findings import Finding, Route, Severity
+>>> route = Route("node-hardware", "runbook", "drain")
+>>> def f(node, severity, rule="gpu.x"):
+...     return Finding(rule, 1, severity, node, None, "m", {}, route)
+>>> v = compute([f("b", Severity.WARNING), f("b", Severity.WARNING, "gpu.y"), f("a", Severity.CRITICAL),
+...              f("c", Severity.INFO)], [], [{"node": n} for n in "abc"])
+>>> [(r.node, r.critical, r.warning, r.score) for r in v.worst_nodes]
+[('a', 1, 0, 1), ('b', 0, 2, 2)]
+>>> v.status, v.sections
+('concerns', ['C'])
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from analyzer.engine import Outcome
+from analyzer.findings import Finding, Severity
+from analyzer.sections import section_of
+
+#: Worst nodes kept in the verdict (the findings themselves are all in the JSON and HTML).
+TOP_NODES = 20
+
+CONCERN = (Severity.CRITICAL, Severity.WARNING)
+
+
+@dataclass(frozen=True)
+class NodeRank:
+    """One ranked node: its concern counts and spread (distinct rules with a concern on it)."""
+
+    node: str
+    critical: int
+    warning: int
+    score: int  # spread: distinct rules that raised a concern on this node
+    rules: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "rules": list(self.rules)}
+
+
+@dataclass
+class Verdict:
+    status: str  # concerns | no-concerns | incomplete
+    sections: list[str]
+    worst_nodes: list[NodeRank]
+    ranked_nodes: int  # how many nodes had a concern (worst_nodes keeps the first TOP_NODES)
+    counts: dict[str, int]
+    cluster_wide: list[dict[str, Any]] = field(default_factory=list)
+    unread_inputs: list[dict[str, Any]] = field(default_factory=list)
+    not_examined: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "sections": self.sections,
+            "worst_nodes": [r.as_dict() for r in self.worst_nodes],
+            "ranked_nodes": self.ranked_nodes,
+            "counts": self.counts,
+            "cluster_wide": self.cluster_wide,
+            "unread_inputs": self.unread_inputs,
+            "not_examined": self.not_examined,
+        }
+
+
+def rank_nodes(findings: Iterable[Finding]) -> list[NodeRank]:
+    """Every node with a concern, worst first (criticals, then warnings, then spread, then name)."""
+    critical: Counter[str] = Counter()
+    warning: Counter[str] = Counter()
+    rules: dict[str, set[str]] = {}
+    for f in findings:
+        if not f.node or f.severity not in CONCERN:
+            continue
+        (critical if f.severity == Severity.CRITICAL else warning)[f.node] += 1
+        rules.setdefault(f.node, set()).add(f.rule)
+    ranked = [
+        NodeRank(node, critical[node], warning[node], len(names), tuple(sorted(names)))
+        for node, names in rules.items()
+    ]
+    ranked.sort(key=lambda r: (-r.critical, -r.warning, -r.score, r.node))
+    return ranked
+
+
+def compute(
+    findings: Sequence[Finding],
+    outcomes: Sequence[Outcome],
+    nodes: Sequence[dict[str, Any]],
+) -> Verdict:
+    """The verdict over one analysis: status, sections to read, worst nodes, counts."""
+    concerns = [f for f in findings if f.severity in CONCERN]
+    ranked = rank_nodes(concerns)
+    counts = Counter(f.severity.value for f in findings)
+    return Verdict(
+        status="concerns" if concerns else "no-concerns",
+        sections=sorted({section_of(f.rule) for f in concerns}),
+        worst_nodes=ranked[:TOP_NODES],
+        ranked_nodes=len(ranked),
+        counts={s: counts.get(s, 0) for s in ("critical", "warning", "info")},
+    )
