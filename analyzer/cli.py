@@ -65,6 +65,12 @@ def cli(ctx: click.Context, debug: bool) -> None:
     "--pdf", "pdf_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the PDF report."
 )
 @click.option(
+    "--md",
+    "md_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the Markdown report (for pasting into a ticket).",
+)
+@click.option(
     "--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="Keep the DuckDB database."
 )
 @click.option(
@@ -90,6 +96,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     help="Site thresholds (TOML) overriding the defaults.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print no terminal summary.")
+@click.option("--verbose", "-v", is_flag=True, help="Unfold every finding and list in the terminal summary.")
 @click.pass_context
 def analyze(
     ctx: click.Context,
@@ -97,6 +104,7 @@ def analyze(
     json_out: Path | None,
     html_out: Path | None,
     pdf_out: Path | None,
+    md_out: Path | None,
     db_path: Path | None,
     fail_on: str,
     color: str,
@@ -104,6 +112,7 @@ def analyze(
     jobs: int | None,
     config: Path | None,
     quiet: bool,
+    verbose: bool,
 ) -> None:
     """Analyze node bundles, cluster bundles or directories of them.
 
@@ -117,6 +126,10 @@ def analyze(
             from reports.findings_json import dumps
 
             _write(json_out, dumps(data))
+        if md_out:
+            from reports.markdown import render as render_md
+
+            _write(md_out, render_md(data))
         if html_out or pdf_out:
             from reports.render import render_html, write_pdf
 
@@ -128,7 +141,7 @@ def analyze(
         if not quiet:
             from reports.terminal import write
 
-            write(data, colour_mode=color)
+            write(data, colour_mode=color, verbose=verbose)
     except HptriageError:
         raise
     except Exception as exc:
@@ -232,8 +245,7 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool) -> No
 
     if list_kinds:
         for k in parsers.available_kinds():
-            info = parsers.module_for(k).INFO
-            click.echo(f"{k:20} {info.title}  [tables: {', '.join(info.tables)}]")
+            click.echo(parsers.describe_kind(k))
         return
     if file is None:
         raise UsageProblem("give a FILE (or - for standard input), or --list")

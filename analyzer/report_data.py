@@ -22,6 +22,8 @@ class ReportData:
     outcomes: list[Outcome]
     problems: list[dict[str, Any]]
     rule_titles: dict[str, str] = field(default_factory=dict)
+    #: each rule's pass phrase ("no TCP fallback seen"), shown for [OK] outcomes instead of the title
+    rule_passed: dict[str, str] = field(default_factory=dict)
     verdict: Verdict | None = None  # computed from the rest when not given
 
     def __post_init__(self) -> None:

@@ -9,7 +9,10 @@ Every parser module provides:
 
 - ``INFO``: a :class:`parsers._base.ParserInfo`;
 - ``SCHEMA``: ``{table: (Column, ...)}`` for the tables it produces;
-- ``SAMPLE``: a short real excerpt (used by its doctests);
+- ``SAMPLE = sample_of(__doc__)``: the short input its doctests use, written once, in its docstring,
+  under a ``Sample (...)::`` heading that says where it comes from: the fixture file under
+  tests/fixtures/<kind>/ whose lines it copies, or "hand-written" (tests/test_conformance.py checks
+  the claim);
 - ``parse(text) -> ParseResult``: pure, no I/O;
 - ``detect(text) -> int``: 0 when the text is not this kind, else a confidence
   (higher wins) used to recognise files that arrive without a kind.
@@ -64,6 +67,7 @@ __all__ = [
     "ParseResult",
     "ParserFailure",
     "available_kinds",
+    "describe_kind",
     "detect_kind",
     "module_for",
     "parse_text",
@@ -109,3 +113,23 @@ def parse_text(kind: str, text: str) -> ParseResult:
     """Parse text as a kind; raises a ParserFailure subclass when the whole file fails."""
     result: ParseResult = module_for(kind).parse(text)
     return result
+
+
+def describe_kind(kind: str) -> str:
+    """The ``hptriage parse --list`` entry of a kind: its title and tables, then the facts of its INFO.
+
+    >>> print(describe_kind("mounts"))
+    mounts               Mount table (/proc/mounts, mount)  [tables: mount]
+        commands: cat /proc/mounts; mount
+        versions seen: Linux /proc/mounts; util-linux mount; BSD/macOS mount
+    >>> print(describe_kind("nccl-tests").splitlines()[-1])
+        not collected by collector.sh: it runs no benchmark ...
+    """
+    info = module_for(kind).INFO
+    lines = [f"{kind:20} {info.title}  [tables: {', '.join(info.tables)}]"]
+    lines.append("    commands: " + "; ".join(info.commands))
+    if info.versions_seen:
+        lines.append("    versions seen: " + "; ".join(info.versions_seen))
+    if info.not_collected_because:
+        lines.append("    not collected by collector.sh: " + info.not_collected_because)
+    return "\n".join(lines)

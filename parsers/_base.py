@@ -17,6 +17,8 @@ Error contract:
 
 from __future__ import annotations
 
+import re
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,13 +94,40 @@ class ParseResult:
 
 @dataclass(frozen=True)
 class ParserInfo:
-    """Static facts about a parser module."""
+    """Static facts about a parser module, shown by ``hptriage parse --list`` and docs/bundle-format.md.
+
+    - ``kind``: the registry name (``parsers.KINDS``);
+    - ``title``: one line saying what the format is;
+    - ``commands``: command lines whose output this parser reads (what a user may feed it; the exact
+      command lines collector.sh runs are in the probe table of docs/bundle-format.md);
+    - ``tables``: the tables it fills (the keys of the module's ``SCHEMA``);
+    - ``versions_seen``: tool versions or layouts its fixtures and tests cover;
+    - ``not_collected_because``: ``None`` when collector.sh writes this kind into the manifest, else
+      why it never does (where such files come from instead).  A test holds the collector to this.
+    """
 
     kind: str
     title: str
     commands: tuple[str, ...]
     tables: tuple[str, ...]
     versions_seen: tuple[str, ...] = ()
+    not_collected_because: str | None = None
+
+
+_SAMPLE_BLOCK = re.compile(r"^Sample \(.*\)::\n\n((?:    .*\n|[ \t]*\n)+)", re.M)
+
+
+def sample_of(doc: str | None) -> str:
+    """A parser module's ``SAMPLE``: the literal block under the ``Sample (...)::`` heading of its docstring.
+
+    The heading says where the sample comes from (tests/test_conformance.py checks the claim); the
+    docstring is the one place the sample is written.  Empty when docstrings are stripped (``-OO``).
+
+    >>> sample_of("Head.\\n\\nSample (hand-written)::\\n\\n    a  b\\n\\n     c\\n\\nMore text.\\n")
+    'a  b\\n\\n c\\n'
+    """
+    m = _SAMPLE_BLOCK.search(doc or "")
+    return textwrap.dedent(m.group(1)).strip("\n") + "\n" if m else ""
 
 
 #: Strings tools print instead of output when they cannot run.
@@ -106,6 +135,7 @@ _TOOL_ERRORS = (
     "command not found",
     "No such file or directory",
     "Permission denied",
+    "Operation not permitted",
     "NVIDIA-SMI has failed",
     "couldn't communicate with the NVIDIA driver",
     "Unable to determine the device handle",

@@ -1,12 +1,13 @@
 """CloudWatch metric datapoints (AWS/FSx, AWS/EBS, AWS/EC2, any namespace): CLI JSON and CSV exports.
 
-Commands the collector runs (one file per metric)::
+collector.sh calls no AWS API: the user adds (``--add``, or a cluster bundle's ``extra/``) exports made
+with, for example (one file per metric)::
 
     aws cloudwatch get-metric-statistics --namespace AWS/FSx --metric-name DataReadBytes \\
         --dimensions Name=FileSystemId,Value=fs-0123456789abcdef0 --statistics Sum --period 60 ...
     aws cloudwatch get-metric-data --metric-data-queries file://q.json --start-time ... --end-time ...
 
-Sample::
+Sample (hand-written in the get-metric-statistics JSON shape; no real FSx export is in the samples)::
 
     {"Label": "DataReadBytes", "Datapoints": [
     {"Timestamp": "2024-05-01T10:01:00Z", "Sum": 52428800.0, "Unit": "Bytes"},
@@ -69,14 +70,10 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import strip_prefix, to_float, to_int
 
-SAMPLE = """\
-{"Label": "DataReadBytes", "Datapoints": [
-{"Timestamp": "2024-05-01T10:01:00Z", "Sum": 52428800.0, "Unit": "Bytes"},
-{"Timestamp": "2024-05-01T10:00:00Z", "Sum": 1073741824.0, "Unit": "Bytes"}]}
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="cloudwatch",
@@ -84,6 +81,11 @@ INFO = ParserInfo(
     commands=("aws cloudwatch get-metric-statistics ...", "aws cloudwatch get-metric-data ..."),
     tables=("cw_metric",),
     versions_seen=("AWS CLI v1 (2014 example, 2020 get-metric-data)",),
+    not_collected_because=(
+        "it calls no AWS API (its only network access is the instance metadata service, with --imds);"
+        " CloudWatch exports come from the user's --add files or a cluster bundle's extra/,"
+        " recognised by content"
+    ),
 )
 
 SCHEMA = {

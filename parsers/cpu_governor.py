@@ -4,7 +4,7 @@ Commands the collector runs::
 
     for f in /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor; do ...; echo "cpuN $(cat "$f")"; done
 
-Sample::
+Sample (hand-written, in collector.sh's ``cpuN governor`` format; no capture of it exists yet)::
 
     cpu0 performance
     cpu1 performance
@@ -38,19 +38,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import NOT_AVAILABLE, strip_prefix
 
-SAMPLE = """\
-cpu0 performance
-cpu1 performance
-cpu2 powersave
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="cpu-governor",
     title="CPU frequency governor (sysfs scaling_governor, cpupower)",
-    commands=("cat /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor (as 'cpuN governor')",),
+    commands=(
+        "cat /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor (as 'cpuN governor')",
+        "grep . /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
+        "cpupower frequency-info",
+    ),
     tables=("cpu_governor",),
     versions_seen=("Linux cpufreq sysfs", "cpupower frequency-info (linux-tools)"),
 )

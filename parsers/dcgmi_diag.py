@@ -1,18 +1,18 @@
 """DCGM diagnostics (``dcgmi diag``): per-test, per-GPU Pass/Fail/Warn/Skip with warning text.
 
-Commands the collector runs::
+Commands whose output it reads (collector.sh runs ``dcgmi diag -r 1``, and only with ``--dcgm``)::
 
-    dcgmi diag -r 2          # text table (DCGM 2.x-4.x)
-    dcgmi diag -r 2 -j       # JSON
+    dcgmi diag -r 1          # text table (DCGM 2.x-4.x); -r 2 and -r 3 print the same layout
+    dcgmi diag -r 1 -j       # JSON
 
-Sample::
+Sample (lines of tests/fixtures/dcgmi-diag/go-dcgm-52-midtable-fail-wrapped.txt)::
 
     +-----  Hardware  ----------+------------------------------------------------+
     | GPU Memory                | Pass - GPU: 1                                  |
     |                           | Fail - GPU: 0                                  |
     | Warning                   | GPU 0 Error using CUDA API cuCtxCreate Check   |
     |                           | DCGM and system logs for errors. Reset GPU. R  |
-    |                           | estart DCGM. Rerun diagnostics.                |
+    |                           | estart DCGM. Rerun diagnostics. Unable to cre  |
 
 Text layouts accepted: 2.x/3.x test names ("GPU Memory") with "Pass - All", "Fail - GPUs: 0, 2"
 split results, and "Warning"/"Info"/"Error" rows; 4.x lowercase names ("memory") with "GPU0: Pass"
@@ -51,22 +51,15 @@ import json
 import re
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import strip_prefix, to_int
 
-SAMPLE = """\
-+-----  Hardware  ----------+------------------------------------------------+
-| GPU Memory                | Pass - GPU: 1                                  |
-|                           | Fail - GPU: 0                                  |
-| Warning                   | GPU 0 Error using CUDA API cuCtxCreate Check   |
-|                           | DCGM and system logs for errors. Reset GPU. R  |
-|                           | estart DCGM. Rerun diagnostics.                |
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="dcgmi-diag",
     title="DCGM diagnostics (dcgmi diag)",
-    commands=("dcgmi diag -r 2", "dcgmi diag -r 2 -j"),
+    commands=("dcgmi diag -r 1", "dcgmi diag -r 2", "dcgmi diag -r 3", "dcgmi diag -r 1 -j"),
     tables=("dcgm_test",),
     versions_seen=("DCGM 2.4.6", "3.3.x", "4.0.0", "4.2.3 (JSON)", "4.4.2"),
 )

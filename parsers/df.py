@@ -1,11 +1,13 @@
 """File-system usage from ``df`` (``-P``, ``-T``, ``-h``, 1K-blocks, ``-B1``, ``-i``).
 
-Commands the collector runs::
+Commands whose output it reads (collector.sh runs ``df -P -T`` and ``df -P -i`` as this kind, and keeps
+``df -h`` for people with kind ``-``)::
 
     df -P -T
-    df -h            # kept for people, parsed all the same
+    df -P -i         # inodes: same table, inode columns
+    df -h
 
-Sample::
+Sample (lines of tests/fixtures/df/hyperpod-workshop-controller-opt-sagemaker-fsx.txt)::
 
     Filesystem                 Size  Used Avail Use% Mounted on
     /dev/root                  146G   59G   87G  41% /
@@ -51,21 +53,24 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import CollectorError, Column, NoData, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import (
+    CollectorError,
+    Column,
+    NoData,
+    ParseError,
+    ParseResult,
+    ParserInfo,
+    require_text,
+    sample_of,
+)
 from parsers._text import human_to_bytes, percent, strip_prefix, to_int
 
-SAMPLE = """\
-Filesystem                 Size  Used Avail Use% Mounted on
-/dev/root                  146G   59G   87G  41% /
-tmpfs                      3.8G     0  3.8G   0% /dev/shm
-/dev/nvme1n1               500G  711M  500G   1% /opt/sagemaker
-10.1.71.197@tcp:/oyuutbev  1.2T  5.5G  1.2T   1% /fsx
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="df",
     title="File-system usage (df)",
-    commands=("df -P -T", "df -h"),
+    commands=("df -P -T", "df -P -i", "df -h"),
     tables=("filesystem_usage",),
     versions_seen=("GNU coreutils df: -h, -Th, -P, 1K-blocks, -B1, -i",),
 )

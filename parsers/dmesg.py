@@ -6,7 +6,7 @@ Commands the collector runs (first that works)::
     dmesg                    # raw seconds since boot
     journalctl -k -o short-iso --no-pager
 
-Sample::
+Sample (hand-written: one event each from the nvsentinel-155, gpud-readme and ogkm-1150 fixtures)::
 
     [ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
                    NVRM: (PCI ID: 10de:26b5) installed in this system has
@@ -54,16 +54,10 @@ import re
 from datetime import datetime
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import pci_address, strip_prefix, to_int
 
-SAMPLE = """\
-[ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
-               NVRM: (PCI ID: 10de:26b5) installed in this system has
-               NVRM: fallen off the bus and is not responding to commands.
-[Fri Aug 30 11:43:14 2024] NVRM: Xid (PCI:0000:cb:00): 109, pid=1797828, name=pt_main_thread, Ch 00000008
-kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="dmesg",

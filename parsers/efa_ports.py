@@ -1,12 +1,14 @@
 """EFA (RDMA) port state: sysfs, ``ibstat`` and ``ibv_devinfo``.
 
-Commands the collector runs (any of them; outputs may be concatenated)::
+Commands whose output it reads (any of them; outputs may be concatenated)::
 
     grep -H . /sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}
+    # collector.sh writes the same as "path: value" lines, with */fw_ver and the ports'
+    # counters/port_rcv_errors and counters/port_xmit_discards
     ibstat
     ibv_devinfo            # -v adds phys_state, active_width, active_speed
 
-Sample::
+Sample (hand-written: sysfs lines, then ibstat lines of the amzn-drivers-114 fixture)::
 
     /sys/class/infiniband/rdmap79s0/ports/1/state: 4: ACTIVE
     /sys/class/infiniband/rdmap79s0/ports/1/phys_state: 5: LinkUp
@@ -48,19 +50,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import key_value, leading_number, strip_prefix
 
-SAMPLE = """\
-/sys/class/infiniband/rdmap79s0/ports/1/state: 4: ACTIVE
-/sys/class/infiniband/rdmap79s0/ports/1/phys_state: 5: LinkUp
-/sys/class/infiniband/rdmap79s0/ports/1/rate: 100 Gb/sec (4X EDR)
-CA 'efa_0'
- Port 1:
- State: Active
- Physical state: LinkUp
- Rate: 100
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="efa-ports",
@@ -82,7 +75,9 @@ SCHEMA = {
         Column("source", "str", "sysfs, ibstat or ibv_devinfo"),
         Column("rcv_errors", "int", "sysfs counters/port_rcv_errors"),
         Column("xmit_discards", "int", "sysfs counters/port_xmit_discards"),
-        Column("fw_ver", "str", "device firmware (sysfs fw_ver, ibstat Firmware version, ibv_devinfo fw_ver)"),
+        Column(
+            "fw_ver", "str", "device firmware (sysfs fw_ver, ibstat Firmware version, ibv_devinfo fw_ver)"
+        ),
     )
 }
 

@@ -1,12 +1,12 @@
 """NVIDIA Fabric Manager service state (systemctl status) and the GPUs' fabric registration.
 
-Commands the collector runs::
+Commands whose output it reads (collector.sh runs ``systemctl status nvidia-fabricmanager --no-pager``)::
 
     systemctl status nvidia-fabricmanager --no-pager -l
     nv-fabricmanager --version                      # "Fabric Manager version is : 535.54.03"
     nvidia-smi -q | grep -A2 -i fabric              # "State : Completed", "Status : Success" per GPU
 
-Sample::
+Sample (lines of tests/fixtures/fabricmanager/devrel-580-failed-signal-kill-script-redacted.txt)::
 
     × nvidia-fabricmanager.service - NVIDIA fabric manager service
          Loaded: loaded (/lib/systemd/system/nvidia-fabricmanager.service; enabled; vendor preset: enabled)
@@ -55,20 +55,16 @@ import re
 from datetime import datetime
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import key_value, strip_prefix, to_int
 
-SAMPLE = """\
-× nvidia-fabricmanager.service - NVIDIA fabric manager service
-     Loaded: loaded (/lib/systemd/system/nvidia-fabricmanager.service; enabled; vendor preset: enabled)
-     Active: failed (Result: signal) since Mon 2026-08-10 15:45:34 UTC; 5 days ago
-   Main PID: 9946 (code=killed, signal=KILL)
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="fabricmanager",
     title="NVIDIA Fabric Manager service state",
     commands=(
+        "systemctl status nvidia-fabricmanager --no-pager",
         "systemctl status nvidia-fabricmanager --no-pager -l",
         "nv-fabricmanager --version",
         "nvidia-smi -q | grep -A2 -i fabric",

@@ -1,19 +1,25 @@
 """libfabric providers and domains seen by ``fi_info`` (the EFA devices libfabric can use).
 
-Commands the collector runs::
+Commands whose output it reads (collector.sh runs the first)::
 
     fi_info -p efa          # one entry per endpoint type and device
     fi_info                 # all providers (efa, tcp, shm, ...)
     fi_info --version       # "libfabric api: 1.18" sets api_version
     fi_info -p efa -v       # verbose: fi_fabric_attr / fi_domain_attr / fi_ep_attr sections
 
-Sample::
+Sample (lines of tests/fixtures/fi-info/eks-pod-kr-201.0-efa-direct.txt)::
 
     provider: efa
         fabric: efa-direct
         domain: rdmap47s0-rdm
         version: 201.0
         type: FI_EP_RDM
+        protocol: FI_PROTO_EFA
+    provider: efa
+        fabric: efa
+        domain: rdmap47s0-dgrm
+        version: 201.0
+        type: FI_EP_DGRAM
         protocol: FI_PROTO_EFA
 
 Styles accepted: sub-keys indented under ``provider:`` or flattened to the same indentation (doc
@@ -49,23 +55,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import key_value, strip_prefix
 
-SAMPLE = """\
-provider: efa
-    fabric: efa-direct
-    domain: rdmap47s0-rdm
-    version: 201.0
-    type: FI_EP_RDM
-    protocol: FI_PROTO_EFA
-provider: efa
-    fabric: efa
-    domain: rdmap47s0-dgrm
-    version: 201.0
-    type: FI_EP_DGRAM
-    protocol: FI_PROTO_EFA
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="fi-info",

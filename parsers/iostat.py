@@ -4,7 +4,7 @@ Commands the collector runs::
 
     iostat -c -d -x -k 2 3
 
-Sample::
+Sample (lines of tests/fixtures/iostat/aks-node-xy-old-format.txt)::
 
     Linux 4.15.0-1064-azure (aks-main-10212767-vmss000001)  02/10/20        _x86_64_        (8 CPU)
 
@@ -61,18 +61,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import strip_prefix, to_float
 
-SAMPLE = """\
-Linux 4.15.0-1064-azure (aks-main-10212767-vmss000001)  02/10/20        _x86_64_        (8 CPU)
-
-avg-cpu:  %user   %nice %system %iowait  %steal   %idle
-           3.42    0.00    2.92    1.90    0.00   91.76
-
-Device:         rrqm/s   wrqm/s     r/s     w/s    rkB/s    wkB/s avgrq-sz avgqu-sz   await r_await w_await  svctm  %util
-sda               0.00    56.00    0.00   65.00     0.00   504.00    15.51     0.01    3.02    0.00    3.02   0.12   0.80
-"""  # noqa: E501
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="iostat",

@@ -4,7 +4,7 @@ Commands the collector runs::
 
     lfs df -h
 
-Sample::
+Sample (lines of tests/fixtures/lfs-df/fsx-workshop-mnt-fsx-3ost.txt)::
 
     UUID                       bytes        Used   Available Use% Mounted on
     fsx-MDT0000_UUID          102.8G        4.4G       98.5G   4% /mnt/fsx[MDT:0]
@@ -50,17 +50,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import human_to_bytes, percent, strip_prefix
 
-SAMPLE = """\
-UUID                       bytes        Used   Available Use% Mounted on
-fsx-MDT0000_UUID          102.8G        4.4G       98.5G   4% /mnt/fsx[MDT:0]
-fsx-OST0000_UUID            1.1T        4.5M        1.1T   0% /mnt/fsx[OST:0]
-fsx-OST0002_UUID            1.1T      187.0M        1.1T   0% /mnt/fsx[OST:2]
-
-filesystem_summary:         3.3T      196.0M        3.3T   0% /mnt/fsx
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="lfs-df",

@@ -4,7 +4,7 @@ Commands the collector runs::
 
     cat /proc/mounts
 
-Sample::
+Sample (hand-written, with the mounts of the real HyperPod df fixture)::
 
     /dev/root / ext4 rw,relatime,discard,errors=remount-ro 0 0
     tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0
@@ -44,21 +44,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import strip_prefix
 from parsers.df import is_lustre
 
-SAMPLE = """\
-/dev/root / ext4 rw,relatime,discard,errors=remount-ro 0 0
-tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0
-/dev/nvme1n1 /opt/sagemaker ext4 rw,relatime 0 0
-10.1.71.197@tcp:/oyuutbev /fsx lustre rw,flock,lazystatfs,encrypt 0 0
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="mounts",
     title="Mount table (/proc/mounts, mount)",
-    commands=("cat /proc/mounts",),
+    commands=("cat /proc/mounts", "mount"),
     tables=("mount",),
     versions_seen=("Linux /proc/mounts", "util-linux mount", "BSD/macOS mount"),
 )

@@ -1,10 +1,10 @@
 """nccl-tests results (all_reduce_perf and friends) and the NCCL log lines around them.
 
-Commands the collector runs (or the user attaches the output of)::
+collector.sh runs no benchmark: the user adds (``--add``, or a cluster bundle's ``extra/``) the logs of::
 
     mpirun ... /opt/nccl-tests/build/all_reduce_perf -b 8 -e 16G -f 2 -g 1   # NCCL_DEBUG=INFO optional
 
-Sample::
+Sample (hand-written: lines of the a3mega-h100 fixture and one NCCL WARN of the nccl-398 fixture)::
 
     # nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
     #  Rank  0 Group  0 Pid   6899 on ztan-mig-235z device  0 [0000:04:00] NVIDIA H100 80GB HBM3
@@ -70,19 +70,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import pci_address, strip_prefix, to_float, to_int
 
-SAMPLE = """\
-# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 \
-agg iters: 1 validation: 1 graph: 0
-#  Rank  0 Group  0 Pid   6899 on ztan-mig-235z device  0 [0000:04:00] NVIDIA H100 80GB HBM3
-#  Rank  8 Group  0 Pid   6733 on ztan-mig-gq73 device  0 [0000:04:00] NVIDIA H100 80GB HBM3
-ip-172-31-0-112:8166:8166 [7] ofi_init:700 NCCL WARN NET/OFI Only EFA provider is supported
-  8589934592    2147483648     float     sum      -1    47535  180.71  338.82      0    47743  179.92  337.35      0
-# Out of bounds values : 0 OK
-# Avg bus bandwidth    : 70.742
-"""  # noqa: E501
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="nccl-tests",
@@ -90,6 +81,10 @@ INFO = ParserInfo(
     commands=("mpirun ... all_reduce_perf -b 8 -e 16G -f 2 -g 1",),
     tables=("nccl_run", "nccl_rank", "nccl_result", "nccl_log_event"),
     versions_seen=("nccl-tests 2019 (error column)", "nccl-tests 2.x (root, #wrong)", "NCCL 2.7-2.23"),
+    not_collected_because=(
+        "it runs no benchmark (it is read-only and bounded in time); nccl-tests logs come from the"
+        " user's --add files or a cluster bundle's extra/, recognised by content"
+    ),
 )
 
 _SIDE_COLS = "time_us:float:µs algbw_gbps:float:GB/s busbw_gbps:float:GB/s wrong:int error:float"

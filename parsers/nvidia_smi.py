@@ -4,7 +4,7 @@ Command the collector runs::
 
     nvidia-smi
 
-Sample::
+Sample (lines of tests/fixtures/nvidia-smi/gpud-525-err-fan.txt)::
 
     | NVIDIA-SMI 525.125.06   Driver Version: 525.125.06   CUDA Version: 12.0     |
     |===============================+======================+======================|
@@ -56,16 +56,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import leading_number, pci_address, percent, strip_prefix, to_int
 
-SAMPLE = """\
-| NVIDIA-SMI 525.125.06   Driver Version: 525.125.06   CUDA Version: 12.0     |
-|===============================+======================+======================|
-|   0  NVIDIA GeForce ...  Off  | 00000000:01:00.0 Off |                    0 |
-|ERR!   38C    P5    49W / 450W |   2021MiB / 23028MiB |      0%   E. Process |
-|                               |                      |                  N/A |
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="nvidia-smi",

@@ -1,19 +1,16 @@
 """GPU inventory and health from ``nvidia-smi --query-gpu=... --format=csv`` (and ``--query-remapped-rows``).
 
-Commands the collector runs (fields may be dropped one by one where a driver refuses them)::
+Commands the collector runs (the fields are collector.sh's QUERY_FIELDS; fields a driver refuses are
+dropped one by one)::
 
-    nvidia-smi --query-gpu=index,uuid,pci.bus_id,name,serial,temperature.gpu,clocks.sm,clocks.max.sm,\
-clocks_throttle_reasons.active,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,\
-pcie.link.width.max,ecc.errors.corrected.volatile.total,ecc.errors.uncorrected.volatile.total,\
-ecc.errors.uncorrected.aggregate.total,retired_pages.pending,power.draw,power.limit,driver_version,\
-persistence_mode --format=csv
+    nvidia-smi --query-gpu=<fields> --format=csv
     nvidia-smi --query-remapped-rows=gpu_bus_id,gpu_uuid,remapped_rows.correctable,\
 remapped_rows.uncorrectable,remapped_rows.pending,remapped_rows.failure --format=csv
 
-Sample::
+Sample (lines of tests/fixtures/nvidia-smi-csv/slurm-v100-timestamp-l5.txt)::
 
-    index, timestamp, utilization.gpu [%], utilization.memory [%], memory.total [MiB], memory.used [MiB]
-    0, 2020/11/12 13:48:11.412, 99 %, 52 %, 32480 MiB, 30994 MiB
+    index, timestamp, utilization.gpu [%], utilization.memory [%], memory.total [MiB], memory.used [MiB], memory.free [MiB]
+    0, 2020/11/12 13:48:11.412, 99 %, 52 %, 32480 MiB, 30994 MiB, 1486 MiB
 
 Any set of fields is accepted, keyed by the header (so ``--format=csv,noheader`` cannot be parsed and
 raises ``ParseError``).  Units are stripped from headers (``[MiB]``) and values (``99 %``);
@@ -57,13 +54,10 @@ import re
 from datetime import datetime
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import NOT_AVAILABLE, pci_address, snake, strip_prefix, to_float, to_int
 
-SAMPLE = """\
-index, timestamp, utilization.gpu [%], utilization.memory [%], memory.total [MiB], memory.used [MiB]
-0, 2020/11/12 13:48:11.412, 99 %, 52 %, 32480 MiB, 30994 MiB
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="nvidia-smi-csv",

@@ -1,11 +1,11 @@
 """NVLink state per link: ``nvidia-smi nvlink -s`` and the ``dcgmi nvlink --link-status`` matrix.
 
-Commands the collector runs (either output is this kind; the format is recognised by content)::
+Commands whose output it reads (collector.sh runs the first; the format is recognised by content)::
 
     nvidia-smi nvlink -s          # also --status, -i N
     dcgmi nvlink --link-status
 
-Sample::
+Sample (lines of tests/fixtures/nvidia-smi-nvlink/azhpc-73-v100-inactive-links.txt)::
 
     GPU 3: Tesla V100-SXM2-32GB (UUID: ...)
              Link 0: 25.781 GB/s
@@ -47,14 +47,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import snake, strip_prefix, to_float
 
-SAMPLE = """\
-GPU 3: Tesla V100-SXM2-32GB (UUID: ...)
-         Link 0: 25.781 GB/s
-         Link 3: <inactive>
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="nvidia-smi-nvlink",

@@ -4,7 +4,7 @@ Command the collector runs::
 
     nvidia-smi -q
 
-Sample::
+Sample (hand-written from lines of the della-h100-545 and a10-550 fixtures; DRAM counters set to 5 and 2)::
 
     ==============NVSMI LOG==============
     Driver Version                            : 545.23.08
@@ -12,9 +12,21 @@ Sample::
     Attached GPUs                             : 1
     GPU 00000000:19:00.0
         Product Name                          : NVIDIA H100 80GB HBM3
+        PCI
+            GPU Link Info
+                Link Width
+                    Max                       : 16x
+                    Current                   : 16x
+        Clocks Event Reasons
+            HW Slowdown                       : Active
         ECC Errors
             Volatile
-                DRAM Uncorrectable            : 0
+                SRAM Correctable              : 0
+                SRAM Uncorrectable            : 0
+                DRAM Correctable              : 5
+                DRAM Uncorrectable            : 2
+        Temperature
+            GPU Current Temp                  : 33 C
 
 The text is a tree of ``Key : value`` lines indented by four spaces; the parser walks it, keeps the path
 of section names, and maps known paths to columns.  It reads the 36-column keys of 396.x drivers and the
@@ -62,32 +74,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import leading_number, pci_address, strip_prefix, to_int
 
-SAMPLE = """\
-==============NVSMI LOG==============
-Driver Version                            : 545.23.08
-CUDA Version                              : 12.3
-Attached GPUs                             : 1
-GPU 00000000:19:00.0
-    Product Name                          : NVIDIA H100 80GB HBM3
-    PCI
-        GPU Link Info
-            Link Width
-                Max                       : 16x
-                Current                   : 16x
-    Clocks Event Reasons
-        HW Slowdown                       : Active
-    ECC Errors
-        Volatile
-            SRAM Correctable              : 0
-            SRAM Uncorrectable            : 0
-            DRAM Correctable              : 5
-            DRAM Uncorrectable            : 2
-    Temperature
-        GPU Current Temp                  : 33 C
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="nvidia-smi-q",

@@ -4,7 +4,7 @@ Command the collector runs::
 
     nvidia-smi topo -m
 
-Sample (tab separated)::
+Sample (hand-written, tab separated, in the layout of the della-h100 fixture)::
 
     \tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID
     GPU0\t X \tNV18\tPIX\t0-47\t0\t\tN/A
@@ -54,19 +54,10 @@ from __future__ import annotations
 
 import re
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import NOT_AVAILABLE, strip_prefix, to_int
 
-SAMPLE = (
-    "\tGPU0\tGPU1\tNIC0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
-    "GPU0\t X \tNV18\tPIX\t0-47\t0\t\tN/A\n"
-    "GPU1\tNV18\t X \tNODE\t0-47\t0\t\tN/A\n"
-    "NIC0\tPIX\tNODE\t X \t\t\t\t\n"
-    "\n"
-    "NIC Legend:\n"
-    "\n"
-    "  NIC0: mlx5_0\n"
-)
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="nvidia-smi-topo",

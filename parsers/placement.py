@@ -1,6 +1,7 @@
 """Placement and network topology: EC2 instance metadata, Kubernetes node labels, Slurm topology.
 
-Commands the collector runs (whichever apply)::
+Commands whose output it reads (collector.sh reads IMDS with ``--imds``, by curl or bash's
+``/dev/tcp``, runs ``scontrol show topology`` and copies topology.conf; the user adds kubectl output)::
 
     for k in instance-id instance-type placement/availability-zone placement/availability-zone-id \\
              placement/group-name placement/partition-number placement/region; do
@@ -9,7 +10,7 @@ Commands the collector runs (whichever apply)::
     kubectl get node "$NODE" -o json          # or: kubectl describe node "$NODE"
     cat /opt/slurm/etc/topology.conf          # or: scontrol show topology
 
-Sample::
+Sample (hand-written: two lines of the HyperPod topology.conf fixture and one Slurm block line)::
 
     SwitchName=nn-0b53107754517bf0e Switches=nn-424c855d4ad825aa4,nn-95acd7c656329fc30
     SwitchName=nn-424c855d4ad825aa4 Nodes=ip-10-1-111-198
@@ -60,29 +61,24 @@ Examples
 
 from __future__ import annotations
 
-import itertools
 import json
-import math
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import strip_prefix
 
-SAMPLE = """\
-SwitchName=nn-0b53107754517bf0e Switches=nn-424c855d4ad825aa4,nn-95acd7c656329fc30
-SwitchName=nn-424c855d4ad825aa4 Nodes=ip-10-1-111-198
-BlockName=b1 BlockIndex=0 Nodes=g3-129-[057,059] BlockSize=18
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="placement",
     title="Placement: instance metadata, Kubernetes node labels, Slurm topology",
     commands=(
         "curl IMDS meta-data/*",
-        "kubectl get node -o json",
-        "cat topology.conf",
         "scontrol show topology",
+        "cat topology.conf",
+        "kubectl get node -o json",
+        "kubectl describe node",
     ),
     tables=("placement_fact", "topology_member"),
     versions_seen=("IMDSv2", "EKS 1.34 (Karpenter, NFD labels)", "Slurm 24.x topology.conf", "Slurm block"),
@@ -131,7 +127,6 @@ _SLURM = re.compile(r"^\s*(?:SwitchName|BlockName)=\S+", re.MULTILINE | re.IGNOR
 _GET_NODES = re.compile(r"^NAME\s+STATUS\s+.*\bLABELS\s*$", re.MULTILINE)
 _DESCRIBE = re.compile(r"^Labels:\s", re.MULTILINE)
 _IMDS_KEY = re.compile(r"^(?:instance-id|instance-type|ami-id|local-ipv4|placement/[\w-]+)\s*[=:]", re.M)
-_MAX_HOSTS = 100_000
 
 
 def detect(text: str) -> int:
@@ -336,34 +331,17 @@ def _int(value: str | None) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
-def _expand(hostlist: str) -> list[str]:
-    """Expand a Slurm hostlist.
+def _expand(names: str) -> list[str]:
+    """Expand a Slurm hostlist (python-hostlist, the library Slurm sites use).
 
     >>> _expand("ip-10-1-[2-4,7]")
     ['ip-10-1-2', 'ip-10-1-3', 'ip-10-1-4', 'ip-10-1-7']
     >>> _expand("g3-129-[057,059],g3-130-[001-002]")
     ['g3-129-057', 'g3-129-059', 'g3-130-001', 'g3-130-002']
     """
-    if hostlist.count("[") != hostlist.count("]") or re.search(r"\[[^\]]*\[", hostlist):
-        raise ValueError(f"unbalanced brackets in hostlist {hostlist!r}")
-    names: list[str] = []
-    for part in re.findall(r"(?:[^,\[]|\[[^\]]*\])+", hostlist):
-        pieces = re.split(r"\[([^\]]*)\]", part)
-        choices = [[p] if i % 2 == 0 else _range(p) for i, p in enumerate(pieces)]
-        if len(names) + math.prod(len(c) for c in choices) > _MAX_HOSTS:
-            raise ValueError(f"hostlist {part!r} expands to too many names")
-        names.extend("".join(combo) for combo in itertools.product(*choices))
-    return names
+    import hostlist
 
-
-def _range(spec: str) -> list[str]:
-    out: list[str] = []
-    for item in spec.split(","):
-        lo, sep, hi = item.strip().partition("-")
-        if sep and lo.isdigit() and hi.isdigit():
-            if int(hi) - int(lo) > _MAX_HOSTS:
-                raise ValueError(f"hostlist range {item!r} is too large")
-            out.extend(f"{i:0{len(lo)}d}" for i in range(int(lo), int(hi) + 1))
-        else:
-            out.append(item.strip())
-    return out
+    try:
+        return list(hostlist.expand_hostlist(names))
+    except hostlist.BadHostlist as exc:
+        raise ValueError(f"hostlist {names!r}: {exc}") from exc

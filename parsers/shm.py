@@ -4,7 +4,7 @@ Commands the collector runs (one file)::
 
     df -P -B1 /dev/shm; echo '--- ls -la /dev/shm'; ls -la /dev/shm
 
-Sample::
+Sample (hand-written, in collector.sh's format; see tests/fixtures/shm/PROVENANCE.md)::
 
     Filesystem        1-blocks      Used   Available Capacity Mounted on
     tmpfs          33554432000 9637888 33544794112       1% /dev/shm
@@ -46,18 +46,19 @@ import re
 from typing import Any
 
 from parsers import df
-from parsers._base import CollectorError, Column, NoData, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import (
+    CollectorError,
+    Column,
+    NoData,
+    ParseError,
+    ParseResult,
+    ParserInfo,
+    require_text,
+    sample_of,
+)
 from parsers._text import strip_prefix
 
-SAMPLE = """\
-Filesystem        1-blocks      Used   Available Capacity Mounted on
-tmpfs          33554432000 9637888 33544794112       1% /dev/shm
---- ls -la /dev/shm
-total 9412
-drwxrwxrwt  2 root   root         60 Dec  2 09:27 .
-drwxr-xr-x 17 root   root       3280 Dec  2 09:20 ..
--rw-------  1 ubuntu ubuntu  9637888 Dec  2 09:27 nccl-5XyQ1b
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="shm",

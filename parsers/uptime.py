@@ -4,7 +4,7 @@ Commands the collector runs::
 
     cat /proc/uptime
 
-Sample::
+Sample (hand-written; no real capture is in the samples, see tests/fixtures/uptime/PROVENANCE.md)::
 
     350735.47 234388.90
 
@@ -39,15 +39,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import strip_prefix, to_float
 
-SAMPLE = "350735.47 234388.90\n"
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="uptime",
     title="Host uptime and load (/proc/uptime, uptime)",
-    commands=("cat /proc/uptime",),
+    commands=("cat /proc/uptime", "uptime", "uptime -p", "cat /proc/loadavg"),
     tables=("host_uptime",),
     versions_seen=("Linux /proc/uptime", "procps uptime", "/proc/loadavg"),
 )

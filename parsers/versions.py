@@ -1,6 +1,8 @@
 """Software versions of the GPU/EFA stack: EFA installer, efa module, libfabric, aws-ofi-nccl, NCCL, CUDA, driver.
 
-Commands the collector runs (one file; each output after a ``--- <command>`` line)::
+What it reads: collector.sh's own ``key=value`` lines (``cmd/versions.txt``), ``cat
+/opt/amazon/efa_installed_packages`` and ``modinfo efa`` (a file each), or several outputs in one file,
+each after a ``--- <command>`` line::
 
     echo "efa_installer=... nccl=2.21.5 (/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5) ..."  # its own key=value
     cat /opt/amazon/efa_installed_packages
@@ -8,7 +10,7 @@ Commands the collector runs (one file; each output after a ``--- <command>`` lin
     ls /opt/amazon/ofi-nccl/lib/libnccl-net.so /usr/lib/x86_64-linux-gnu/libnccl.so.*
     grep -H . /sys/class/infiniband/*/device/p2p
 
-Sample::
+Sample (hand-written, in the formats of the fixtures and of collector.sh's key=value lines)::
 
     --- cat /opt/amazon/efa_installed_packages
     # EFA installer version: 1.7.0
@@ -56,23 +58,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import key_value, snake, strip_prefix
 
-SAMPLE = """\
---- cat /opt/amazon/efa_installed_packages
-# EFA installer version: 1.7.0
-efa-1.4.1-1.amzn2.x86_64 libfabric-aws-1.8.1amzn1.2-1.amzn2.x86_64 openmpi40-aws-4.0.2-1.amzn2.x86_64
---- modinfo efa
-version:        2.17.3g
-efa/2.17.3, 6.1.0-1030-aws, x86_64: installed
-nccl=2.21.5 (/usr/lib/x86_64-linux-gnu/libnccl.so.2.21.5)
-"""
+SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="versions",
     title="Software versions (EFA installer, efa module, libfabric, aws-ofi-nccl, NCCL, CUDA, driver)",
     commands=(
+        "collector.sh's key=value lines (efa_installer=, nccl=, cuda=, nvidia_driver=, ...)",
         "cat /opt/amazon/efa_installed_packages",
         "modinfo efa",
         "cat /sys/module/efa/version",

@@ -1,8 +1,14 @@
-"""The terminal summary: [OK] / [CONCERN] / [INFO] lines grouped by section, each concern with its route."""
+"""The terminal summary: [OK] / [CONCERN] / [INFO] lines grouped by section, each concern with its route.
+
+Lines wrap to the terminal width (``COLUMNS``, else the terminal's size, else 100).  Nothing is cut
+silently: a rule firing on many nodes folds into one line that says how many it folded and that
+``-v`` unfolds them; every list that is cut says how many it left out and where they are.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import textwrap
 from collections import defaultdict
@@ -15,9 +21,21 @@ from analyzer.findings import Finding, Severity
 from analyzer.report_data import ReportData
 from analyzer.sections import SECTIONS, section_of
 
+#: Concern lines per section before the rest is counted (unless --verbose).
 MAX_LINES_PER_SECTION = 25
-#: A rule with more findings than this in one section is printed as one line naming the worst nodes.
+#: A rule with more findings than this in one section is one line naming the worst nodes (unless --verbose).
 GROUP_ABOVE = 3
+#: Items named in a folded list before "and N more".
+NAMED = 5
+DEFAULT_WIDTH = 100
+MIN_WIDTH = 60
+
+_COLOURS = {"red": "red", "yellow": "yellow", "green": "green", "blue": "blue"}
+_STATUS = {
+    "concerns": "Concerns found.",
+    "no-concerns": "No concerns found in what was collected.",
+    "incomplete": "Incomplete: core inputs were not examined on some nodes, so no clean bill is given.",
+}
 
 
 def colour_policy(mode: str = "auto") -> bool | None:
@@ -29,132 +47,174 @@ def colour_policy(mode: str = "auto") -> bool | None:
     return None
 
 
-def render(data: ReportData) -> str:
-    """The summary with click styles; ``write`` (click.echo) strips them where colour is off."""
-    out: list[str] = [f"hptriage: {len(data.nodes)} node(s) from {len(data.bundles)} bundle(s)"]
-    by_section: dict[str, list[Finding]] = defaultdict(list)
-    for f in data.findings:
-        by_section[section_of(f.rule)].append(f)
-    for key, title in SECTIONS.items():
-        out += ["", paint(title, "bold")]
-        out += _findings_lines(by_section.get(key, []), data.rule_titles)
-        out += _outcome_lines(
-            [o for o in data.outcomes if section_of(o.rule) == key], data.rule_titles
-        )
-    out.append("")
-    out.extend(_verdict(data))
-    return "\n".join(out) + "\n"
-
-
-def _findings_lines(findings: list[Finding], titles: dict[str, str]) -> list[str]:
-    """One line per finding; a rule that fires on many nodes becomes one line naming the worst ones."""
-    lines: list[str] = []
-    by_rule: dict[tuple[str, str], list[Finding]] = defaultdict(list)
-    for f in findings:
-        by_rule[(f.rule, f.severity.value)].append(f)
-    shown = 0
-    for f in findings:
-        group = by_rule.get((f.rule, f.severity.value))
-        if not group:
-            continue  # already printed as part of its group
-        if len(group) > GROUP_ABOVE:
-            del by_rule[(f.rule, f.severity.value)]
-            nodes = sorted({g.node for g in group if g.node})
-            named = ", ".join(nodes[:5]) + (f" and {len(nodes) - 5} more" if len(nodes) > 5 else "")
-            text = f"{titles.get(f.rule, f.rule)}: {len(group)} findings on {len(nodes)} node(s) ({named}); first: {f.message}"
-            lines += _one(f, text)
-        else:
-            group.remove(f)
-            if shown >= MAX_LINES_PER_SECTION:
-                continue
-            lines += _one(f, f.message)
-        shown += 1
-    if shown > MAX_LINES_PER_SECTION:
-        lines.append(f"  ... {shown - MAX_LINES_PER_SECTION} more (see --json / --html)")
-    return lines
-
-
-def _one(f: Finding, text: str) -> list[str]:
-    concern = f.severity in (Severity.CRITICAL, Severity.WARNING)
-    tag = "[CONCERN]" if concern else "[INFO]"
-    colour_name = "red" if f.severity == Severity.CRITICAL else "yellow" if concern else "blue"
-    lines = [f"  {paint(tag, colour_name)} {f.severity.value}: {text}"]
-    if concern:
-        lines.append(f"      → {f.route.owner}: {f.route.action} ({f.route.target})")
-        if f.evidence and f.evidence[0].file:
-            ev = f.evidence[0]
-            where = f"{ev.file}:{ev.line}" if ev.line else ev.file
-            lines.append(f"        {where}: {(ev.text or '').strip()[:120]}")
-    return lines
-
-
-def _outcome_lines(outcomes: list[Outcome], titles: dict[str, str]) -> list[str]:
-    """Passed and unchecked rules, compactly: what was checked and found fine, and what was not checked."""
-    lines: list[str] = []
-    passed = [titles.get(o.rule, o.rule) for o in outcomes if o.outcome == "pass"]
-    skipped = [
-        titles.get(o.rule, o.rule) for o in outcomes if o.outcome == "skipped"
-    ]  # reasons: --json/--html
-    if passed:
-        lines += _wrapped(f"{paint('[OK]', 'green')} {len(passed)} check(s) passed: " + "; ".join(passed))
-    if skipped:
-        lines += _wrapped(f"{paint('[INFO]', 'blue')} not checked, no data: " + "; ".join(skipped))
-    partial = [o for o in outcomes if o.outcome in ("pass", "fail") and o.nodes_without_data]
-    if partial:
-        parts = []
-        for o in partial:
-            nodes = o.nodes_without_data
-            named = ", ".join(nodes[:3]) + (f" +{len(nodes) - 3}" if len(nodes) > 3 else "")
-            parts.append(f"{titles.get(o.rule, o.rule)} ({named})")
-        lines += _wrapped(
-            f"{paint('[INFO]', 'blue')} checked only where data exists; no data on: " + "; ".join(parts)
-        )
-    for o in outcomes:
-        if o.outcome == "error":
-            lines.append(
-                f"  {paint('[INFO]', 'blue')} {titles.get(o.rule, o.rule)}: rule failed to run ({o.reason})"
-            )
-    if not outcomes:
-        lines.append(f"  {paint('[INFO]', 'blue')} no rule in this section")
-    return lines
-
-
-def _wrapped(text: str) -> list[str]:
-    return textwrap.wrap(
-        text, width=110, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False
-    )
-
-
-def _verdict(data: ReportData) -> list[str]:
-    v = data.verdict
-    lines = [paint("Verdict", "bold")]
-    if v.status == "no-concerns":
-        lines.append("  No concerns found in what was collected.")
-    else:
-        lines.append("  Read sections: " + ", ".join(SECTIONS[s] for s in v.sections))
-        if v.worst_nodes:
-            shown = v.worst_nodes[:5]
-            names = ", ".join(f"{r.node} ({r.critical} critical, {r.warning} warning)" for r in shown)
-            more = v.ranked_nodes - len(shown)
-            lines += _wrapped("Worst nodes: " + names + (f" and {more} more (see --json / --html)" if more else ""))
-        lines.append(
-            "  Findings: " + ", ".join(f"{v.counts.get(s, 0)} {s}" for s in ("critical", "warning", "info"))
-        )
-    failed_files = {p["file"] for p in data.problems}
-    skipped = sum(1 for o in data.outcomes if o.outcome == "skipped")
-    lines.append(
-        f"  {len(failed_files)} file(s) with parse problems; {skipped} rule(s) not checked for lack of data"
-    )
-    return lines
-
-
-_COLOURS = {"red": {"fg": "red"}, "yellow": {"fg": "yellow"}, "green": {"fg": "green"}, "blue": {"fg": "blue"}}
+def width() -> int:
+    """The terminal width: ``COLUMNS`` first (shutil reads it), the terminal's size, else 100."""
+    return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
 
 
 def paint(text: str, name: str) -> str:
     """click.style by role name ('bold' or a colour)."""
-    return click.style(text, bold=True) if name == "bold" else click.style(text, **_COLOURS[name])
+    return click.style(text, bold=True) if name == "bold" else click.style(text, fg=_COLOURS[name])
 
 
-def write(data: ReportData, stream: TextIO | None = None, colour_mode: str = "auto") -> None:
-    click.echo(render(data), file=stream or sys.stdout, color=colour_policy(colour_mode), nl=False)
+class _Writer:
+    """Collects lines, wrapping each to the width; a leading tag is painted after wrapping."""
+
+    def __init__(self, columns: int) -> None:
+        self.columns = columns
+        self.lines: list[str] = []
+
+    def add(self, text: str, indent: int = 2, hang: int = 4, tag: str = "", colour: str = "") -> None:
+        body = f"{tag} {text}" if tag else text
+        wrapped = textwrap.wrap(
+            body,
+            width=self.columns,
+            initial_indent=" " * indent,
+            subsequent_indent=" " * (indent + hang),
+            break_on_hyphens=False,
+            break_long_words=True,
+        ) or [" " * indent]
+        if tag and colour:
+            wrapped[0] = wrapped[0].replace(tag, paint(tag, colour), 1)
+        self.lines += wrapped
+
+    def plain(self, text: str) -> None:
+        self.lines.append(text)
+
+
+def render(data: ReportData, verbose: bool = False, columns: int | None = None) -> str:
+    """The summary with click styles; ``write`` (click.echo) strips them where colour is off."""
+    out = _Writer(columns or width())
+    out.plain(f"hptriage: {len(data.nodes)} node(s) from {len(data.bundles)} bundle(s)")
+    by_section: dict[str, list[Finding]] = defaultdict(list)
+    for f in data.findings:
+        by_section[section_of(f.rule)].append(f)
+    for key, title in SECTIONS.items():
+        out.plain("")
+        out.plain(paint(title, "bold"))
+        _findings_lines(out, by_section.get(key, []), data.rule_titles, verbose)
+        _outcome_lines(out, [o for o in data.outcomes if section_of(o.rule) == key], data, verbose)
+    out.plain("")
+    _verdict(out, data, verbose)
+    return "\n".join(out.lines) + "\n"
+
+
+def _findings_lines(out: _Writer, findings: list[Finding], titles: dict[str, str], verbose: bool) -> None:
+    """One line per finding; without -v a rule firing on many nodes is one line naming the worst ones."""
+    by_rule: dict[tuple[str, str], list[Finding]] = defaultdict(list)
+    for f in findings:
+        by_rule[(f.rule, f.severity.value)].append(f)
+    shown = hidden = 0
+    for f in findings:
+        group = by_rule.get((f.rule, f.severity.value))
+        if not group:
+            continue  # already printed as part of its group
+        if not verbose and len(group) > GROUP_ABOVE:
+            del by_rule[(f.rule, f.severity.value)]
+            nodes = sorted({g.node for g in group if g.node})
+            text = (
+                f"{titles.get(f.rule, f.rule)}: {len(group)} findings on {len(nodes)} node(s) "
+                f"({_named(nodes, NAMED)}); first: {f.message} [-v lists every one]"
+            )
+            _one(out, f, text)
+            shown += 1
+            continue
+        group.remove(f)
+        if not verbose and shown >= MAX_LINES_PER_SECTION:
+            hidden += 1
+            continue
+        _one(out, f, f.message)
+        shown += 1
+    if hidden:
+        out.add(f"... and {hidden} more finding(s) in this section: see -v, --json or --html")
+
+
+def _one(out: _Writer, f: Finding, text: str) -> None:
+    concern = f.severity in (Severity.CRITICAL, Severity.WARNING)
+    tag = "[CONCERN]" if concern else "[INFO]"
+    colour = "red" if f.severity == Severity.CRITICAL else "yellow" if concern else "blue"
+    out.add(f"{f.severity.value}: {text}", tag=tag, colour=colour)
+    if concern:
+        out.add(f"→ {f.route.owner}: {f.route.action} ({f.route.target})", indent=6)
+        if f.evidence and f.evidence[0].file:
+            ev = f.evidence[0]
+            where = f"{ev.file}:{ev.line}" if ev.line else ev.file
+            out.add(f"{where}: {(ev.text or '').strip()}", indent=8)
+
+
+def _outcome_lines(out: _Writer, outcomes: list[Outcome], data: ReportData, verbose: bool) -> None:
+    """Passed and not-examined rules, compactly: what was checked and found fine, and what was not."""
+    titles, phrases = data.rule_titles, data.rule_passed
+    passed = [phrases.get(o.rule) or titles.get(o.rule, o.rule) for o in outcomes if o.outcome == "pass"]
+    skipped = [titles.get(o.rule, o.rule) for o in outcomes if o.outcome == "skipped"]
+    if passed:
+        out.add(f"{len(passed)} check(s) passed: " + "; ".join(passed), tag="[OK]", colour="green")
+    if skipped:
+        out.add("not examined (no input on any node): " + "; ".join(skipped), tag="[INFO]", colour="blue")
+    partial = [o for o in outcomes if o.outcome in ("pass", "fail") and o.nodes_without_data]
+    if partial:
+        limit = None if verbose else 3
+        parts = [f"{titles.get(o.rule, o.rule)} ({_named(o.nodes_without_data, limit)})" for o in partial]
+        out.add(
+            "checked only where the input exists; not examined on: " + "; ".join(parts),
+            tag="[INFO]",
+            colour="blue",
+        )
+    for o in outcomes:
+        if o.outcome == "error":
+            out.add(
+                f"{titles.get(o.rule, o.rule)}: rule failed to run ({o.reason})", tag="[INFO]", colour="blue"
+            )
+    if not outcomes:
+        out.add("no rule in this section", tag="[INFO]", colour="blue")
+
+
+def _named(items: list[str], limit: int | None) -> str:
+    if limit is None or len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f" and {len(items) - limit} more"
+
+
+def _verdict(out: _Writer, data: ReportData, verbose: bool) -> None:
+    v = data.verdict
+    assert v is not None
+    out.plain(paint("Verdict", "bold"))
+    out.add(_STATUS.get(v.status, v.status))
+    if v.sections:
+        out.add("Read sections: " + ", ".join(SECTIONS[s] for s in v.sections))
+    if v.worst_nodes:
+        shown = v.worst_nodes if verbose else v.worst_nodes[:NAMED]
+        names = ", ".join(f"{r.node} ({r.critical} critical, {r.warning} warning)" for r in shown)
+        more = v.ranked_nodes - len(shown)
+        out.add("Worst nodes: " + names + (f" and {more} more: see -v, --json or --html" if more else ""))
+    for c in v.cluster_wide:
+        out.add(f"Cluster-wide: {c['message']} ({c['rule']})")
+    if v.unread_inputs:
+        out.add(f"{len(v.unread_inputs)} input(s) could not be read:", tag="[CONCERN]", colour="yellow")
+        rows = v.unread_inputs if verbose else v.unread_inputs[:10]
+        for u in rows:
+            out.add(f"{u['path']}: {u['reason']}", indent=6)
+        if len(rows) < len(v.unread_inputs):
+            out.add(f"... and {len(v.unread_inputs) - len(rows)} more: see -v or --json", indent=6)
+    if v.not_examined:
+        by_what: dict[str, list[str]] = defaultdict(list)
+        for r in v.not_examined:
+            by_what[r["what"]].append(r["node"])
+        for what, nodes in sorted(by_what.items()):
+            out.add(
+                f"not examined: {what} on {_named(nodes, None if verbose else NAMED)}",
+                tag="[INFO]",
+                colour="blue",
+            )
+    out.add("Findings: " + ", ".join(f"{v.counts.get(s, 0)} {s}" for s in ("critical", "warning", "info")))
+    failed = sorted({p["file"] for p in data.problems})
+    if failed:
+        out.add(f"{len(failed)} file(s) with parse problems: {_named(failed, None if verbose else NAMED)}")
+    else:
+        out.add("0 files with parse problems")
+
+
+def write(
+    data: ReportData, stream: TextIO | None = None, colour_mode: str = "auto", verbose: bool = False
+) -> None:
+    click.echo(render(data, verbose), file=stream or sys.stdout, color=colour_policy(colour_mode), nl=False)

@@ -1,7 +1,9 @@
 """Assemble the sample bundles from the real-output fixtures in tests/fixtures.
 
-Each node bundle is built from verbatim captures; where a scenario needs a fault, the edit is spelled
-out below (EDITS) and recorded in the scenario's README.md.  Run from the repository root:
+Each node bundle is built from verbatim captures; where a scenario needs a fault, the edit is the
+function given with the fixture in SCENARIOS (or EXTRAS) below, and the scenario's README.md says what
+was planted.  Kinds are those of the registry (``parsers.KINDS``); the manifest's command column is the
+first of the kind's ``INFO.commands``.  Run from the repository root:
 
     python3 sample_bundles/build.py
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from itertools import combinations
@@ -22,14 +25,16 @@ OUT = ROOT / "sample_bundles"
 STAMP = "2026-12-01T08:00:00Z"
 HEADER = "path\tkind\texit_code\tduration_s\tbytes\tsha256\tcommand\tnote\n"
 
-COMMANDS = {
-    "nvidia-smi-q": "nvidia-smi -q",
-    "dmesg": "TZ=UTC dmesg -T",
-    "fi-info": "fi_info -p efa",
-    "iostat": "iostat -c -d -x -k 2 3",
-    "lfs-df": "lfs df -h",
-    "df": "df -P -T",
-}
+if str(ROOT) not in sys.path:  # run as a script: sys.path[0] is sample_bundles/
+    sys.path.insert(0, str(ROOT))
+import parsers  # noqa: E402
+
+
+def command_of(kind: str) -> str:
+    """The manifest command of a probe of this kind: the registry's first command for it."""
+    if kind not in parsers.KINDS:
+        raise SystemExit(f"build.py: {kind!r} is not a kind of the registry (parsers.KINDS)")
+    return parsers.module_for(kind).INFO.commands[0]
 
 
 def _ecc_fault(text: str) -> str:
@@ -211,7 +216,7 @@ def build_node(dest: Path, node: str, spec: dict[str, object]) -> None:
         (dest / path).write_bytes(data)
         (dest / f"cmd/{kind}.err").write_bytes(b"")
         digest = hashlib.sha256(data).hexdigest()
-        rows.append(f"{path}\t{kind}\t0\t0.10\t{len(data)}\t{digest}\t{COMMANDS[kind]}\t-\n")
+        rows.append(f"{path}\t{kind}\t0\t0.10\t{len(data)}\t{digest}\t{command_of(kind)}\t-\n")
     (dest / "manifest.tsv").write_text(HEADER + "".join(rows))
 
 

@@ -148,4 +148,4 @@ def test_rules_say_where_they_had_no_data(tmp_path: Path) -> None:
         "p5-node-02",
         "p5-node-03",
     ]
-    assert "no data on:" in result.output
+    assert "not examined on:" in result.output

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 
 import pytest
 
 import parsers
 from analyzer.findings import OWNERS
 from analyzer.rules import load_rules
-from parsers._base import COLUMN_TYPES, ParserInfo
+from parsers._base import COLUMN_TYPES, ParserInfo, sample_of
 from tests.conftest import FIXTURES, ROOT, fixture_files
 
 KINDS = list(parsers.KINDS)
@@ -39,6 +40,37 @@ def test_parser_module_contract(kind: str) -> None:
         declared = {c.name for c in module.SCHEMA[table]}
         for row in rows:
             assert set(row) <= declared, f"{table}: undeclared keys {set(row) - declared}"
+
+
+_SAMPLE_HEADING = re.compile(r"^Sample \((?P<claim>.*)\)::$", re.M)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sample_says_where_it_comes_from(kind: str) -> None:
+    """``Sample (lines of tests/fixtures/<kind>/<file>)::`` or ``Sample (hand-written ...)::``."""
+    module = parsers.module_for(kind)
+    m = _SAMPLE_HEADING.search(module.__doc__ or "")
+    assert m, "the docstring needs a 'Sample (<where it comes from>)::' block"
+    assert module.SAMPLE and sample_of(module.__doc__) == module.SAMPLE, "SAMPLE = sample_of(__doc__)"
+    claim = m["claim"]
+    if "hand-written" in claim:
+        return
+    named = re.findall(rf"tests/fixtures/{re.escape(kind)}/[\w.+-]+", claim)
+    assert len(named) == 1, f"say 'lines of tests/fixtures/{kind}/<file>' or 'hand-written': {claim!r}"
+    fixture = ROOT / named[0]
+    assert fixture.is_file(), f"{named[0]} does not exist"
+    assert not fixture.name.startswith("handwritten"), f"{fixture.name} is hand-written: say so"
+    lines = iter(line.rstrip() for line in fixture.read_text(encoding="utf-8").splitlines())
+    for wanted in module.SAMPLE.splitlines():
+        assert any(line == wanted.rstrip() for line in lines), (
+            f"not a line of {fixture.name} (in order): {wanted!r}"
+        )
+
+
+def test_not_collected_reasons_are_sentences() -> None:
+    for kind in KINDS:
+        reason = parsers.module_for(kind).INFO.not_collected_because
+        assert reason is None or (isinstance(reason, str) and len(reason.split()) >= 5), kind
 
 
 @pytest.mark.parametrize("kind", KINDS)

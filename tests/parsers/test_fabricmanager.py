@@ -6,7 +6,6 @@ import pytest
 
 import parsers
 from parsers import fabricmanager
-from parsers._base import CollectorError, NoData, ParseError
 from tests.conftest import fixture_files, fixture_text
 
 
@@ -73,27 +72,6 @@ def test_restart_loop_with_failing_precheck_and_journal_error() -> None:
     )
     assert row["exec_failure"] == "ExecStartPre code=exited, status=1/FAILURE"
     assert row["last_error"].startswith("request to query NVSwitch device information")
-
-
-def test_error_contract() -> None:
-    with pytest.raises(NoData):
-        fabricmanager.parse("\n \n")
-    with pytest.raises(CollectorError):
-        fabricmanager.parse(
-            "System has not been booted with systemd as init system (PID 1). Can't operate.\n"
-            "Failed to connect to bus: Host is down\n"
-        )
-    with pytest.raises(ParseError):
-        fabricmanager.parse("random\ntext\n")
-
-
-def test_one_mangled_line_is_an_issue() -> None:
-    text = fixture_text("fabricmanager", "sber-590-running-clean-pager-cut.txt").replace(
-        "Main PID: 5219 (nv-fabricmanage)", "Main PID: ??? (nv-fabricmanage)"
-    )
-    result = fabricmanager.parse(text)
-    assert result.rows("service_state")[0]["active_state"] == "active"
-    assert [(i.line_no, i.reason) for i in result.issues] == [(6, "unreadable Main PID")]
 
 
 @pytest.mark.parametrize("path", fixture_files("fabricmanager"), ids=lambda p: p.name)

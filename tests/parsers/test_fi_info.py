@@ -6,7 +6,6 @@ import pytest
 
 import parsers
 from parsers import fi_info
-from parsers._base import CollectorError, NoData, ParseError
 from tests.conftest import fixture_files, fixture_text
 
 
@@ -78,26 +77,6 @@ def test_verbose_layout_and_version_banner() -> None:
 def test_version_banner_sets_api_version_of_plain_entries() -> None:
     text = "libfabric api: 1.22\n" + fixture_text("fi-info", "hpc6a-121.0-rdm-dgram.txt")
     assert {r["api_version"] for r in fi_info.parse(text).rows("fi_provider")} == {"1.22"}
-
-
-def test_error_contract() -> None:
-    with pytest.raises(NoData):
-        fi_info.parse("")
-    with pytest.raises(CollectorError, match="-61"):
-        fi_info.parse("fi_getinfo: -61 (No data available)\n")
-    with pytest.raises(CollectorError):
-        fi_info.parse("bash: fi_info: command not found\n")
-    with pytest.raises(ParseError):
-        fi_info.parse("some text\nwithout any provider\n")
-
-
-def test_one_mangled_line_is_an_issue() -> None:
-    text = fixture_text("fi-info", "hpc6a-121.0-rdm-dgram.txt").replace(
-        "    type: FI_EP_DGRAM", "    type FI_EP_DGRAM"
-    )
-    result = fi_info.parse(text)
-    assert len(result.rows("fi_provider")) == 2 and result.rows("fi_provider")[1]["type"] is None
-    assert [(i.line_no, i.reason) for i in result.issues] == [(11, "not a 'key: value' line")]
 
 
 @pytest.mark.parametrize("path", fixture_files("fi-info"), ids=lambda p: p.name)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import parsers
-from parsers import CollectorError, NoData, ParseError, mounts
+from parsers import mounts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "mounts"
 PROC_MOUNTS = (FIXTURES / "handwritten-hyperpod-slurm-proc-mounts.txt").read_text(encoding="utf-8")
@@ -65,16 +65,3 @@ def test_bsd_form_and_prefixes() -> None:
     assert (rows["/"]["fstype"], rows["/"]["options"]) == ("apfs", "sealed,local,read-only,journaled")
     rows = by_mount("> " + MOUNT_CMD.replace("\n", "\n> ").rstrip("> "))
     assert len(rows) == 4
-
-
-def test_errors_and_one_bad_line() -> None:
-    with pytest.raises(NoData):
-        mounts.parse("")
-    with pytest.raises(CollectorError):
-        mounts.parse("cat: /proc/mounts: No such file or directory\n")
-    with pytest.raises(ParseError):
-        mounts.parse("%%% not a mount table %%%\nat all\n")
-    text = PROC_MOUNTS.replace("proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0", "proc /proc")
-    result = mounts.parse(text)
-    assert len(result.rows("mount")) == 9
-    assert [i.line_no for i in result.issues] == [3]

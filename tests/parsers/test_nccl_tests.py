@@ -6,7 +6,7 @@ import pytest
 
 import parsers
 from parsers import nccl_tests
-from parsers._base import CollectorError, NoData, ParseError, ParseResult
+from parsers._base import ParseResult
 from tests.conftest import fixture_files, fixture_text
 
 
@@ -169,28 +169,6 @@ def test_transport_from_one_line(
     run = r.rows("nccl_run")[0]
     assert run["net_transport"] == transport and run["net_provider"] == provider
     assert [e["code"] for e in r.rows("nccl_log_event")] == ([code] if code else [])
-
-
-def test_error_contract() -> None:
-    with pytest.raises(NoData):
-        nccl_tests.parse(" \n\n")
-    with pytest.raises(CollectorError):
-        nccl_tests.parse("bash: /opt/nccl-tests/build/all_reduce_perf: No such file or directory\n")
-    with pytest.raises(CollectorError):
-        nccl_tests.parse(
-            "/opt/nccl-tests/build/all_reduce_perf: error while loading shared libraries: libnccl.so.2: "
-            "cannot open shared object file\nline two\nline three\nline four\n"
-        )
-    with pytest.raises(ParseError):
-        nccl_tests.parse("hello world\nthis is not an nccl-tests log\n")
-
-
-def test_one_truncated_row_is_an_issue_the_rest_parses() -> None:
-    text = fixture_text("nccl-tests", "a3mega-h100-2node-allreduce.txt")
-    lines = text.splitlines()
-    lines[30] = lines[30][:60]
-    r = nccl_tests.parse("\n".join(lines))
-    assert len(r.rows("nccl_result")) == 30 and [i.line_no for i in r.issues] == [31]
 
 
 @pytest.mark.parametrize("path", fixture_files("nccl-tests"), ids=lambda p: p.name)

@@ -8,7 +8,6 @@ import pytest
 
 import parsers
 from parsers import nvidia_smi as mod
-from parsers._base import CollectorError, NoData, ParseError
 
 KIND = "nvidia-smi"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / KIND
@@ -132,31 +131,3 @@ def test_output_cut_after_processes() -> None:
 def test_detect_kind(text: str) -> None:
     assert mod.detect(text) >= 80
     assert parsers.detect_kind(text) == KIND
-
-
-def test_empty_is_no_data() -> None:
-    with pytest.raises(NoData):
-        mod.parse("")
-
-
-def test_driver_failure_is_collector_error() -> None:
-    message = (
-        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
-        "Make sure that the latest NVIDIA driver is installed and running.\n\n"
-    )
-    with pytest.raises(CollectorError, match="NVIDIA-SMI has failed"):
-        mod.parse(message)
-
-
-def test_garbage_is_parse_error() -> None:
-    with pytest.raises(ParseError):
-        mod.parse("lorem ipsum\n\x00\xff| a | b |\n")
-
-
-def test_mangled_line_is_an_issue() -> None:
-    lines = fixture("della-h100-545-narrow-busid.txt").splitlines()
-    lines[9] = "| N/A   33C |      2MiB / 81559MiB |      0%      Default |"
-    r = mod.parse("\n".join(lines))
-    (gpu,) = r.rows("smi_gpu")
-    assert [i.line_no for i in r.issues] == [10]
-    assert gpu["temp_c"] is None and gpu["memory_used_mib"] == 2 and gpu["pci"] == "0000:19:00.0"

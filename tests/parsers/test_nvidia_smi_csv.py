@@ -9,7 +9,6 @@ import pytest
 
 import parsers
 from parsers import nvidia_smi_csv as mod
-from parsers._base import CollectorError, NoData, ParseError
 
 KIND = "nvidia-smi-csv"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / KIND
@@ -141,33 +140,3 @@ def test_paste_artefacts() -> None:
 def test_detect_kind(text: str) -> None:
     assert mod.detect(text) >= 80
     assert parsers.detect_kind(text) == KIND
-
-
-def test_empty_is_no_data() -> None:
-    with pytest.raises(NoData):
-        mod.parse(" \n\n")
-
-
-def test_invalid_field_is_collector_error() -> None:
-    with pytest.raises(CollectorError, match="not a valid field"):
-        mod.parse('Field "clocks_throttle_reasons.active" is not a valid field to query.\n\n')
-
-
-def test_noheader_is_parse_error_with_reason() -> None:
-    with pytest.raises(ParseError, match="noheader"):
-        mod.parse("0, NVIDIA H100 80GB HBM3, 595.71.05, P0, 5, 29\n")
-
-
-def test_garbage_is_parse_error() -> None:
-    with pytest.raises(ParseError):
-        mod.parse("\x00\x01\x02 binary junk\nmore junk without structure\n")
-
-
-def test_mangled_line_is_an_issue() -> None:
-    lines = fixture("slurm-v100-timestamp-l5.txt").splitlines()
-    lines[4] = "0, 2020/11/12 13:48:"  # truncated row
-    lines[6] = "0, 2020/11/12 13:48:31.424, ERR! %, 88 %, 32480 MiB, 30994 MiB, 1486 MiB"
-    r = mod.parse("\n".join(lines))
-    assert len(r.rows("gpu_query")) == 8
-    assert [i.line_no for i in r.issues] == [5, 7]
-    assert r.rows("gpu_query")[4]["util_gpu_pct"] is None

@@ -8,7 +8,6 @@ import pytest
 
 import parsers
 from parsers import nvidia_smi_nvlink as mod
-from parsers._base import CollectorError, NoData, ParseError
 
 KIND = "nvidia-smi-nvlink"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / KIND
@@ -124,26 +123,3 @@ def test_mpirun_prefixes() -> None:
 def test_detect_kind(name: str) -> None:
     assert mod.detect(fixture(name)) >= 80
     assert parsers.detect_kind(fixture(name)) == KIND
-
-
-def test_empty_is_no_data() -> None:
-    with pytest.raises(NoData):
-        mod.parse("")
-
-
-def test_dcgm_error_is_collector_error() -> None:
-    with pytest.raises(CollectorError, match="host engine"):
-        mod.parse("Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n")
-
-
-def test_garbage_is_parse_error() -> None:
-    with pytest.raises(ParseError):
-        mod.parse("\x00\x01 junk\nnothing here\n")
-
-
-def test_mangled_line_is_an_issue() -> None:
-    lines = fixture(H100).splitlines()
-    lines[5] = "         Link 4: 26.5"  # cut mid-value
-    r = mod.parse("\n".join(lines))
-    assert [i.line_no for i in r.issues] == [6]
-    assert len(r.rows("nvlink")) == 17

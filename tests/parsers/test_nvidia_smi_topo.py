@@ -8,7 +8,6 @@ import pytest
 
 import parsers
 from parsers import nvidia_smi_topo as mod
-from parsers._base import CollectorError, NoData, ParseError
 
 KIND = "nvidia-smi-topo"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / KIND
@@ -104,26 +103,3 @@ def test_spaces_instead_of_tabs() -> None:
 def test_detect_kind(name: str) -> None:
     assert mod.detect(fixture(name)) >= 80
     assert parsers.detect_kind(fixture(name)) == KIND
-
-
-def test_empty_is_no_data() -> None:
-    with pytest.raises(NoData):
-        mod.parse("\n \n")
-
-
-def test_tool_error_is_collector_error() -> None:
-    with pytest.raises(CollectorError):
-        mod.parse("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")
-
-
-def test_garbage_is_parse_error() -> None:
-    with pytest.raises(ParseError):
-        mod.parse("\x00\x13garbage\nGPU zero\tsomething\n")
-
-
-def test_mangled_line_is_an_issue() -> None:
-    lines = fixture(DGX).splitlines()
-    lines[3] = "GPU2\tNV12\tNV12\t X \tNV12"  # truncated row
-    r = mod.parse("\n".join(lines))
-    assert [i.line_no for i in r.issues] == [4]
-    assert len(r.rows("topo_device")) == 19 and "GPU2" not in devices(r)

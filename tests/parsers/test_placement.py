@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import parsers
-from parsers import CollectorError, NoData, ParseError, placement
+from parsers import placement
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "placement"
 ALL = sorted(p.name for p in FIXTURES.glob("*.txt"))
@@ -215,22 +215,6 @@ def test_hostlist_expansion() -> None:
     assert placement._expand("a[1-2]-b[1-2],c") == ["a1-b1", "a1-b2", "a2-b1", "a2-b2", "c"]
     with pytest.raises(ValueError):
         placement._expand("n[0-99999999]")
-
-
-def test_empty_is_nodata() -> None:
-    with pytest.raises(NoData):
-        placement.parse("\n  \n")
-
-
-def test_tool_error_is_collector_error() -> None:
-    with pytest.raises(CollectorError):
-        placement.parse("bash: kubectl: command not found\n")
-
-
-@pytest.mark.parametrize("text", ["#### ????\n!!!\n", "{not json", "[1, 2, 3]"])
-def test_garbage_is_parse_error(text: str) -> None:
-    with pytest.raises(ParseError):
-        placement.parse(text)
 
 
 def test_describe_node_fields_after_labels_and_uniform_indent() -> None:

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import parsers
-from parsers import CollectorError, NoData, ParseError, shm
+from parsers import shm
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SLINKY = FIXTURES / "df" / "hyperpod-eks-slinky-compute-pod-hash-prefixed.txt"
@@ -77,25 +75,3 @@ def test_df_t_gives_the_type() -> None:
     text = "Filesystem Type 1B-blocks Used Available Use% Mounted on\nnone ramfs 0 0 0 - /dev/shm\n"
     (row,) = shm.parse(text).rows("shm")
     assert (row["fstype"], row["size_bytes"], row["use_pct"]) == ("ramfs", 0, None)
-
-
-def test_errors() -> None:
-    with pytest.raises(NoData):
-        shm.parse("   \n")
-    with pytest.raises(CollectorError):
-        shm.parse(
-            "df: /dev/shm: No such file or directory\n--- ls -la /dev/shm\n"
-            "ls: cannot access '/dev/shm': No such file or directory\n"
-        )
-    with pytest.raises(ParseError):
-        shm.parse("random words\nmore random words\n")
-
-
-def test_one_bad_listing_line_is_an_issue_and_counts_stay() -> None:
-    text = STALE_NCCL.replace(
-        "-rw-r--r--  1 root   root          32 Nov 28 17:05 sem.slurm_job_lock", "?????"
-    )
-    result = shm.parse(text)
-    (row,) = result.rows("shm")
-    assert (row["entries"], row["nccl_files"]) == (2, 2)
-    assert [(i.line_no, i.line) for i in result.issues] == [(9, "?????")]
