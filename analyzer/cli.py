@@ -194,7 +194,7 @@ def _run_analysis(  # type: ignore[no-untyped-def]
         titles = {m.RULE.id: m.RULE.title for m in modules}
         data = gather(con, summary.bundles, findings, outcomes, titles)
         if charts:
-            from reports.chart_data import collect
+            from analyzer.chart_data import collect
 
             data.charts = collect(con, settings, findings)
         con.close()

@@ -24,9 +24,40 @@ class RuleInfo:
     requires: tuple[str, ...]
     route: Route
     version: int = 1
-    docs: str = ""
     #: alternative sources: the rule is skipped only when every one of these tables is empty
     requires_any: tuple[str, ...] = ()
+
+    def finding(
+        self,
+        *,
+        node: str | None,
+        message: str,
+        params: dict[str, Any],
+        gpu: int | None = None,
+        severity: Severity | None = None,
+        route: Route | None = None,
+        evidence: Iterable[Evidence] = (),
+        bundle_id: str | None = None,
+        key: tuple[Any, ...] = (),
+    ) -> Finding:
+        """A finding of this rule: its id and version filled in, its severity and route unless given.
+
+        ``key`` is what tells this finding apart from others of the rule on the same node and GPU (it
+        goes into the fingerprint with them).
+        """
+        return Finding(
+            rule=self.id,
+            rule_version=self.version,
+            severity=self.severity if severity is None else severity,
+            node=node,
+            gpu=gpu,
+            message=message,
+            params=params,
+            route=self.route if route is None else route,
+            evidence=list(evidence),
+            bundle_id=bundle_id,
+            key=key,
+        )
 
 
 class RuleModule(Protocol):

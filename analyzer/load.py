@@ -1,20 +1,40 @@
-"""Read every node bundle in parallel and load the rows into DuckDB as results arrive."""
+"""Read every node bundle in parallel and load the rows into DuckDB as results arrive.
+
+Every input is accounted for in the LoadSummary (and in the ``input_issue`` and ``bundle_checksum``
+tables), besides the parse problems:
+
+* ``unread_inputs``: what was not read, with the path as the user gave it (or ``bundle.tar.gz!member``)
+  and why: a missing path, a file or directory that is no bundle, a refused member, a damaged archive,
+  a bundle whose reading failed.
+* ``duplicates``: an input identical to one already taken is analyzed once.  Identical means the same
+  file or directory (resolved path), a byte-identical tarball (size, then SHA-256 of the bytes), or the
+  same content in another form (a directory and a tarball of it, or two tarballs compressed
+  differently): SHA-256 over (path, SHA-256 of bytes) of every readable file, computed only for bundles
+  whose meta.env is byte-identical, so unrelated bundles cost nothing.
+* ``node_conflicts``: different bundles claiming one node are all kept; the first (in input order)
+  keeps the name, the others are shown as ``<node>#2``, ``<node>#3``.
+* ``checksums``: each ``<tarball>.sha256`` beside a tarball, verified; a mismatching bundle is still
+  analyzed.
+* ``extras``: cluster-wide ``extra/`` folders read (not bundles: not in ``bundles`` nor ``nodes``).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from analyzer.bundle import Discovery, NodeSource, discover
-from analyzer.meta import KNOWN_META
-from analyzer.read_node import NodeData, bundle_id_for, read_extra, read_node
+from analyzer.bundle import Discovery, ExtraSource, NodeSource, content_digest, discover, listing, node_name
+from analyzer.meta import KNOWN_META, Meta, parse_meta
+from analyzer.read_node import NodeData, bundle_id_for, read_extra, read_node_safely
 from analyzer.safe_read import Limits
 from analyzer.store import CORE_TABLES, BatchWriter
 
@@ -27,9 +47,22 @@ INLINE_BELOW = 3
 
 @dataclass
 class LoadSummary:
+    #: one entry per node bundle read: {"bundle_id", "node", "source", "type": "node"}
     bundles: list[dict[str, str]] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
     problems: int = 0
+    #: cluster-wide extra/ folders read: {"bundle_id", "node": "", "source", "type": "cluster"}
+    extras: list[dict[str, str]] = field(default_factory=list)
+    #: {"path", "reason"}: inputs, or members of them, that were not read
+    unread_inputs: list[dict[str, str]] = field(default_factory=list)
+    #: {"path", "same_as"}: inputs identical to one analyzed (analyzed once)
+    duplicates: list[dict[str, str]] = field(default_factory=list)
+    #: {"node", "bundles": [{"path", "shown_as", "collected_at"}, ...]}: different bundles, one node
+    node_conflicts: list[dict[str, Any]] = field(default_factory=list)
+    #: {"path", "sha256_file", "status": ok|mismatch|unreadable, "expected", "actual", "reason"}
+    checksums: list[dict[str, str | None]] = field(default_factory=list)
+    #: {"path", "reason"}: loose files beside the bundles that are no bundle (a README), not read
+    ignored: list[dict[str, str]] = field(default_factory=list)
 
 
 def load(
@@ -40,34 +73,191 @@ def load(
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> LoadSummary:
-    """Discover, read and store every bundle; returns what was loaded."""
+    """Discover, read and store every bundle; returns what was loaded and what was not."""
     found = discover(inputs, workdir, limits)
     writer = BatchWriter(con)
-    summary = LoadSummary()
+    summary = LoadSummary(
+        unread_inputs=list(found.unread), duplicates=list(found.duplicates), ignored=list(found.ignored)
+    )
     for path, problem in found.problems:
         writer.add("parse_problems", "", None, [_problem(path, problem)])
         summary.problems += 1
-    total = len(found.nodes)
-    for done, data in enumerate(_read_all(found.nodes, limits, jobs), start=1):
-        _store(writer, data, summary)
+    sources = _plan(found, limits, summary)
+    taken = {s.node_name for s in sources if s.node_name}
+    read_as: dict[Path, tuple[str, str]] = {}  # location -> (bundle_id, node)
+    by_display: dict[str, tuple[str, str]] = {}  # display -> (bundle_id, node)
+    total = len(sources)
+    for done, (source, data) in enumerate(_read_all(sources, limits, jobs), start=1):
+        if not source.node_name and data.node in taken and not data.failed:
+            data = _reread_as_unique(source, data, limits, taken, summary, by_display)
+        if data.failed:
+            reason = f"reading failed: {data.failed}"
+            summary.unread_inputs.append({"path": source.display, "reason": reason})
+            writer.add("parse_problems", "", None, [_problem(source.display, reason)])
+            summary.problems += 1
+            _issues(writer, "", None, "unread", [{"path": source.display, "reason": reason}])
+        else:
+            taken.add(data.node)
+            _store(writer, data, summary)
+            read_as[source.location] = (data.bundle_id, data.node)
+            by_display[source.display] = (data.bundle_id, data.node)
         if progress:
             progress(done, total)
-    for extra in found.extras:
+    for extra in _unique_extras(found.extras, limits, summary):
         cluster_id = bundle_id_for("cluster", "", extra.display)
         data = read_extra(extra.location, extra.display, cluster_id, limits)
-        summary.bundles.append(
+        summary.extras.append(
             {"bundle_id": cluster_id, "node": "", "source": extra.display, "type": "cluster"}
         )
         _store(writer, data, summary, is_node=False)
+    twin_of = {d["path"]: d["same_as"] for d in summary.duplicates}
+    for location, entry in found.checksums:
+        bundle_id, node = read_as.get(location, ("", None))
+        twin, hops = twin_of.get(str(entry["path"])), 0
+        while not bundle_id and twin is not None and hops < 10:  # a duplicate: the copy analyzed
+            bundle_id, node = by_display.get(twin, ("", None))
+            twin, hops = twin_of.get(twin), hops + 1
+        writer.add("bundle_checksum", bundle_id, node, [entry])
+        summary.checksums.append(entry)
+    _issues(writer, "", None, "unread", found.unread)
+    _issues(writer, "", None, "ignored", summary.ignored)
+    _issues(writer, "", None, "duplicate", summary.duplicates)
+    for conflict in summary.node_conflicts:
+        claim = f"{len(conflict['bundles'])} different bundles claim node {conflict['node']!r}"
+        for b in conflict["bundles"]:
+            reason = f"{claim}; this one is shown as {b['shown_as']!r}"
+            entry = {"path": b["path"], "reason": reason}
+            bundle_id = by_display.get(b["path"], ("", ""))[0]
+            _issues(writer, bundle_id, b["shown_as"], "node-conflict", [entry])
     writer.flush()
     return summary
 
 
-def _read_all(nodes: list[NodeSource], limits: Limits, jobs: int | None) -> Iterator[NodeData]:
+def _plan(found: Discovery, limits: Limits, summary: LoadSummary) -> list[NodeSource]:
+    """Drop bundles identical to an earlier one; give bundles that claim the same node distinct names."""
+    metas: list[Meta | None] = []
+    names: list[str] = []
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i, source in enumerate(found.nodes):
+        head = found.heads.get(source.location)
+        raw = head.meta if head is not None else None
+        meta = parse_meta(raw.decode("utf-8", errors="replace")) if raw is not None else None
+        metas.append(meta)
+        names.append(node_name(meta, head.top if head is not None else None, source.location))
+        key = ("meta", hashlib.sha256(raw).hexdigest()) if raw is not None else ("name", names[i])
+        groups[key].append(i)
+    dropped: set[int] = set()
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        first_with: dict[str, int] = {}
+        for i in members:
+            source = found.nodes[i]
+            digest = content_digest(source.location, source.is_tar, limits)
+            if digest in first_with:
+                same_as = found.nodes[first_with[digest]].display
+                summary.duplicates.append({"path": source.display, "same_as": same_as})
+                dropped.add(i)
+            else:
+                first_with[digest] = i
+    kept = [i for i in range(len(found.nodes)) if i not in dropped]
+    by_name: dict[str, list[int]] = defaultdict(list)
+    for i in kept:
+        by_name[names[i]].append(i)
+    shown = {i: names[i] for i in kept}
+    taken = set(by_name)
+    for name, members in by_name.items():
+        if len(members) < 2:
+            continue
+        for i in members[1:]:
+            shown[i] = _unique(name, taken)
+            taken.add(shown[i])
+        summary.node_conflicts.append(
+            {
+                "node": name,
+                "bundles": [
+                    {
+                        "path": found.nodes[i].display,
+                        "shown_as": shown[i],
+                        "collected_at": metas[i].get("collected_at") if metas[i] is not None else None,
+                    }
+                    for i in members
+                ],
+            }
+        )
+    # Name the node for the reader where discovery saw meta.env (or had to rename it); otherwise the
+    # reader takes the name from what it finds, and a clash is caught when the result arrives.
+    return [
+        replace(found.nodes[i], node_name=shown[i] if metas[i] is not None or shown[i] != names[i] else "")
+        for i in kept
+    ]
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    n = 2
+    while f"{name}#{n}" in taken:
+        n += 1
+    return f"{name}#{n}"
+
+
+def _reread_as_unique(
+    source: NodeSource,
+    data: NodeData,
+    limits: Limits,
+    taken: set[str],
+    summary: LoadSummary,
+    by_display: dict[str, tuple[str, str]],
+) -> NodeData:
+    """A bundle whose node name showed up only while reading it, and clashes: read it again renamed.
+
+    (Rare: discovery could not read its meta.env, the reader could.)"""
+    shown = _unique(data.node, taken)
+    conflict = next((c for c in summary.node_conflicts if c["node"] == data.node), None)
+    if conflict is None:
+        conflict = {"node": data.node, "bundles": []}
+        summary.node_conflicts.append(conflict)
+        for display, (_bundle_id, node) in by_display.items():
+            if node == data.node:  # the bundle that has the name already
+                conflict["bundles"].append({"path": display, "shown_as": node, "collected_at": None})
+    conflict["bundles"].append(
+        {"path": source.display, "shown_as": shown, "collected_at": data.meta.get("collected_at")}
+    )
+    return read_node_safely(replace(source, node_name=shown), limits)
+
+
+def _unique_extras(extras: list[ExtraSource], limits: Limits, summary: LoadSummary) -> list[ExtraSource]:
+    """extra/ folders with identical files (a cluster given twice by two paths) are read once.
+
+    Folders are compared by their (path, size) listing first; file contents only on a tie."""
+    if len(extras) < 2:
+        return extras
+    digests: dict[Path, str] = {}
+
+    def digest(extra: ExtraSource) -> str:
+        if extra.location not in digests:
+            digests[extra.location] = content_digest(extra.location, False, limits)
+        return digests[extra.location]
+
+    by_listing: dict[tuple[tuple[str, int], ...], list[ExtraSource]] = defaultdict(list)
+    out: list[ExtraSource] = []
+    for extra in extras:
+        same_listing = by_listing[listing(extra.location)]
+        twin = next((e for e in same_listing if digest(e) == digest(extra)), None)
+        if twin is not None:
+            summary.duplicates.append({"path": extra.display, "same_as": twin.display})
+            continue
+        same_listing.append(extra)
+        out.append(extra)
+    return out
+
+
+def _read_all(
+    nodes: list[NodeSource], limits: Limits, jobs: int | None
+) -> Iterator[tuple[NodeSource, NodeData]]:
     workers = jobs or min(os.cpu_count() or 1, 8)
     if len(nodes) < INLINE_BELOW or workers <= 1:
         for source in nodes:
-            yield read_node(source, limits)
+            yield source, read_node_safely(source, limits)
         return
     # Keep a bounded number of bundles in flight so memory stays flat on 1,000+ nodes.  Workers start
     # from a clean server process, never forked from this one: a fork after DuckDB has started threads
@@ -81,7 +271,7 @@ def _read_all(nodes: list[NodeSource], limits: Limits, jobs: int | None) -> Iter
             queue = iter(nodes)
             in_flight: dict[Future[NodeData], NodeSource] = {}
             for source in queue:
-                in_flight[pool.submit(read_node, source, limits)] = source
+                in_flight[pool.submit(read_node_safely, source, limits)] = source
                 if len(in_flight) >= workers * 2:
                     break
             while in_flight:
@@ -90,15 +280,15 @@ def _read_all(nodes: list[NodeSource], limits: Limits, jobs: int | None) -> Iter
                     source = in_flight.pop(future)
                     result = future.result()
                     finished.add(source)
-                    yield result
+                    yield source, result
                     nxt = next(queue, None)
                     if nxt is not None:
-                        in_flight[pool.submit(read_node, nxt, limits)] = nxt
+                        in_flight[pool.submit(read_node_safely, nxt, limits)] = nxt
     except BrokenProcessPool:
         # A worker died (killed, out of memory): read what is left here rather than lose it.
         for source in nodes:
             if source not in finished:
-                yield read_node(source, limits)
+                yield source, read_node_safely(source, limits)
 
 
 def _store(writer: BatchWriter, data: NodeData, summary: LoadSummary, is_node: bool = True) -> None:
@@ -111,6 +301,18 @@ def _store(writer: BatchWriter, data: NodeData, summary: LoadSummary, is_node: b
     for table, batch in data.arrow.items():
         writer.add_arrow(table, batch)
     summary.problems += len(data.problems)
+    summary.unread_inputs.extend(data.unread)
+    _issues(writer, bid, node or None, "unread", data.unread)
+
+
+def _issues(
+    writer: BatchWriter, bundle_id: str, node: str | None, issue: str, entries: list[dict[str, str]]
+) -> None:
+    rows = [
+        {"path": e["path"], "issue": issue, "reason": e.get("reason"), "same_as": e.get("same_as")}
+        for e in entries
+    ]
+    writer.add("input_issue", bundle_id, node, rows)
 
 
 def _node_row(display: str, meta: dict[str, str]) -> dict[str, object]:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from statistics import median, quantiles
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -79,21 +80,38 @@ class Outlier:
     direction: str  # low | high
 
 
+def median_mad(values: Sequence[float]) -> tuple[float, float]:
+    """The median of some values and their MAD scaled to a standard deviation (x ``MAD_SCALE``).
+
+    The one median/MAD of the project: :func:`band_of` and the NCCL rules use it (:func:`bands` does
+    the same in SQL).
+
+    >>> median_mad([10.0, 10.0, 10.0, 10.0, 30.0])
+    (10.0, 0.0)
+    >>> median_mad([1.0, 2.0, 4.0, 8.0])
+    (3.0, 2.2239)
+    """
+    if not values:
+        raise ValueError("no values")
+    mid = median(values)
+    return mid, median(abs(v - mid) for v in values) * MAD_SCALE
+
+
 def band_of(
     values: Sequence[float], *, k: float, min_delta: float = 0.0, rel_delta: float = 0.0, group: str = ""
 ) -> Band:
     """The band of a list of values (pure Python; used for tests and small lists).
 
+    The 10th and 90th percentiles interpolate linearly, as DuckDB's ``quantile_cont`` does.
+
     >>> b = band_of([10, 10, 10, 10, 30], k=3.5, min_delta=2)
-    >>> (b.median, b.mad, b.low, b.high)
-    (10.0, 0.0, 8.0, 12.0)
+    >>> (b.median, b.mad, b.low, b.high, b.p10, b.p90)
+    (10.0, 0.0, 8.0, 12.0, 10.0, 22.0)
     """
     ordered = sorted(float(v) for v in values)
-    med = _median(ordered)
-    mad = _median(sorted(abs(v - med) for v in ordered)) * MAD_SCALE
-    return _band(
-        group, len(ordered), med, mad, _pct(ordered, 0.1), _pct(ordered, 0.9), k, min_delta, rel_delta
-    )
+    med, mad = median_mad(ordered)
+    deciles = quantiles(ordered, n=10, method="inclusive") if len(ordered) > 1 else ordered * 9
+    return _band(group, len(ordered), med, mad, deciles[0], deciles[-1], k, min_delta, rel_delta)
 
 
 def bands(
@@ -166,22 +184,6 @@ def _band(
 ) -> Band:
     half = max(k * mad, min_delta, rel * abs(med))
     return Band(group, n, float(med), float(mad), float(p10), float(p90), med - half, med + half, half)
-
-
-def _median(ordered: Sequence[float]) -> float:
-    n = len(ordered)
-    if n == 0:
-        raise ValueError("no values")
-    mid = n // 2
-    return float(ordered[mid]) if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2.0
-
-
-def _pct(ordered: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile, as DuckDB's quantile_cont."""
-    pos = (len(ordered) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(ordered) - 1)
-    return float(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo))
 
 
 def _r(x: float) -> float:

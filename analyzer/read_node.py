@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import parsers
-from analyzer.bundle import NodeSource
+from analyzer.bundle import NodeSource, node_name, strip_top
 from analyzer.coerce import coerce_rows
 from analyzer.meta import ManifestRow, Meta, parse_manifest, parse_meta
 from analyzer.safe_read import Limits, Refusal, iter_dir, iter_tar
@@ -34,6 +34,10 @@ class NodeData:
     files: list[Row] = field(default_factory=list)
     probes: list[Row] = field(default_factory=list)
     arrow: dict[str, Any] = field(default_factory=dict)  # table -> pyarrow.Table, made in the worker
+    #: {"path", "reason"} for what was not read: refused members (``bundle.tar.gz!member``, or
+    #: ``dir/member``) and the rest of a damaged or over-cap bundle
+    unread: list[dict[str, str]] = field(default_factory=list)
+    failed: str = ""  # set when reading the bundle raised: nothing of it was stored
 
     def to_arrow(self) -> None:
         """Convert every row list to Arrow here, so the parent process only inserts batches."""
@@ -61,14 +65,25 @@ def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None)
     for name, data in members:
         if source.is_tar and reader.top is None:
             reader.top = name.partition("/")[0] if "/" in name else None
-        reader.take(_strip_top(name) if source.is_tar else name, data)
+        reader.take(strip_top(name) if source.is_tar else name, data)
     reader.finish()
     for r in refusals:
-        reader.problem(_strip_top(r.path) if source.is_tar else r.path, None, f"member refused: {r.reason}")
+        reader.problem(strip_top(r.path) if source.is_tar else r.path, None, f"member refused: {r.reason}")
+        member = f"{source.display}!{r.path}" if source.is_tar else f"{source.display.rstrip('/')}/{r.path}"
+        reader.data.unread.append({"path": member, "reason": f"member refused: {r.reason}"})
     for e in errors:
         reader.problem("", None, e)
+        reader.data.unread.append({"path": source.display, "reason": e})
     reader.data.to_arrow()
     return reader.data
+
+
+def read_node_safely(source: NodeSource, limits: Limits) -> NodeData:
+    """read_node, but an unexpected error becomes a failed NodeData instead of ending the analysis."""
+    try:
+        return read_node(source, limits)
+    except Exception as exc:  # a reader bug or an OS error on one bundle must not lose the others
+        return NodeData(bundle_id="", node="", display=source.display, failed=f"{type(exc).__name__}: {exc}")
 
 
 def read_extra(path: Path, display: str, cluster_id: str, limits: Limits) -> NodeData:
@@ -81,16 +96,14 @@ def read_extra(path: Path, display: str, cluster_id: str, limits: Limits) -> Nod
         reader.parse_file(f"extra/{name}", data, None)
     for r in refusals:
         reader.problem(f"extra/{r.path}", None, f"member refused: {r.reason}")
+        reader.data.unread.append(
+            {"path": f"{display.rstrip('/')}/{r.path}", "reason": f"member refused: {r.reason}"}
+        )
     for e in errors:
         reader.problem("extra/", None, e)
+        reader.data.unread.append({"path": display, "reason": e})
     reader.data.to_arrow()
     return reader.data
-
-
-def _strip_top(name: str) -> str:
-    """Drop the single top-level directory of a node tarball."""
-    head, sep, rest = name.partition("/")
-    return rest if sep else name
 
 
 def bundle_id_for(node: str, collected_at: str, display: str) -> str:
@@ -241,9 +254,7 @@ class _NodeReader:
                 self.problem("meta.env", "meta", msg, line or None)
         if self._identified:
             return
-        node = self.meta.get("node") or self.meta.get("hostname") or self.top or self.source.location.name
-        for suffix in (".tar.gz", ".tgz", ".tar"):
-            node = node.removesuffix(suffix)
+        node = self.source.node_name or node_name(self.meta, self.top, self.source.location)
         self.data.node = node
         self.data.meta = dict(self.meta.values)
         self.data.bundle_id = bundle_id_for(node, self.meta.get("collected_at") or "", self.source.display)

@@ -29,6 +29,7 @@ class ReportData:
     def __post_init__(self) -> None:
         if self.verdict is None:
             self.verdict = compute(self.findings, self.outcomes, self.nodes)
+
     charts: dict[str, Any] = field(default_factory=dict)  # chart data, gathered only for HTML/PDF
 
 

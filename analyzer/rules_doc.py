@@ -8,8 +8,8 @@ from __future__ import annotations
 import inspect
 
 from analyzer.rules import load_rules
-from analyzer.settings import load_settings
 from analyzer.sections import SECTIONS, section_of
+from analyzer.settings import load_settings
 
 
 def render() -> str:

@@ -73,6 +73,28 @@ CORE_TABLES: dict[str, tuple[Column, ...]] = {
         Column("line", "int"),
         Column("text", "str"),
     ),
+    "bundle_checksum": (
+        Column(
+            "path", "str", "the tarball, as given (cluster.tar.gz!inner/x.tar.gz inside a cluster tarball)"
+        ),
+        Column("sha256_file", "str", "the <tarball>.sha256 beside it"),
+        Column("status", "str", "ok, mismatch, or unreadable (no digest could be read from the file)"),
+        Column("expected", "str", "the digest the .sha256 file states"),
+        Column("actual", "str", "the SHA-256 of the tarball's bytes"),
+        Column("reason", "str", "why unreadable, or a note (the file names another tarball)"),
+    ),
+    "input_issue": (
+        Column("path", "str", "the input as given, or bundle.tar.gz!member inside it"),
+        Column(
+            "issue",
+            "str",
+            "unread (not read: missing, no bundle, refused member, damaged), duplicate (identical to"
+            " same_as: analyzed once), node-conflict (another bundle claims the same node; this one is"
+            " shown under node), ignored (a file beside the bundles that is no bundle)",
+        ),
+        Column("reason", "str"),
+        Column("same_as", "str", "duplicate: the input analyzed in its place"),
+    ),
 }
 
 FINDINGS_DDL = """

@@ -70,9 +70,7 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
             {
                 "section": "B",
                 "title": "FSx utilisation",
-                "svg": charts.timeseries(
-                    c["fsx_utilisation"], c["fsx_line"], "FSx utilisation", "%"
-                ),
+                "svg": charts.timeseries(c["fsx_utilisation"], c["fsx_line"], "FSx utilisation", "%"),
                 "note": "",
             }
         )

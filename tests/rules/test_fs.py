@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.rules.helpers import analyze, fixture, write_node
 
 FS = "fs-0123456789abcdef0"
@@ -189,6 +191,35 @@ def test_fs_verdict_branches(tmp_path: Path) -> None:
     root = tmp_path / "quiet"
     write_node(root, "n1", {"cmd/iostat.txt": ("iostat", fixture("iostat", CALM)), **_cw(headroom)})
     assert analyze(root).outcome("fs.verdict") == "pass"
+
+
+def test_fs_verdict_reads_the_lines_of_the_rules_that_own_them(tmp_path: Path) -> None:
+    """fs.verdict has no utilization_pct / iowait_pct of its own: a site override of
+    fs.fsx.utilization_sustained or fs.iowait.high (--config) moves the verdict too."""
+    from analyzer.settings import SettingsError, load_settings
+
+    waiting = {"cmd/iostat.txt": ("iostat", fixture("iostat", WAITING))}  # iowait 41.44 %
+    headroom = synthetic_cw([_fsx("DiskIopsUtilization", [35.0] * 30)])
+    root = tmp_path / "c"
+    write_node(root, "n1", {**waiting, **_cw(headroom)})
+
+    (f,) = analyze(root).of("fs.verdict")
+    assert f.params["branch"] == "headroom but I/O-bound"
+    assert (f.params["utilization_pct"], f.params["iowait_pct"]) == (80, 20)
+
+    site = tmp_path / "site.toml"
+    site.write_text("[fs.fsx.utilization_sustained]\nutilization_pct = 30\n")
+    (g,) = analyze(root, load_settings(site)).of("fs.verdict")
+    assert g.params["branch"] == "capacity saturated" and g.params["utilization_pct"] == 30
+    assert g.params["capacity_signals"][0]["signal"] == "fsx_utilization"
+
+    site.write_text("[fs.iowait.high]\niowait_pct = 50\n")
+    res = analyze(root, load_settings(site))
+    assert res.outcome("fs.verdict") == "pass" and res.of("fs.iowait.high") == []
+
+    site.write_text("[fs.verdict]\nutilization_pct = 30\n")
+    with pytest.raises(SettingsError, match=r"unknown section \[fs.verdict\]"):
+        load_settings(site)
 
 
 def test_healthy_real_samples_raise_nothing_from_fs_rules(tmp_path: Path) -> None:

@@ -28,7 +28,6 @@ RULE = RuleInfo(
         "hyperpod-issue-report",
         "re-collect the node with the missing probes (install the tool, raise the probe timeout)",
     ),
-    docs="docs/rules.md#bundlecoverage",
 )
 
 
@@ -82,12 +81,9 @@ def check(ctx: Context) -> Iterable[Finding]:
         evidence = [
             ctx.evidence(f"{node}/manifest.tsv", int(str(p["line"]))) for w in bad for p in res[w][:3]
         ]
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=node,
-            gpu=None,
             message=f"{node} coverage: " + "; ".join(parts),
             params={
                 "probes_ok": len(res["ok"]),
@@ -96,7 +92,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "files_parsed": parsed[bid],
                 "missing_kinds": missing,
             },
-            route=RULE.route,
             evidence=evidence,
             bundle_id=bid,
             key=("coverage",),

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.fs._signals import data_mounts_over
+from analyzer.signals.fs import data_mounts_over
 
 RULE = RuleInfo(
     id="fs.data.full",
@@ -26,7 +26,6 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § B; hyperpod-node-debugger § I",
         "free space or grow the volume / file system before checkpoints fail",
     ),
-    docs="docs/rules.md#fsdatafull",
 )
 
 
@@ -48,12 +47,8 @@ def check(ctx: Context) -> Iterable[Finding]:
         nodes = seen[key]
         avail_gib = round((r["avail_bytes"] or 0) / 2**30, 1)
         where = f"shared {r['device']} seen from {len(nodes)} nodes" if shared else r["device"]
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=None if shared and len(nodes) > 1 else r["node"],
-            gpu=None,
             message=f"{r['mountpoint']} ({where}) on {r['node']} is {r['use_pct']:g} % used, {avail_gib:g} GiB free",
             params={
                 "mountpoint": r["mountpoint"],
@@ -63,7 +58,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "nodes": nodes,
                 "line_pct": line,
             },  # fmt: skip
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
             key=key,

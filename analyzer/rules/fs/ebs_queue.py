@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.fs._signals import run_over, series
+from analyzer.signals.fs import ebs_queue_series, run_over
 
 RULE = RuleInfo(
     id="fs.ebs.queue_sustained",
@@ -25,25 +25,19 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § B; hyperpod-node-debugger § I",
         "raise the volume's provisioned IOPS/throughput (gp3) or move to io2; keep hot data on NVMe",
     ),
-    docs="docs/rules.md#fsebsqueue_sustained",
 )
 
 
 def check(ctx: Context) -> Iterable[Finding]:
     line = ctx.threshold(RULE, "queue_length")
     warn_min = ctx.threshold(RULE, "warning_minutes")
-    stats = ("Average", "Maximum", "p99", "p90")
-    for s in series(ctx, "AWS/EBS", ("VolumeQueueLength",), stats):
+    for s in ebs_queue_series(ctx):
         run = run_over(s, line, strict=True)
         if run.longest_minutes < warn_min:
             continue
         p = run.as_params()
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=None,
-            gpu=None,
             message=(
                 f"{s.label} was above {line:g} for {p['minutes_over']:g} of {p['window_minutes']:g} minutes; "
                 f"longest run {p['longest_minutes']:g} minutes, peak {p['peak']:g}"
@@ -55,7 +49,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "line": line,
                 **p,
             },
-            route=RULE.route,
             evidence=[ctx.evidence(*run.peak_at)],
             bundle_id=s.bundle_id,
             key=(s.dimension_value,),

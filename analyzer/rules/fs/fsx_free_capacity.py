@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.fs._signals import series
+from analyzer.signals.fs import fsx_free_capacity_series
 
 RULE = RuleInfo(
     id="fs.fsx.free_capacity_low",
@@ -26,23 +26,18 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § B",
         "grow the file system's storage capacity or clean up old checkpoints",
     ),
-    docs="docs/rules.md#fsfsxfree_capacity_low",
 )
 
 
 def check(ctx: Context) -> Iterable[Finding]:
     line_gib = ctx.threshold(RULE, "free_warning_gib")
-    for s in series(ctx, "AWS/FSx", ("FreeDataStorageCapacity",), ("Minimum", "Average", "Maximum")):
+    for s in fsx_free_capacity_series(ctx):
         low = min(s.points, key=lambda p: p[1])
         free_gib = round(low[1] / 2**30, 1)
         if free_gib >= line_gib:
             continue
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=None,
-            gpu=None,
             message=f"{s.dimension_value} free data storage fell to {free_gib:g} GiB at {low[0].isoformat()} (line {line_gib:g} GiB)",
             params={
                 "file_system": s.dimension_value,
@@ -50,7 +45,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "line_gib": line_gib,
                 "statistic": s.statistic,
             },
-            route=RULE.route,
             evidence=[ctx.evidence(low[2], low[3])],
             bundle_id=s.bundle_id,
             key=(s.dimension_value,),

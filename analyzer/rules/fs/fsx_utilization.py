@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.fs._signals import FSX_UTIL_METRICS, run_over, series
+from analyzer.signals.fs import fsx_utilization_series, run_over
 
 RULE = RuleInfo(
     id="fs.fsx.utilization_sustained",
@@ -28,7 +28,6 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § B",
         "scale the file system: grow storage capacity or raise per-unit throughput / provisioned IOPS",
     ),
-    docs="docs/rules.md#fsfsxutilization_sustained",
 )
 
 
@@ -36,18 +35,15 @@ def check(ctx: Context) -> Iterable[Finding]:
     line = ctx.threshold(RULE, "utilization_pct")
     warn_min = ctx.threshold(RULE, "warning_minutes")
     crit_min = ctx.threshold(RULE, "critical_minutes")
-    for s in series(ctx, "AWS/FSx", FSX_UTIL_METRICS):
+    for s in fsx_utilization_series(ctx):
         run = run_over(s, line)
         if run.longest_minutes < warn_min:
             continue
         severity = Severity.CRITICAL if run.longest_minutes >= crit_min else Severity.WARNING
         p = run.as_params()
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=None,
-            gpu=None,
             message=(
                 f"{s.label} was at/above {line:g} % for {p['minutes_over']:g} of {p['window_minutes']:g} minutes; "
                 f"longest run {p['longest_minutes']:g} minutes ({p['longest_start']} .. {p['longest_end']}), "
@@ -61,7 +57,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "line_pct": line,
                 **p,
             },
-            route=RULE.route,
             evidence=[ctx.evidence(*run.peak_at)],
             bundle_id=s.bundle_id,
             key=(s.dimension_value, s.metric),

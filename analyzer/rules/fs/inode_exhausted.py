@@ -24,7 +24,6 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § I.4",
         "delete or pack small files (tar shards), or move them to a file system with free inodes",
     ),
-    docs="docs/rules.md#fsinodeexhausted",
 )
 
 _PSEUDO = ("tmpfs", "devtmpfs", "overlay", "squashfs", "/dev/loop", "udev", "none")
@@ -43,18 +42,13 @@ def check(ctx: Context) -> Iterable[Finding]:
     for r in rows:
         if (r["device"] or "").startswith(_PSEUDO):
             continue
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
-            gpu=None,
             message=(
                 f"{r['node']} {r['mountpoint']} ({r['device']}) has {r['inode_use_pct']:g} % of its inodes in use, "
                 f"{r['inodes_free']} free"
             ),
             params={"mountpoint": r["mountpoint"], "inode_use_pct": r["inode_use_pct"], "warning_pct": limit},
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
             key=(r["mountpoint"],),

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.fs._signals import iowait_by_node
+from analyzer.signals.fs import iowait_by_node
 
 RULE = RuleInfo(
     id="fs.iowait.high",
@@ -27,7 +27,6 @@ RULE = RuleInfo(
         "hyperpod-mfu-debugger optimization-guide.md (data pipeline); hyperpod-performance-debugger § B",
         "see fs.verdict: scale the file system if it is saturated, else fix the data pipeline",
     ),
-    docs="docs/rules.md#fsiowaithigh",
 )
 
 
@@ -37,15 +36,10 @@ def check(ctx: Context) -> Iterable[Finding]:
         if r["mean"] <= line:
             continue
         mean, peak = round(r["mean"], 2), round(r["peak"], 2)
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
-            gpu=None,
             message=f"{r['node']} CPU iowait {mean:g} % (mean of {r['reports']} interval reports, peak {peak:g} %) is above {line:g} %",
             params={"iowait_pct": mean, "peak_pct": peak, "reports": r["reports"], "line_pct": line},
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
         )

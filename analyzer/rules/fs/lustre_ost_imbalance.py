@@ -27,7 +27,6 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § B",
         "grow the file system (rebalances OSTs) and restripe hot directories (lfs setstripe / lfs migrate)",
     ),
-    docs="docs/rules.md#fslustreost_imbalance",
 )
 
 
@@ -62,12 +61,8 @@ def check(ctx: Context) -> Iterable[Finding]:
             parts.append(
                 f"{len(full)} OST(s) above {full_line:g} %: " + ", ".join(f"OST{i:04d}" for i in full)
             )
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=None,
-            gpu=None,
             message=f"Lustre {r['fsname']} ({r['osts']} OSTs): " + "; ".join(parts),
             params={
                 "fsname": r["fsname"],
@@ -79,7 +74,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "spread_line": spread_line,
                 "full_line": full_line,
             },  # fmt: skip
-            route=RULE.route,
             evidence=[ctx.evidence(top["f"], top["l"]), ctx.evidence(bottom["f"], bottom["l"])],
             bundle_id=top["b"],
             key=(r["fsname"],),

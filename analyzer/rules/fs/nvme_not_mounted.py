@@ -25,7 +25,6 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § I",
         "mount the instance-store NVMe (lifecycle script) and point caches and checkpoints at it",
     ),
-    docs="docs/rules.md#fsnvmenot_mounted",
 )
 
 
@@ -50,15 +49,10 @@ def check(ctx: Context) -> Iterable[Finding]:
         itype = r["instance_type"] or ""
         if r["mounted"] or not itype.startswith(prefixes):
             continue
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
-            gpu=None,
             message=f"{r['node']} ({itype}) has no file system mounted at {' or '.join(mountpoints)}",
             params={"instance_type": itype, "mountpoints": mountpoints},
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], None)],
             bundle_id=r["bundle_id"],
         )

@@ -25,7 +25,6 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § I.2",
         "free space on /: move data, checkpoints and caches to /opt/sagemaker or /opt/dlami/nvme",
     ),
-    docs="docs/rules.md#fsrootvolfull",
 )
 
 
@@ -44,12 +43,9 @@ def check(ctx: Context) -> Iterable[Finding]:
     for r in rows:
         severity = Severity.CRITICAL if r["use_pct"] > crit else Severity.WARNING
         avail_gib = round((r["avail_bytes"] or 0) / 2**30, 1)
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=r["node"],
-            gpu=None,
             message=f"{r['node']} root volume / ({r['device']}) is {r['use_pct']:g} % used, {avail_gib:g} GiB free",
             params={
                 "use_pct": r["use_pct"],
@@ -58,7 +54,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "warning_pct": warn,
                 "critical_pct": crit,
             },
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
         )

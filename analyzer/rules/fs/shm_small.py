@@ -26,7 +26,6 @@ RULE = RuleInfo(
         "hyperpod-nccl debugging-guide § 17; hyperpod-node-debugger § I",
         "mount /dev/shm as tmpfs of >= 16 GiB (pods: emptyDir medium Memory, sizeLimit 10Gi or more)",
     ),
-    docs="docs/rules.md#fsshmsmall",
 )
 
 
@@ -59,15 +58,11 @@ def check(ctx: Context) -> Iterable[Finding]:
         else:
             continue
         kind = f"; it is {r['fstype']}, not tmpfs" if not_tmpfs else ""
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=r["node"],
-            gpu=None,
             message=f"{r['node']} /dev/shm is {size_gib:g} GiB, {why}{kind}",
             params={"size_gib": size_gib, "fstype": r["fstype"], "critical_gib": crit, "warning_gib": warn},
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
         )

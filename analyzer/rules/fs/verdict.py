@@ -8,7 +8,9 @@ sustained) the fix is capacity: scale the file system or raise per-unit throughp
 has headroom and the access pattern is at fault: more DataLoader workers, asynchronous sharded
 checkpoints, small files packed into shards (io-pattern).  When nodes wait on I/O but the bundle has
 no FSx metrics, the branch cannot be chosen: the finding asks for the CloudWatch export.
-One cluster-level finding; params list every signal used.
+One cluster-level finding; params list every signal used.  The FSx utilisation line and the iowait line
+are those of fs.fsx.utilization_sustained (``utilization_pct``) and fs.iowait.high (``iowait_pct``), so
+a site override of either moves the verdict with the rule.
 False positives: the signals are only as good as the exported window; a CloudWatch window that does
 not cover the slow period says "headroom" wrongly.
 Reference: rules-facts § 1.7, § 4; PD-SKILL § B.
@@ -21,7 +23,22 @@ from typing import Any
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Evidence, Finding, Route, Severity
-from analyzer.rules.fs._signals import FSX_UTIL_METRICS, data_mounts_over, iowait_by_node, run_over, series
+from analyzer.rules.fs import (
+    data_full,
+    ebs_queue,
+    fsx_free_capacity,
+    fsx_utilization,
+    iowait_high,
+    lustre_ost_imbalance,
+)
+from analyzer.signals.fs import (
+    data_mounts_over,
+    ebs_queue_series,
+    fsx_free_capacity_series,
+    fsx_utilization_series,
+    iowait_by_node,
+    run_over,
+)
 
 RULE = RuleInfo(
     id="fs.verdict",
@@ -30,7 +47,6 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("cw_metric", "iostat_cpu", "filesystem_usage", "lustre_target"),
     route=Route("filesystem-capacity", "hyperpod-performance-debugger § B", "scale the file system"),
-    docs="docs/rules.md#fsverdict",
 )
 
 _CAPACITY = Route(
@@ -51,13 +67,15 @@ _UNKNOWN = Route(
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    util_line = ctx.threshold(RULE, "utilization_pct")
-    sustained = ctx.threshold(RULE, "sustained_minutes")
-    iowait_line = ctx.threshold(RULE, "iowait_pct")
-    full_line = ctx.threshold(RULE, "full_pct")
+    # Every line is owned by the rule that judges that signal alone (one source per threshold).
+    util_line = ctx.threshold(fsx_utilization.RULE, "utilization_pct")
+    sustained = ctx.threshold(fsx_utilization.RULE, "warning_minutes")
+    iowait_line = ctx.threshold(iowait_high.RULE, "iowait_pct")
+    full_line = ctx.threshold(data_full.RULE, "warning_pct")
+    ost_full_line = ctx.threshold(lustre_ost_imbalance.RULE, "full_pct")
     saturated: list[dict[str, Any]] = []
     evidence: list[Evidence] = []
-    fsx = series(ctx, "AWS/FSx", FSX_UTIL_METRICS)
+    fsx = fsx_utilization_series(ctx)
     fsx_peak = 0.0
     for s in fsx:
         run = run_over(s, util_line)
@@ -67,15 +85,15 @@ def check(ctx: Context) -> Iterable[Finding]:
                 {"signal": "fsx_utilization", "series": s.label, "longest_minutes": run.longest_minutes}
             )
             evidence.append(ctx.evidence(*run.peak_at))
-    for s in series(ctx, "AWS/EBS", ("VolumeQueueLength",), ("Average", "Maximum")):
-        run = run_over(s, ctx.threshold(RULE, "ebs_queue_length"), strict=True)
+    for s in ebs_queue_series(ctx):
+        run = run_over(s, ctx.threshold(ebs_queue.RULE, "queue_length"), strict=True)
         if run.longest_minutes >= sustained:
             saturated.append(
                 {"signal": "ebs_queue", "series": s.label, "longest_minutes": run.longest_minutes}
             )
             evidence.append(ctx.evidence(*run.peak_at))
-    free_line = ctx.threshold(RULE, "free_gib") * 2**30
-    for s in series(ctx, "AWS/FSx", ("FreeDataStorageCapacity",), ("Minimum", "Average", "Maximum")):
+    free_line = ctx.threshold(fsx_free_capacity.RULE, "free_warning_gib") * 2**30
+    for s in fsx_free_capacity_series(ctx):
         low = min(s.points, key=lambda p: p[1])
         if low[1] < free_line:
             saturated.append(
@@ -95,7 +113,7 @@ def check(ctx: Context) -> Iterable[Finding]:
     for r in ctx.rows(
         "SELECT fsname, target_index, use_pct, source_file, line FROM lustre_target "
         "WHERE target_type = 'OST' AND use_pct > ? ORDER BY fsname, target_index",
-        full_line,
+        ost_full_line,
     ):
         saturated.append(
             {"signal": "ost_full", "fsname": r["fsname"], "ost": r["target_index"], "use_pct": r["use_pct"]}
@@ -119,12 +137,9 @@ def check(ctx: Context) -> Iterable[Finding]:
         evidence = [ctx.evidence(r["source_file"], r["line"]) for r in waiting[:5]]
     else:
         return
-    yield Finding(
-        rule=RULE.id,
-        rule_version=RULE.version,
+    yield RULE.finding(
         severity=severity,
         node=None,
-        gpu=None,
         message=f"storage verdict: {branch}; {why}",
         params={
             "branch": branch,

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import gpu_states
+from analyzer.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.clocks.throttled",
@@ -26,7 +26,6 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "check cooling and power; drain if it persists"
     ),
-    docs="docs/rules.md#gpuclocksthrottled",
 )
 
 #: Clock event reasons that mean the GPU is slowed by heat or power trouble.
@@ -38,15 +37,11 @@ def check(ctx: Context) -> Iterable[Finding]:
         active = sorted(r for r in (s.get("throttle") or ()) if r in JUDGED)
         if not active:
             continue
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=s.node,
             gpu=s.index,
             message=f"{s.label} clocks are throttled: {', '.join(active)}",
             params={"pci": s.pci, "reasons": active, "source": s.source},
-            route=RULE.route,
             evidence=s.evidence(ctx, "throttle"),
             bundle_id=s.bundle_id,
             key=(s.pci,),

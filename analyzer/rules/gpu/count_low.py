@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import GpuState, gpu_states
+from analyzer.signals.gpus import GpuState, gpu_states
 
 RULE = RuleInfo(
     id="gpu.count.low",
@@ -24,7 +24,6 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("gpu", "gpu_query", "smi_gpu"),
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
-    docs="docs/rules.md#gpucountlow",
 )
 
 
@@ -41,18 +40,14 @@ def check(ctx: Context) -> Iterable[Finding]:
         expected = sku.get("gpus")
         evidence = states[0].evidence(ctx, "row")
         if expected is None:
-            yield Finding(
-                rule=RULE.id,
-                rule_version=RULE.version,
+            yield RULE.finding(
                 severity=Severity.INFO,
                 node=n["node"],
-                gpu=None,
                 message=(
                     f"{n['node']}: GPU count not judged, instance type {n['instance_type'] or 'unknown'} "
                     f"has no expectation ({count} GPU(s) seen)"
                 ),
                 params={"seen": count, "instance_type": n["instance_type"], "source": states[0].source},
-                route=RULE.route,
                 evidence=evidence,
                 bundle_id=n["bundle_id"],
                 key=("not-judged",),
@@ -60,12 +55,8 @@ def check(ctx: Context) -> Iterable[Finding]:
             continue
         if count >= expected:
             continue
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=n["node"],
-            gpu=None,
             message=f"{n['node']}: {count} GPU(s) visible, a {n['instance_type']} has {expected}",
             params={
                 "seen": count,
@@ -73,7 +64,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "instance_type": n["instance_type"],
                 "source": states[0].source,
             },
-            route=RULE.route,
             evidence=evidence,
             bundle_id=n["bundle_id"],
         )

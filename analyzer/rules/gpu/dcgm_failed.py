@@ -23,7 +23,6 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "drain and replace if the failure is hardware"
     ),
-    docs="docs/rules.md#gpudcgmfailed",
 )
 
 _SEVERITY = {"fail": Severity.CRITICAL, "warn": Severity.WARNING}
@@ -44,9 +43,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         if len(text) > 300:
             text = text[:297] + "..."
         gpu = f"GPU {r['gpu']}" if r["gpu"] is not None else "all GPUs"
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=_SEVERITY[r["result"]],
             node=r["node"],
             gpu=r["gpu"],
@@ -59,7 +56,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "dcgm_version": r["dcgm_version"],
                 "detail": text,
             },
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
             key=(r["category"], r["test"], r["result"]),

@@ -29,7 +29,6 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § G",
         "rerun the memory test alone or with DCGM >= 3.3.10 before trusting the pass",
     ),
-    docs="docs/rules.md#gpudcgmpass_untrusted",
 )
 
 
@@ -61,17 +60,12 @@ def check(ctx: Context) -> Iterable[Finding]:
             if r["memtest"]
             else "all tests passed (run level not visible)"
         )
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
-            gpu=None,
             message=f"{r['node']}: DCGM {r['dcgm_version']} (<= {limit}): {how}; a pass from this "
             "DCGM version is not authoritative",
             params={"dcgm_version": r["dcgm_version"], "max_version": limit, "memtest": bool(r["memtest"]),
                     "passed": r["passed"], "tests": r["tests"]},
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
             key=(r["source_file"],),

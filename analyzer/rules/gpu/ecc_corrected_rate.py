@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import gpu_states
+from analyzer.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.ecc.corrected_rate",
@@ -25,7 +25,6 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "watch the rate; drain and replace when it climbs"
     ),
-    docs="docs/rules.md#gpuecccorrected_rate",
 )
 
 
@@ -54,9 +53,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         if rate <= warn:
             continue
         severity = Severity.CRITICAL if rate > crit else Severity.WARNING
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=s.node,
             gpu=s.index,
@@ -72,7 +69,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "warning_per_day": warn,
                 "critical_per_day": crit,
             },
-            route=RULE.route,
             evidence=s.evidence(ctx, "ecc_volatile") + [ctx.evidence(up["source_file"], up["line"])],
             bundle_id=s.bundle_id,
             key=(s.pci,),
@@ -80,18 +76,14 @@ def check(ctx: Context) -> Iterable[Finding]:
     for (bundle_id, node), counts in young.items():
         up = uptime[(bundle_id, node)]
         hours = round(up["uptime_s"] / 3600.0, 1)
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=Severity.INFO,
             node=node,
-            gpu=None,
             message=(
                 f"{node}: corrected ECC rate not judged, uptime {hours} h is under {min_days} day(s) "
                 f"(corrected counts {', '.join(counts)})"
             ),
             params={"uptime_hours": hours, "min_uptime_days": min_days, "counts": counts},
-            route=RULE.route,
             evidence=[ctx.evidence(up["source_file"], up["line"])],
             bundle_id=bundle_id,
             key=("uptime-too-short",),

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import gpu_states
+from analyzer.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.ecc.uncorrectable",
@@ -22,7 +22,6 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("gpu", "gpu_query", "smi_gpu"),
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
-    docs="docs/rules.md#gpueccuncorrectable",
 )
 
 
@@ -33,15 +32,11 @@ def check(ctx: Context) -> Iterable[Finding]:
         if (vol or 0) <= max_count and (agg or 0) <= max_count:
             continue
         keys = [k for k, v in (("ecc_volatile", vol), ("ecc_aggregate", agg)) if (v or 0) > max_count]
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=s.node,
             gpu=s.index,
             message=f"{s.label} has uncorrectable ECC errors: volatile {vol}, aggregate {agg}",
             params={"pci": s.pci, "volatile": vol, "aggregate": agg, "source": s.source},
-            route=RULE.route,
             evidence=s.evidence(ctx, *keys),
             bundle_id=s.bundle_id,
         )

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from analyzer.engine import Context, RuleInfo
-from analyzer.findings import Evidence, Finding, Route, Severity
+from analyzer.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="gpu.fabric.state",
@@ -28,7 +28,6 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "restart nvidia-fabricmanager; reboot, then replace"
     ),
-    docs="docs/rules.md#gpufabricstate",
 )
 
 _OK_STATE, _OK_STATUS = "completed", "success"
@@ -51,15 +50,14 @@ def check(ctx: Context) -> Iterable[Finding]:
             bad_gpus.setdefault((r["bundle_id"], r["node"]), []).append(r)
     for (bundle_id, node), rows in bad_gpus.items():
         states = sorted({f"{r['fabric_state']}/{r['fabric_status']}" for r in rows})
-        yield _finding(
-            Severity.CRITICAL,
-            bundle_id,
-            node,
-            f"{node}: fabric not ready on {len(rows)} GPU(s) ({', '.join(str(r['gpu']) for r in rows)}): "
-            f"state/status {', '.join(states)}",
-            {"gpus": [r["gpu"] for r in rows], "states": states},
-            [ctx.evidence(r["source_file"], r["fabric_line"]) for r in rows[:3]],
-            ("gpu",),
+        yield RULE.finding(
+            node=node,
+            message=f"{node}: fabric not ready on {len(rows)} GPU(s) "
+            f"({', '.join(str(r['gpu']) for r in rows)}): state/status {', '.join(states)}",
+            params={"gpus": [r["gpu"] for r in rows], "states": states},
+            evidence=[ctx.evidence(r["source_file"], r["fabric_line"]) for r in rows[:3]],
+            bundle_id=bundle_id,
+            key=("gpu",),
         )
     services = ctx.rows(
         """SELECT * FROM service_state WHERE unit LIKE 'nvidia-fabricmanager%'
@@ -71,56 +69,32 @@ def check(ctx: Context) -> Iterable[Finding]:
         active = (r["active_state"] or "").lower()
         if active in ("failed", "inactive") and (where in fabric_nodes or where not in gpu_nodes):
             sev = Severity.CRITICAL if where in fabric_nodes else Severity.WARNING
-            yield _finding(
-                sev,
-                r["bundle_id"],
-                r["node"],
-                f"{r['node']}: nvidia-fabricmanager is {active} ({r['sub_state']}, result {r['result']})"
+            yield RULE.finding(
+                severity=sev,
+                node=r["node"],
+                message=f"{r['node']}: nvidia-fabricmanager is {active} ({r['sub_state']}, result {r['result']})"
                 + (
                     ""
                     if where in fabric_nodes
                     else "; no GPU fabric state in the bundle to confirm the impact"
                 ),
-                {
+                params={
                     "active_state": active,
                     "sub_state": r["sub_state"],
                     "result": r["result"],
                     "gpus_report_fabric": where in fabric_nodes,
                 },
-                evidence,
-                ("service",),
+                evidence=evidence,
+                bundle_id=r["bundle_id"],
+                key=("service",),
             )
         elif r["fabric_state"] is not None and _bad(r["fabric_state"], r["fabric_status"]):
-            yield _finding(
-                Severity.CRITICAL,
-                r["bundle_id"],
-                r["node"],
-                f"{r['node']}: Fabric Manager reports fabric state {r['fabric_state']}, status {r['fabric_status']}",
-                {"fabric_state": r["fabric_state"], "fabric_status": r["fabric_status"]},
-                evidence,
-                ("service-fabric",),
+            yield RULE.finding(
+                node=r["node"],
+                message=f"{r['node']}: Fabric Manager reports fabric state {r['fabric_state']}, "
+                f"status {r['fabric_status']}",
+                params={"fabric_state": r["fabric_state"], "fabric_status": r["fabric_status"]},
+                evidence=evidence,
+                bundle_id=r["bundle_id"],
+                key=("service-fabric",),
             )
-
-
-def _finding(
-    sev: Severity,
-    bundle_id: str,
-    node: str,
-    message: str,
-    params: dict[str, Any],
-    evidence: list[Evidence],
-    key: tuple[str, ...],
-) -> Finding:
-    return Finding(
-        rule=RULE.id,
-        rule_version=RULE.version,
-        severity=sev,
-        node=node,
-        gpu=None,
-        message=message,
-        params=params,
-        route=RULE.route,
-        evidence=evidence,
-        bundle_id=bundle_id,
-        key=key,
-    )

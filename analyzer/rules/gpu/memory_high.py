@@ -29,7 +29,6 @@ RULE = RuleInfo(
         "hyperpod-mfu-debugger references/node-diagnostics.md § 3",
         "no action on the node; if the job hits CUDA OOM, reduce batch/sequence size or enable checkpointing",
     ),
-    docs="docs/rules.md#gpumemoryhigh",
 )
 
 #: One row per GPU and node, from the best source the node has (-q, then the CSV's last sample, then
@@ -70,17 +69,13 @@ def check(ctx: Context) -> Iterable[Finding]:
             continue
         seen.add(ident)
         label = f"GPU {r['gpu']}" if r["gpu"] is not None else "a GPU"
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
             gpu=r["gpu"],
             message=f"{r['node']} {label}: memory {int(r['used'])} of {int(r['total'])} MiB used "
             f"({pct} % > {limit} %, {r['src']}); near CUDA out-of-memory",
             params={"used_mib": int(r["used"]), "total_mib": int(r["total"]), "used_pct": pct,
                     "limit_pct": limit, "source": r["src"], "pci": r["pci"]},
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
             key=(r["pci"],),

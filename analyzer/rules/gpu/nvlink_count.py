@@ -25,7 +25,6 @@ RULE = RuleInfo(
     severity=Severity.CRITICAL,
     requires=("nvlink",),
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
-    docs="docs/rules.md#gpunvlinkcount",
 )
 
 
@@ -54,9 +53,7 @@ def check(ctx: Context) -> Iterable[Finding]:
             severity = Severity.WARNING
         if severity is None:
             continue
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=s.node,
             gpu=s.gpu,
@@ -72,7 +69,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "peer_links": peer,
                 "instance_type": s.instance_type,
             },
-            route=RULE.route,
             evidence=[ctx.evidence(s.source_file, s.links[0]["line"])],
             bundle_id=s.bundle_id,
         )

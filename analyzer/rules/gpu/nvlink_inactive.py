@@ -22,7 +22,6 @@ RULE = RuleInfo(
     severity=Severity.CRITICAL,
     requires=("nvlink",),
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
-    docs="docs/rules.md#gpunvlinkinactive",
 )
 
 
@@ -38,15 +37,11 @@ def check(ctx: Context) -> Iterable[Finding]:
             what = f"{len(down)} of {total} NVLinks are down (links {', '.join(map(str, numbers))})"
         else:
             what = f"all NVLinks are down ({len(numbers) or 'every'} link(s) listed)"
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=s.node,
             gpu=s.gpu,
             message=f"{s.label}: {what}",
             params={"down": len(down), "active": len(active), "links_down": numbers, "nvswitch": s.nvswitch},
-            route=RULE.route,
             evidence=[ctx.evidence(s.source_file, line) for line in s.lines(down)],
             bundle_id=s.bundle_id,
             key=(s.nvswitch,),

@@ -24,7 +24,6 @@ RULE = RuleInfo(
     severity=Severity.WARNING,
     requires=("nvlink",),
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reboot; drain and replace if it persists"),
-    docs="docs/rules.md#gpunvlinkslow",
 )
 
 
@@ -54,10 +53,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         if not slow:
             continue
         worst = min(link["speed_gbps"] for link in slow)
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=s.node,
             gpu=s.gpu,
             message=(
@@ -72,7 +68,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "peer_median_gbps": median,
                 "instance_type": s.instance_type,
             },
-            route=RULE.route,
             evidence=[ctx.evidence(s.source_file, line) for line in s.lines(slow)],
             bundle_id=s.bundle_id,
         )

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import GpuState, gpu_states
+from analyzer.signals.gpus import GpuState, gpu_states
 
 RULE = RuleInfo(
     id="gpu.pcie.gen_below_peers",
@@ -24,7 +24,6 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("gpu", "gpu_query", "smi_gpu"),
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reboot; reseat or replace if it persists"),
-    docs="docs/rules.md#gpupciegen_below_peers",
 )
 
 
@@ -44,10 +43,7 @@ def check(ctx: Context) -> Iterable[Finding]:
             cur = s.get("pcie_gen_current")
             if cur >= gen:
                 continue
-            yield Finding(
-                rule=RULE.id,
-                rule_version=RULE.version,
-                severity=RULE.severity,
+            yield RULE.finding(
                 node=s.node,
                 gpu=s.index,
                 message=(
@@ -64,7 +60,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                     "pstate": pstate,
                     "name": name,
                 },
-                route=RULE.route,
                 evidence=s.evidence(ctx, "pcie"),
                 bundle_id=s.bundle_id,
                 key=(s.pci,),

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import gpu_states
+from analyzer.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.pcie.width_degraded",
@@ -22,7 +22,6 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("gpu", "gpu_query", "smi_gpu"),
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reseat or replace (reboot first)"),
-    docs="docs/rules.md#gpupciewidth_degraded",
 )
 
 
@@ -31,15 +30,11 @@ def check(ctx: Context) -> Iterable[Finding]:
         cur, top = s.get("pcie_width_current"), s.get("pcie_width_max")
         if cur is None or top is None or cur >= top:
             continue
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=s.node,
             gpu=s.index,
             message=f"{s.label} PCIe link is x{cur}, its maximum is x{top}",
             params={"pci": s.pci, "width_current": cur, "width_max": top, "source": s.source},
-            route=RULE.route,
             evidence=s.evidence(ctx, "pcie"),
             bundle_id=s.bundle_id,
             key=(s.pci,),

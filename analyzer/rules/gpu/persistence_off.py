@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import GpuState, gpu_states
+from analyzer.signals.gpus import GpuState, gpu_states
 
 RULE = RuleInfo(
     id="gpu.persistence.off",
@@ -22,7 +22,6 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("gpu", "gpu_query", "smi_gpu"),
     route=Route("node-hardware", "hyperpod-node-debugger § G", "enable persistence mode (nvidia-smi -pm 1)"),
-    docs="docs/rules.md#gpupersistenceoff",
 )
 
 
@@ -34,15 +33,10 @@ def check(ctx: Context) -> Iterable[Finding]:
     for (bundle_id, node), off in nodes.items():
         gpus = [s.index for s in off]
         evidence = [e for s in off[:3] for e in s.evidence(ctx, "persistence")]
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=node,
-            gpu=None,
             message=f"{node}: persistence mode is off on {len(gpus)} GPU(s): {', '.join(map(str, gpus))}",
             params={"gpus": gpus, "count": len(gpus), "source": off[0].source},
-            route=RULE.route,
             evidence=evidence,
             bundle_id=bundle_id,
         )

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import flagged
+from analyzer.signals.gpus import flagged
 
 RULE = RuleInfo(
     id="gpu.remap.failed",
@@ -22,7 +22,6 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("gpu", "gpu_query", "smi_gpu"),
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
-    docs="docs/rules.md#gpuremapfailed",
 )
 
 

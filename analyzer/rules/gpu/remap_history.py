@@ -18,7 +18,7 @@ from typing import Any
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import yes
+from analyzer.signals.gpus import yes
 
 RULE = RuleInfo(
     id="gpu.remap.history",
@@ -31,7 +31,6 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § G",
         "no action now; watch this GPU for new ECC errors, pending remaps or a remap failure",
     ),
-    docs="docs/rules.md#gpuremaphistory",
 )
 
 
@@ -60,10 +59,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         if r["rows"] <= above or yes(r["pending"]) is not False or yes(r["failure"]) is not False:
             continue
         label = f"{node} GPU {r['index'] if r['index'] is not None else '?'} ({r['pci'] or 'PCI unknown'})"
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=node,
             gpu=r["index"],
             message=(
@@ -71,7 +67,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 f"none pending, no remap failure (repaired history)"
             ),
             params={"uncorrectable_rows": r["rows"], "pci": r["pci"], "source": r["source"]},
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=bundle_id,
             key=(gpu_id,),

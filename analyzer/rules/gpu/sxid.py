@@ -24,7 +24,6 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "reset the node; replace the baseboard if it recurs"
     ),
-    docs="docs/rules.md#gpusxid",
 )
 
 
@@ -53,12 +52,9 @@ def check(ctx: Context) -> Iterable[Finding]:
         evidence = [ctx.evidence(r["source_file"], r["first_line"])]
         if r["last_line"] != r["first_line"]:
             evidence.append(ctx.evidence(r["source_file"], r["last_line"]))
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=r["node"],
-            gpu=None,
             message=(
                 f"{r['node']} NVSwitch {r['pci'] or '(PCI unknown)'} logged SXid {r['xid']} ({kind}) "
                 f"{events}x, first at {r['first_seen']}"
@@ -72,7 +68,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "first_seen": r["first_seen"],
                 "last_seen": r["last_seen"],
             },
-            route=RULE.route,
             evidence=evidence,
             bundle_id=r["bundle_id"],
             key=(r["pci"], r["xid"]),

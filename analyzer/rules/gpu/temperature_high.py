@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import gpu_states
+from analyzer.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.temperature.high",
@@ -23,7 +23,6 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("gpu", "gpu_query", "smi_gpu"),
     route=Route("node-hardware", "hyperpod-node-debugger § G", "check cooling; drain if it persists"),
-    docs="docs/rules.md#gputemperaturehigh",
 )
 
 
@@ -34,15 +33,12 @@ def check(ctx: Context) -> Iterable[Finding]:
         if temp is None or temp < warn:
             continue
         severity = Severity.CRITICAL if temp >= crit else Severity.WARNING
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=s.node,
             gpu=s.index,
             message=f"{s.label} is at {temp:g} °C (warning at {warn} °C, critical at {crit} °C)",
             params={"pci": s.pci, "temp_c": temp, "warning_c": warn, "critical_c": crit, "source": s.source},
-            route=RULE.route,
             evidence=s.evidence(ctx, "temp_c"),
             bundle_id=s.bundle_id,
             key=(s.pci,),

@@ -32,7 +32,6 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § A",
         "compare the node's topology with its peers; reboot, and replace the node if the layout stays different",
     ),
-    docs="docs/rules.md#gputoponic_drift",
 )
 
 
@@ -78,18 +77,13 @@ def check(ctx: Context) -> Iterable[Finding]:
             diff = [f"{g}-{n} {mine.get((g, n), 'absent')} (majority {ref.get((g, n), 'absent')})"
                     for g, n in changed]  # fmt: skip
             rows = [lines[m][c] for c in changed if c in lines[m]] or list(lines[m].values())[:1]
-            yield Finding(
-                rule=RULE.id,
-                rule_version=RULE.version,
-                severity=RULE.severity,
+            yield RULE.finding(
                 node=m[1],
-                gpu=None,
                 message=f"{m[1]} ({itype}): GPU-NIC topology differs from the majority pattern of "
                 f"{len(ref_nodes)} of {len(members)} nodes in {len(diff)} cell(s): {'; '.join(diff[:8])}"
                 + (" ..." if len(diff) > 8 else ""),
                 params={"instance_type": itype, "differences": diff, "cells": len(diff),
                         "majority_nodes": ref_nodes, "nodes": len(members)},
-                route=RULE.route,
                 evidence=list(dict.fromkeys(ctx.evidence(*w) for w in rows))[:8],
                 bundle_id=m[0],
             )  # fmt: skip
@@ -98,18 +92,12 @@ def check(ctx: Context) -> Iterable[Finding]:
 def _no_majority(ctx, itype, members, patterns, lines) -> Finding:  # type: ignore[no-untyped-def]
     distinct = list(dict.fromkeys(patterns[m] for m in sorted(members, key=lambda x: x[1])))
     by_pattern = [sorted(m[1] for m in members if patterns[m] == p) for p in distinct]
-    return Finding(
-        rule=RULE.id,
-        rule_version=RULE.version,
-        severity=RULE.severity,
+    return RULE.finding(
         node=None,
-        gpu=None,
         message=f"{itype}: {len(distinct)} different GPU-NIC topology patterns among {len(members)} nodes "
         f"and none is a majority: {' | '.join(', '.join(g) for g in by_pattern)}",
         params={"instance_type": itype, "patterns": len(distinct), "nodes": len(members),
                 "groups": by_pattern},
-        route=RULE.route,
         evidence=[ctx.evidence(*next(iter(lines[m].values()))) for m in sorted(members, key=lambda x: x[1])][:8],
-        bundle_id=None,
         key=(itype,),
     )  # fmt: skip

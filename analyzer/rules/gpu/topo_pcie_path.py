@@ -35,7 +35,6 @@ RULE = RuleInfo(
         "hyperpod-nccl debugging-guide § 14",
         "check NVLink and Fabric Manager on the node; drain and replace if the NVLinks are down",
     ),
-    docs="docs/rules.md#gputopopcie_path",
 )
 
 _PCIE = ("pcie_switch", "pcie_host", "numa", "cross_socket")
@@ -87,10 +86,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         gpu = common[0] if len(common) == 1 and len(bad) > 1 else None
         listed = [f"GPU{a}-GPU{b} {r['link']}" for (a, b), r, _ in bad]
         reasons = sorted({w for _, _, w in bad})
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=node,
             gpu=gpu,
             message=f"{node} ({itype}): {len(bad)} GPU pair(s) connect over PCIe where NVLink is expected "
@@ -98,7 +94,6 @@ def check(ctx: Context) -> Iterable[Finding]:
             + (f"; GPU {gpu} is in every one" if gpu is not None else ""),
             params={"instance_type": itype, "pairs": listed, "count": len(bad), "expected_from": reasons,
                     "common_gpu": gpu, "usual_nvlink_peers": usual, "peer_nodes": len(peers)},
-            route=RULE.route,
             evidence=list(dict.fromkeys(ctx.evidence(r["source_file"], r["line"]) for _, r, _ in bad))[:8],
             bundle_id=bundle_id,
         )  # fmt: skip

@@ -1,12 +1,21 @@
 """Xid events in the kernel log: one finding per node, GPU and Xid code (a burst is one finding).
 
-Why it matters: an Xid is the NVIDIA driver reporting a GPU error; hardware-class Xids (48, 62, 64, 74,
-95, ...) mean the node must be drained (rules-facts § 2, GPU-XID-*).  An Xid the driver says was
-"caused by previous Xid N" (45 after 149/145, ...) is folded into the finding of its cause, so one fault
-gives one finding.  When the cause itself is not in the log (the log was cut), the finding names the
-cause and says so, at warning at most.  Xid 79 / "fallen off the bus" is left to
-``gpu.xid.fallen_off_bus``.  False positives: application-class Xids (13, 31, 43, 45) usually come from
-the job's own code; they are info unless they repeat on one GPU.
+Why it matters: an Xid is the NVIDIA driver reporting a GPU error.  Severity and action follow
+NVIDIA's Xid catalog (``analyzer/xid_catalog.py``): the immediate resolution bucket sets the severity
+(RESET_GPU / RESTART_BM / CHECK_MECHANICALS critical, RESTART_APP / CONTACT_SUPPORT warning, IGNORE and
+codes unused on Ampere+ info) and the first action (a GPU reset is a node reboot on HyperPod, which its
+auto-recovery does).  The investigatory bucket applies when the same Xid recurs on the same GPU
+(``repeat_escalation`` times in the bundle): info becomes warning, and a reset-class Xid whose
+investigation is CONTACT_SUPPORT (or the Xid 48 RMA flow) becomes "replace the node".  Xid 144-150
+lines are decoded (sub-code, IntrInfo, error status, link) with NVIDIA's "XID 144-150 Decode" table,
+and the decoded row sets the buckets; the decoded fields are in ``params["nvlink"]``.  Xid 154 is rated
+by the recovery action it names; Xid 48 with 63/64 on the same GPU is "drain and reset"; Xid 45 alone
+on a node is "restart Fabric Manager".  An Xid the driver says was "caused by previous Xid N" (45
+after 149/145, ...) is folded into the finding of its cause, so one fault gives one finding.  When the
+cause itself is not in the log (the log was cut), the finding names the cause and says so, at warning
+at most.  Xid 79 / "fallen off the bus" is left to ``gpu.xid.fallen_off_bus``.  A code not in the
+catalog is a warning that says so.  False positives: application-class Xids (13, 31, 43, 45) usually
+come from the job's own code; they are info unless they recur on one GPU.
 Reference: NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html.
 """
 
@@ -17,21 +26,46 @@ from typing import Any
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import GPU_BY_PCI
-from analyzer.xid_catalog import event_severity, xid_entry
+from analyzer.signals.gpus import GPU_BY_PCI
+from analyzer.xid_catalog import assess, worst, xid_entry
 
 RULE = RuleInfo(
     id="gpu.xid",
     title="Xid errors in the kernel log",
     severity=Severity.CRITICAL,
+    version=2,  # 2: actions and severities follow NVIDIA's Xid catalog buckets
     requires=("kernel_event",),
-    route=Route("node-hardware", "hyperpod-node-debugger § G", "drain and replace"),
-    docs="docs/rules.md#gpuxid",
+    route=Route("node-hardware", "hyperpod-node-debugger § G", "follow the Xid catalog action of each code"),
 )
 
 
-def _worst(a: Severity, b: Severity) -> Severity:
-    return a if a.rank <= b.rank else b
+def _occurrences(code: int, events: list[dict[str, Any]]) -> int:
+    """How often the Xid recurred on this GPU: its lines, or for Xid 144-150 (one fault prints a line
+    per link) its lines on the busiest link (NV-XID counts NVLink errors "on the same link")."""
+    if not 144 <= code <= 150:
+        return len(events)
+    per_link: dict[Any, int] = {}
+    for e in events:
+        d = assess(code, e["message"]).nvlink
+        link = d["link"] if d else None
+        per_link[link] = per_link.get(link, 0) + 1
+    return max(per_link.values(), default=0)
+
+
+def _decoded(events: list[dict[str, Any]], code: int, context: dict[str, Any]) -> list[dict[str, Any]]:
+    """The distinct Xid 144-150 decodes of a group, one per sub-code row, with the links (and their
+    IntrInfo values) it hit."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for e in events:
+        d = assess(code, e["message"], **context).nvlink
+        if d is None:
+            continue
+        row = {k: v for k, v in d.items() if k not in ("link", "intr_info")}
+        item = out.setdefault(tuple(sorted(row.items())), {**row, "links": [], "intr_info": []})
+        for key, value in (("links", d["link"]), ("intr_info", d["intr_info"])):
+            if value is not None and value not in item[key]:
+                item[key].append(value)
+    return list(out.values())
 
 
 def check(ctx: Context) -> Iterable[Finding]:
@@ -41,43 +75,56 @@ def check(ctx: Context) -> Iterable[Finding]:
         SELECT e.bundle_id, e.node, e.pci, e.xid, e.caused_by_xid, e.line, e.source_file, e.message, g.gpu,
                coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw) AS at
         FROM kernel_event e LEFT JOIN g ON g.bundle_id = e.bundle_id AND g.pci = e.pci
-        WHERE e.event_type = 'xid' AND e.xid <> 79
+        WHERE e.event_type = 'xid'
         ORDER BY e.bundle_id, e.node, e.pci, e.line
         """
     )
     repeat = ctx.threshold(RULE, "repeat_escalation")
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     present = {(r["bundle_id"], r["node"], r["pci"], r["xid"]) for r in rows}
+    on_node: dict[tuple[Any, ...], set[int]] = {}
     for r in rows:
+        on_node.setdefault((r["bundle_id"], r["node"]), set()).add(r["xid"])
+    for r in rows:
+        if r["xid"] == 79:
+            continue  # gpu.xid.fallen_off_bus reports it
         cause = r["caused_by_xid"]
         # fold into the cause (79 stays apart: gpu.xid.fallen_off_bus reports the cause)
         code = cause if cause not in (None, r["xid"], 79) else r["xid"]
         key = (r["bundle_id"], r["node"], r["pci"], code)
-        g = groups.setdefault(key, {"row": r, "events": [], "folded": {}, "severity": Severity.INFO})
+        g = groups.setdefault(key, {"row": r, "events": [], "folded": {}})
         if code == r["xid"]:
             g["events"].append(r)
-            g["severity"] = _worst(g["severity"], event_severity(r["xid"], r["message"]))
         else:
             g["folded"].setdefault(r["xid"], []).append(r)
     for (bundle_id, node, pci, code), g in groups.items():
         entry = xid_entry(code)
         events, folded = g["events"], g["folded"]
         logged = (bundle_id, node, pci, code) in present
-        severity = g["severity"] if events else entry.severity
-        if severity == Severity.INFO and len(events) >= repeat:
-            severity = Severity.WARNING  # an app-class Xid that keeps recurring on one GPU
+        context = {
+            "count": _occurrences(code, events),
+            "repeat": repeat,
+            "solo": on_node[(bundle_id, node)] == {code},
+            "with_remap": any((bundle_id, node, pci, x) in present for x in (63, 64)),
+        }
+        judged = worst(assess(code, e["message"], **context) for e in events) if events else assess(code)
+        severity = judged.severity
         if not logged and severity == Severity.CRITICAL:
             severity = Severity.WARNING  # the cause's own line is missing: not enough to drain on
         every = sorted(events + [e for evs in folded.values() for e in evs], key=lambda e: e["line"])
         first, last = every[0], every[-1]
         gpu = g["row"]["gpu"]
         where = f"{node} {'GPU ' + str(gpu) if gpu is not None else 'a GPU'} ({pci or 'PCI unknown'})"
-        times = first["at"] if first["at"] == last["at"] else f"{first['at']} .. {last['at']}"
+        times = first["at"] if last["at"] in (None, first["at"]) else f"{first['at']} .. {last['at']}"
         folded_text = ", ".join(f"Xid {x} {len(evs)}x" for x, evs in sorted(folded.items()))
         if logged:
             message = f"{where} logged Xid {code} ({entry.meaning}) {len(events)}x"
         else:
             message = f"{where}: Xid {code} ({entry.meaning}) is named as the cause but is not in the log"
+        nvlink = _decoded(events, code, context)
+        for d in nvlink:
+            links = ", ".join(str(x) for x in d["links"]) or "?"
+            message += f"; sub-code {d['subcode']} ({d['nvidia_severity'] or 'not in the decode table'}, link {links})"
         if folded_text:
             message += f"; folded: {folded_text} caused by it"
         if first["at"]:
@@ -85,9 +132,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         evidence = [ctx.evidence(first["source_file"], first["line"])]
         if last["line"] != first["line"]:
             evidence.append(ctx.evidence(last["source_file"], last["line"]))
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=node,
             gpu=gpu,
@@ -101,8 +146,14 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "first_seen": first["at"],
                 "last_seen": last["at"],
                 "class": entry.cause_class,
+                "meaning": entry.meaning,
+                "immediate": judged.immediate,
+                "investigatory": judged.investigatory,
+                "recurring": judged.recurring,
+                "catalog_source": entry.source,
+                **({"nvlink": nvlink} if nvlink else {}),
             },
-            route=Route(RULE.route.owner, RULE.route.target, entry.action),
+            route=Route(RULE.route.owner, RULE.route.target, judged.action),
             evidence=evidence,
             bundle_id=bundle_id,
             key=(code, pci),

@@ -1,10 +1,14 @@
 """A GPU that has "fallen off the bus" (Xid 79): the PCIe link to the GPU is lost.
 
-Why it matters: the GPU no longer answers the driver; every job on the node fails and only a
-bare-metal restart brings it back, so the node is drained at once and usually replaced (rules-facts
-GPU-XID-79: ND-CAT § 2.1, PD-DET "drain immediately"; NV-XID RESTART_BM).  Reported apart from
-``gpu.xid`` so it stands out.  Both the Xid 79 line and the multi-line NVRM "fallen off the bus"
-message count; they are one finding per GPU.  False positives: none known.
+Why it matters: the GPU no longer answers the driver and every job on the node fails.  NVIDIA's
+catalog (NV-XID) gives Xid 79 the immediate bucket RESTART_BM (restart the machine; on HyperPod a node
+reboot, which its auto-recovery does) and the investigatory bucket CONTACT_SUPPORT, so the action is
+"reboot"; only when the GPU falls off the bus again (``repeat_escalation`` Xid 79 events on the same
+GPU in one bundle: a GPU off the bus logs nothing more until it is back) does it become "replace the
+node" (rules-facts GPU-XID-79: ND-CAT § 2.1 and PD-DET say drain and replace at once; NV-XID is
+followed here).  Reported apart from ``gpu.xid`` so it stands out.  Both the Xid 79 line and the
+multi-line NVRM "fallen off the bus" message count; they are one finding per GPU, and one event when
+they come together.  False positives: none known.
 Reference: NVIDIA Xid catalog, Xid 79.
 """
 
@@ -14,15 +18,18 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import GPU_BY_PCI
+from analyzer.signals.gpus import GPU_BY_PCI
+from analyzer.xid_catalog import assess, xid_entry
 
 RULE = RuleInfo(
     id="gpu.xid.fallen_off_bus",
     title="GPU fallen off the bus (Xid 79)",
     severity=Severity.CRITICAL,
+    version=2,  # 2: actions and severities follow NVIDIA's Xid catalog buckets
     requires=("kernel_event",),
-    route=Route("node-hardware", "hyperpod-node-debugger § F", "drain now and replace"),
-    docs="docs/rules.md#gpuxidfallen_off_bus",
+    route=Route(
+        "node-hardware", "hyperpod-node-debugger § F", "reboot the node; replace it if it falls off again"
+    ),
 )
 
 
@@ -31,6 +38,8 @@ def check(ctx: Context) -> Iterable[Finding]:
         f"""
         WITH g AS ({GPU_BY_PCI})
         SELECT e.bundle_id, e.node, e.pci, any_value(g.gpu) AS gpu, count(*) AS n,
+               count(*) FILTER (WHERE e.event_type = 'xid') AS n_xid,
+               count(*) FILTER (WHERE e.event_type = 'fallen_off_bus') AS n_text,
                arg_min(e.line, e.line) AS first_line, arg_max(e.line, e.line) AS last_line,
                arg_min(coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw), e.line) AS first_seen,
                arg_max(coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw), e.line) AS last_seen,
@@ -40,7 +49,10 @@ def check(ctx: Context) -> Iterable[Finding]:
         GROUP BY e.bundle_id, e.node, e.pci ORDER BY e.node, e.pci
         """
     )
+    repeat = ctx.threshold(RULE, "repeat_escalation")
+    entry = xid_entry(79)
     for r in rows:
+        judged = assess(79, count=max(r["n_xid"], r["n_text"]), repeat=repeat)
         where = f"{r['node']} {'GPU ' + str(r['gpu']) if r['gpu'] is not None else 'a GPU'}"
         times = (
             r["first_seen"] if r["first_seen"] == r["last_seen"] else f"{r['first_seen']} .. {r['last_seen']}"
@@ -48,10 +60,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         evidence = [ctx.evidence(r["source_file"], r["first_line"])]
         if r["last_line"] != r["first_line"]:
             evidence.append(ctx.evidence(r["source_file"], r["last_line"]))
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
             gpu=r["gpu"],
             message=(
@@ -64,8 +73,13 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "count": r["n"],
                 "first_seen": r["first_seen"],
                 "last_seen": r["last_seen"],
+                "immediate": judged.immediate,
+                "investigatory": judged.investigatory,
+                "recurring": judged.recurring,
+                "class": entry.cause_class,
             },
-            route=RULE.route,
+            severity=judged.severity,
+            route=Route(RULE.route.owner, RULE.route.target, judged.action),
             evidence=evidence,
             bundle_id=r["bundle_id"],
             key=(r["pci"],),

@@ -41,12 +41,8 @@ def process_findings(ctx: Context, rule: RuleInfo, event_type: str, what: str) -
     ``what`` describes the events, with ``{n}`` for their count: "OOM killer ended {n} process(es)"."""
     for r in events_per_node(ctx, (event_type,)):
         procs = sorted(r["processes"] or [])
-        yield Finding(
-            rule=rule.id,
-            rule_version=rule.version,
-            severity=rule.severity,
+        yield rule.finding(
             node=r["node"],
-            gpu=None,
             message=f"{r['node']}: {what.format(n=r['n'])}{when(r)}: {', '.join(procs) or 'unknown'}",
             params={
                 "count": r["n"],
@@ -54,7 +50,6 @@ def process_findings(ctx: Context, rule: RuleInfo, event_type: str, what: str) -
                 "first_seen": r["first_seen"],
                 "last_seen": r["last_seen"],
             },
-            route=rule.route,
             evidence=[ctx.evidence(r["source_file"], r["first_line"])],
             bundle_id=r["bundle_id"],
         )

@@ -28,7 +28,6 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § A",
         "set the governor to performance (cpupower frequency-set -g performance)",
     ),
-    docs="docs/rules.md#hostcpugovernor",
 )
 
 
@@ -51,15 +50,10 @@ def check(ctx: Context) -> Iterable[Finding]:
             continue
         counts = {g["governor"]: g["cpus"] for g in govs}
         text = ", ".join(f"{n} CPU(s) {g}" for g, n in counts.items())
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=node,
-            gpu=None,
             message=f"{node}: CPU governor is not {wanted}: {text}",
             params={"governors": counts, "expected": wanted},
-            route=RULE.route,
             evidence=[ctx.evidence(g["source_file"], g["line"]) for g in other[:3]],
             bundle_id=bundle_id,
         )

@@ -21,6 +21,7 @@ recovered since.  Schedulable / Passed / InProgress raise nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
@@ -33,7 +34,6 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "let HyperPod recover the node, or reboot / replace it"
     ),
-    docs="docs/rules.md#hostdeep_healthfailed",
 )
 
 _PREFIX = "sagemaker.amazonaws.com/"
@@ -69,25 +69,34 @@ def check(ctx: Context) -> Iterable[Finding]:
             if state is None or hit is None:
                 continue
             severity, meaning = hit
-            yield _finding(ctx, bundle_id, node, state, severity, meaning.format(hours=hours), RULE.route)
+            yield _label_finding(
+                ctx, bundle_id, node, state, severity, meaning.format(hours=hours), RULE.route
+            )
         fault = found.get("fault-type") or found.get("fault-types")
         if fault is not None and fault["value"].strip().lower() not in ("none", "null"):
             reason = found.get("fault-reason") or found.get("fault-reasons")
             text = f"reports fault type {fault['value']}" + (f" ({reason['value']})" if reason else "")
             route = _NETWORK if "network" in fault["value"].lower() else RULE.route
-            yield _finding(ctx, bundle_id, node, fault, Severity.WARNING, text, route, reason)
+            yield _label_finding(ctx, bundle_id, node, fault, Severity.WARNING, text, route, reason)
 
 
-def _finding(ctx, bundle_id, node, r, severity, meaning, route, extra=None) -> Finding:  # type: ignore[no-untyped-def]
+def _label_finding(
+    ctx: Context,
+    bundle_id: str,
+    node: str,
+    r: dict[str, Any],
+    severity: Severity,
+    meaning: str,
+    route: Route,
+    extra: dict[str, Any] | None = None,
+) -> Finding:
+    """A finding quoting one health label (and, as ``extra``, the label that explains it)."""
     evidence = [ctx.evidence(r["source_file"], r["line"])]
     if extra is not None:
         evidence.append(ctx.evidence(extra["source_file"], extra["line"]))
-    return Finding(
-        rule=RULE.id,
-        rule_version=RULE.version,
+    return RULE.finding(
         severity=severity,
         node=node,
-        gpu=None,
         message=f"{node}: label {r['key']}={r['value']}: the node {meaning}",
         params={"label": r["key"], "value": r["value"], "detail": extra["value"] if extra else None},
         route=route,

@@ -23,7 +23,6 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § N", "find what the tasks wait on (storage, driver)"
     ),
-    docs="docs/rules.md#hosthung_task",
 )
 
 

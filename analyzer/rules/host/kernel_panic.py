@@ -21,7 +21,6 @@ RULE = RuleInfo(
     severity=Severity.CRITICAL,
     requires=("kernel_event",),
     route=Route("node-hardware", "hyperpod-node-debugger § N", "reboot; replace if it recurs"),
-    docs="docs/rules.md#hostkernelpanic",
 )
 
 _WHAT = {
@@ -40,12 +39,8 @@ def check(ctx: Context) -> Iterable[Finding]:
         evidence = [ctx.evidence(r["source_file"], r["first_line"])]
         if r["last_line"] != r["first_line"]:
             evidence.append(ctx.evidence(r["source_file"], r["last_line"]))
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
-            gpu=None,
             message=f"{r['node']}: {_WHAT[r['event_type']]} logged {r['n']}x{when(r)}: {r['first_message']}",
             params={
                 "event": r["event_type"],

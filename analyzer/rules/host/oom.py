@@ -26,7 +26,6 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § I",
         "reduce host memory use (workers, batch, pinned memory)",
     ),
-    docs="docs/rules.md#hostoom",
 )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.gpu._gpus import GPU_BY_PCI
+from analyzer.signals.gpus import GPU_BY_PCI
 
 RULE = RuleInfo(
     id="host.pcie.aer",
@@ -22,7 +22,6 @@ RULE = RuleInfo(
     severity=Severity.CRITICAL,
     requires=("kernel_event",),
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain; reseat or replace the device"),
-    docs="docs/rules.md#hostpcieaer",
 )
 
 
@@ -54,9 +53,7 @@ def check(ctx: Context) -> Iterable[Finding]:
             if severity == Severity.CRITICAL
             else Route("node-hardware", "hyperpod-node-debugger § G", "watch the link; reseat if errors grow")
         )
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=r["node"],
             gpu=r["gpu"],

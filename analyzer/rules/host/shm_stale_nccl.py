@@ -28,7 +28,6 @@ RULE = RuleInfo(
         "hyperpod-nccl debugging-guide § 15",
         "if no training job runs on the node, delete /dev/shm/nccl-* and check RemoveIPC",
     ),
-    docs="docs/rules.md#hostshmstale_nccl",
 )
 
 
@@ -45,16 +44,11 @@ def check(ctx: Context) -> Iterable[Finding]:
             continue
         seen.add((r["bundle_id"], r["node"]))
         size = r["nccl_bytes"] or 0
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
-            gpu=None,
             message=f"{r['node']}: {r['nccl_files']} NCCL segment(s) in /dev/shm ({size} bytes); stale if no "
             "training process was running, which the bundle cannot tell",
             params={"nccl_files": r["nccl_files"], "nccl_bytes": size, "max_files": limit},
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
         )

@@ -20,7 +20,6 @@ RULE = RuleInfo(
     severity=Severity.WARNING,
     requires=("node",),
     route=Route("node-hardware", "hyperpod-node-debugger § J", "check ThreadsPerCore in the instance group"),
-    docs="docs/rules.md#hostvcpulow",
 )
 
 
@@ -32,15 +31,10 @@ def check(ctx: Context) -> Iterable[Finding]:
         if not expected or n["nproc"] >= expected:
             continue
         evidence = [ctx.meta_evidence(n["node"], "nproc")]
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=n["node"],
-            gpu=None,
             message=f"{n['node']}: {n['nproc']} vCPUs online, a {n['instance_type']} has {expected}",
             params={"nproc": n["nproc"], "expected": expected, "instance_type": n["instance_type"]},
-            route=RULE.route,
             evidence=evidence,
             bundle_id=n["bundle_id"],
         )

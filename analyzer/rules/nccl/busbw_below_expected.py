@@ -20,7 +20,7 @@ from statistics import median
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.nccl._runs import busbw_evidence, load_runs, size_label
+from analyzer.signals.nccl import busbw_evidence, load_runs, size_label
 
 RULE = RuleInfo(
     id="nccl.busbw.below_expected",
@@ -30,7 +30,6 @@ RULE = RuleInfo(
     route=Route(
         "nccl-network", "hyperpod-performance-debugger § A", "find the slow node or link (pairwise tests)"
     ),
-    docs="docs/rules.md#ncclbusbwbelow_expected",
 )
 
 
@@ -72,12 +71,9 @@ def check(ctx: Context) -> Iterable[Finding]:
             f"({scope.replace('_', '-')} run) is below the {run.instance_type} {line_name} line "
             f"{fail if below_fail else warn} GB/s ({qualifier}; {peer_note}{size_note})"
         )
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=Severity.CRITICAL if critical else Severity.WARNING,
             node=run.node or (run.members[0] if scope == "single_node" and run.members else None),
-            gpu=None,
             message=message,
             params={
                 "busbw_gbps": run.busbw,
@@ -94,7 +90,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "members": run.members,
                 "file": run.source_file,
             },
-            route=RULE.route,
             evidence=[busbw_evidence(ctx, run)],
             bundle_id=run.bundle_id,
             key=(run.source_file,),

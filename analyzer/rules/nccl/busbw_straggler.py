@@ -19,7 +19,8 @@ from statistics import median
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.nccl._runs import Run, busbw_evidence, load_runs, mad_band, pairs
+from analyzer.peers import median_mad
+from analyzer.signals.nccl import Run, busbw_evidence, load_runs, pairs
 
 RULE = RuleInfo(
     id="nccl.busbw.straggler",
@@ -31,7 +32,6 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § A",
         "confirm on the node (single-node test, EFA/NVLink counters)",
     ),
-    docs="docs/rules.md#ncclbusbwstraggler",
 )
 
 
@@ -68,7 +68,7 @@ def _judge(
             continue
         for node, (value, node_runs) in sorted(values.items()):
             peers = [v for n, (v, _) in values.items() if n != node]
-            mid, mad = mad_band(peers)
+            mid, mad = median_mad(peers)
             mid, mad = round(mid, 2), round(mad, 2)
             if value > mid * (1 - min_drop) or value >= mid - z_max * mad:
                 continue
@@ -78,12 +78,8 @@ def _judge(
                 f"{len(peers)} {itype} peers (MAD {mad} GB/s; band median - {z_max} x MAD)"
             )
             worst = min(node_runs, key=lambda r: r.busbw or 0)
-            yield Finding(
-                rule=RULE.id,
-                rule_version=RULE.version,
-                severity=RULE.severity,
+            yield RULE.finding(
                 node=node,
-                gpu=None,
                 message=message,
                 params={
                     "metric": f"{family} {coll} busbw",
@@ -94,7 +90,6 @@ def _judge(
                     "peers": len(peers),
                     "instance_type": itype,
                 },
-                route=RULE.route,
                 evidence=[busbw_evidence(ctx, worst)],
                 bundle_id=worst.bundle_id,
                 key=(family, coll),

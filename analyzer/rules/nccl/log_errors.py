@@ -16,7 +16,7 @@ from typing import Any
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.hosts import HostIndex
-from analyzer.rules.nccl._runs import node_rows
+from analyzer.signals.nccl import node_rows
 
 RULE = RuleInfo(
     id="nccl.log.errors",
@@ -24,7 +24,6 @@ RULE = RuleInfo(
     severity=Severity.CRITICAL,
     requires=("nccl_log_event",),
     route=Route("nccl-network", "hyperpod-nccl error-patterns-quick-ref", "look up the code's fix"),
-    docs="docs/rules.md#nccllogerrors",
 )
 
 #: Codes that point at hardware or a hung collective (rules-facts § 5: route HW / find the straggler).
@@ -56,12 +55,9 @@ def check(ctx: Context) -> Iterable[Finding]:
         message = (
             f"NCCL logged {code} {len(hits)}x on {who or 'an unnamed host'}; first: {first['message'][:200]}"
         )
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=severity,
             node=who,
-            gpu=None,
             message=message,
             params={
                 "code": code,

@@ -15,7 +15,7 @@ from statistics import mean, median
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.nccl._runs import busbw_evidence, load_runs, pairs
+from analyzer.signals.nccl import busbw_evidence, load_runs, pairs
 
 RULE = RuleInfo(
     id="nccl.pair.outlier",
@@ -25,7 +25,6 @@ RULE = RuleInfo(
     route=Route(
         "nccl-network", "hyperpod-performance-debugger § A", "re-run the pair; check both nodes' EFA counters"
     ),
-    docs="docs/rules.md#ncclpairoutlier",
 )
 
 
@@ -48,12 +47,8 @@ def check(ctx: Context) -> Iterable[Finding]:
                 f"pair {a} + {b}: {collective} busbw {pair.busbw} GB/s is {pct} % below the mean "
                 f"{avg} GB/s of {len(group)} pairs (line {round(100 * below)} %)"
             )
-            yield Finding(
-                rule=RULE.id,
-                rule_version=RULE.version,
-                severity=RULE.severity,
+            yield RULE.finding(
                 node=None,
-                gpu=None,
                 message=message,
                 params={
                     "pair": [a, b],
@@ -64,7 +59,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                     "instance_type": itype,
                     "collective": collective,
                 },
-                route=RULE.route,
                 evidence=[busbw_evidence(ctx, run)],
                 bundle_id=run.bundle_id,
                 key=(a, b, collective),

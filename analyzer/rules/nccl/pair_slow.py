@@ -22,8 +22,8 @@ from statistics import median
 from typing import Any
 
 from analyzer.engine import Context, RuleInfo
-from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.nccl._runs import Pair, busbw_evidence, load_runs, node_rows, pairs
+from analyzer.findings import Evidence, Finding, Route, Severity
+from analyzer.signals.nccl import Pair, busbw_evidence, load_runs, node_rows, pairs
 
 RULE = RuleInfo(
     id="nccl.pair.slow",
@@ -35,7 +35,6 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § F",
         "drain the node common to the slow pairs; confirm, replace",
     ),
-    docs="docs/rules.md#ncclpairslow",
 )
 LINK = Route(
     "placement-capacity",
@@ -118,57 +117,51 @@ def check(ctx: Context) -> Iterable[Finding]:
                 f"{m} is the node common to the slow pairs: {loc.count[m]} of its {loc.total[m]} pairs ran >= "
                 f"{pct} % below the pair median {loc.median} GB/s (every other node: at most {loc.rest})"
             )
-            mine = [group[k] for k in loc.slow if m in k]
-            yield _finding(ctx, Severity.CRITICAL, m, message, params, RULE.route, mine, (m, collective))
+            evidence, bundle_id = _slowest(ctx, [group[k] for k in loc.slow if m in k])
+            yield RULE.finding(
+                node=m,
+                message=message,
+                params=params,
+                evidence=evidence,
+                bundle_id=bundle_id,
+                key=(m, collective),
+            )
         if not loc.left:
             continue
         listed = ", ".join(f"{a} + {b} ({group[(a, b)].busbw} GB/s)" for a, b in loc.left)
         params = {**base, "unexplained_pairs": [list(k) for k in loc.left], "blocks": loc.blocks}
-        left = [group[k] for k in loc.left]
+        key: tuple[Any, ...]
         if len(loc.left) >= 2 and loc.blocks:
+            severity, route, key = Severity.WARNING, LINK, ("block", collective, *loc.blocks)
             message = (
                 f"{len(loc.left)} slow pairs share no node but touch topology block(s) {', '.join(loc.blocks)}: "
                 f"link or spine suspected, no node blamed ({listed}; pair median {loc.median} GB/s)"
             )
-            yield _finding(
-                ctx, Severity.WARNING, None, message, params, LINK, left, ("block", collective, *loc.blocks)
-            )
         elif len(loc.left) >= 2:
+            severity, route, key = Severity.WARNING, LINK, ("spread", collective)
             message = (
                 f"{len(loc.left)} slow pairs share no node and no topology block: links or placement "
                 f"suspected, no node blamed ({listed}; pair median {loc.median} GB/s)"
             )
-            yield _finding(ctx, Severity.WARNING, None, message, params, LINK, left, ("spread", collective))
         else:
+            severity, route, key = Severity.INFO, NOISE, ("noise", collective, *loc.left[0])
             message = (
                 f"one slow pair with no pattern: {listed} vs pair median {loc.median} GB/s; noise, re-run it"
             )
-            yield _finding(
-                ctx, Severity.INFO, None, message, params, NOISE, left, ("noise", collective, *loc.left[0])
-            )
+        evidence, bundle_id = _slowest(ctx, [group[k] for k in loc.left])
+        yield RULE.finding(
+            severity=severity,
+            node=None,
+            message=message,
+            params=params,
+            route=route,
+            evidence=evidence,
+            bundle_id=bundle_id,
+            key=key,
+        )
 
 
-def _finding(
-    ctx: Context,
-    severity: Severity,
-    node: str | None,
-    message: str,
-    params: dict[str, Any],
-    route: Route,
-    slow: list[Pair],
-    key: tuple[Any, ...],
-) -> Finding:
-    runs = [p.runs[0] for p in sorted(slow, key=lambda p: p.busbw)][:8]  # the slowest pairs' large-size rows
-    return Finding(
-        rule=RULE.id,
-        rule_version=RULE.version,
-        severity=severity,
-        node=node,
-        gpu=None,
-        message=message,
-        params=params,
-        route=route,
-        evidence=[busbw_evidence(ctx, r) for r in runs],
-        bundle_id=runs[0].bundle_id if runs else None,
-        key=key,
-    )
+def _slowest(ctx: Context, slow: list[Pair]) -> tuple[list[Evidence], str | None]:
+    """Evidence of the slowest pairs (their large-size rows, at most 8) and the first one's bundle."""
+    runs = [p.runs[0] for p in sorted(slow, key=lambda p: p.busbw)][:8]
+    return [busbw_evidence(ctx, r) for r in runs], runs[0].bundle_id if runs else None

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.hosts import HostIndex
-from analyzer.rules.nccl._runs import node_rows
+from analyzer.signals.nccl import node_rows
 
 RULE = RuleInfo(
     id="nccl.transport.tcp_fallback",
@@ -27,7 +27,6 @@ RULE = RuleInfo(
         "hyperpod-nccl debugging-guide § 13",
         "restore EFA: device plugin, FI_PROVIDER, aws-ofi-nccl",
     ),
-    docs="docs/rules.md#nccltransporttcp_fallback",
 )
 
 TCP_TRANSPORTS = ("socket", "ofi-tcp")
@@ -57,12 +56,8 @@ def check(ctx: Context) -> Iterable[Finding]:
             f"NCCL on {node or ','.join(nodes) or r['source_file']} used TCP instead of EFA: transport "
             f"{transport}, provider {r['net_provider'] or 'none named'}, {r['events']} fallback log line(s)"
         )
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=node,
-            gpu=None,
             message=message,
             params={
                 "transport": transport,
@@ -71,7 +66,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "hosts": nodes,
                 "file": r["source_file"],
             },
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["first_line"] or r["line"])],
             bundle_id=r["bundle_id"],
             key=(r["source_file"],),

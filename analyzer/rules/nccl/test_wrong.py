@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.hosts import HostIndex
-from analyzer.rules.nccl._runs import node_rows
+from analyzer.signals.nccl import node_rows
 
 RULE = RuleInfo(
     id="nccl.test.wrong",
@@ -24,7 +24,6 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "find the corrupting node (single-node tests, DCGM)"
     ),
-    docs="docs/rules.md#nccltestwrong",
 )
 
 
@@ -63,12 +62,8 @@ def check(ctx: Context) -> Iterable[Finding]:
             f"size rows, out-of-bounds values {r['oob']} ({r['source_file']})"
         )
         evidence = [ctx.evidence(r["source_file"], r["first_line"] or r["line"])]
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=node,
-            gpu=None,
             message=message,
             params={
                 "wrong": r["wrong"],
@@ -77,7 +72,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "hosts": nodes,
                 "file": r["source_file"],
             },
-            route=RULE.route,
             evidence=evidence,
             bundle_id=r["bundle_id"],
             key=(r["source_file"],),

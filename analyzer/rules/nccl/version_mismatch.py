@@ -18,7 +18,7 @@ from typing import Any
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.hosts import HostIndex
-from analyzer.rules.nccl._runs import node_rows
+from analyzer.signals.nccl import node_rows
 
 RULE = RuleInfo(
     id="nccl.version.mismatch",
@@ -30,7 +30,6 @@ RULE = RuleInfo(
         "hyperpod-nccl debugging-guide § 10; hyperpod-version-checker",
         "run the same container image (same NCCL build) on every node of the job",
     ),
-    docs="docs/rules.md#ncclversionmismatch",
 )
 
 CODE = "NCCL_VERSION_MISMATCH"
@@ -52,12 +51,8 @@ def check(ctx: Context) -> Iterable[Finding]:
         groups.setdefault(index.match(r["host"]) or r["host"] or r["node"], []).append(r)
     for who, hits in groups.items():
         first = hits[0]
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=who,
-            gpu=None,
             message=(
                 f"NCCL on {who or 'an unnamed host'} reports a version mismatch {len(hits)}x "
                 f"(mixed NCCL builds); first: {first['message'][:200]}"
@@ -68,7 +63,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "first_message": first["message"][:200],
                 "files": sorted({h["source_file"] for h in hits}),
             },
-            route=RULE.route,
             evidence=[ctx.evidence(first["source_file"], first["line"])],
             bundle_id=first["bundle_id"],
             key=(CODE,),

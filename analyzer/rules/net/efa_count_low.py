@@ -26,7 +26,6 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("efa_port", "fi_provider"),
     route=Route("node-hardware", "hyperpod-node-debugger § F", "replace the node (EFA device missing)"),
-    docs="docs/rules.md#netefacount_low",
 )
 
 
@@ -58,12 +57,9 @@ def check(ctx: Context) -> Iterable[Finding]:
             f"{r['instance_type']} has {expected}"
             + ("" if verified else " (unverified expectation: sources disagree on this figure)")
         )
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=Severity.CRITICAL if verified else Severity.WARNING,
             node=r["node"],
-            gpu=None,
             message=message,
             params={
                 "found": r["found"],
@@ -72,7 +68,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "verified": verified,
                 "instance_type": r["instance_type"],
             },
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
         )

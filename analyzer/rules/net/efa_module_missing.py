@@ -29,7 +29,6 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § A; hyperpod-nccl debugging-guide § 6",
         "load the efa module (modprobe efa) or reinstall the EFA installer for the running kernel",
     ),
-    docs="docs/rules.md#netefamodule_missing",
 )
 
 
@@ -65,18 +64,13 @@ def check(ctx: Context) -> Iterable[Finding]:
     for r in rows:
         devices = [d for d in r["devices"] if d]
         shown = ", ".join(devices[:8]) + (f" and {len(devices) - 8} more" if len(devices) > 8 else "")
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
-            gpu=None,
             message=(
                 f"{r['node']} has EFA devices ({shown or 'unnamed'}; from {', '.join(r['seen_in'])}) "
                 f"but the efa kernel module was not found"
             ),
             params={"devices": devices, "device_count": len(devices), "seen_in": list(r["seen_in"])},
-            route=RULE.route,
             evidence=[ctx.evidence(r["f"], r["l"]), ctx.evidence(r["df"], r["dl"])],
             bundle_id=r["bundle_id"],
         )

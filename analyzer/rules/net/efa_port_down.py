@@ -24,7 +24,6 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § A",
         "reload the efa driver or reboot; replace if it stays down",
     ),
-    docs="docs/rules.md#netefaport_down",
 )
 
 
@@ -45,12 +44,8 @@ def check(ctx: Context) -> Iterable[Finding]:
         message = f"{r['node']} EFA device {r['device']} port {r['port']} is {r['states']}" + (
             f" (physical state {r['phys']})" if r["phys"] else ""
         )
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
-            gpu=None,
             message=message,
             params={
                 "device": r["device"],
@@ -59,7 +54,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "phys_state": r["phys"],
                 "sources": r["sources"],
             },
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
             key=(r["device"], r["port"]),

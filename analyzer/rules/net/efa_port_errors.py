@@ -25,7 +25,6 @@ RULE = RuleInfo(
         "hyperpod-nccl debugging-guide; hyperpod-node-debugger § A",
         "watch the counters grow under load; replace the node if they do",
     ),
-    docs="docs/rules.md#netefaport_errors",
 )
 
 
@@ -42,12 +41,8 @@ def check(ctx: Context) -> Iterable[Finding]:
         limit,
     )
     for r in rows:
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
-            gpu=None,
             message=(
                 f"{r['node']} EFA {r['device']} port {r['port']}: {r['rcv'] or 0} receive errors, "
                 f"{r['discards'] or 0} transmit discards"
@@ -58,7 +53,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "rcv_errors": r["rcv"],
                 "xmit_discards": r["discards"],
             },
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
             key=(r["device"], r["port"]),

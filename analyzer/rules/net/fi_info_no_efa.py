@@ -23,7 +23,6 @@ RULE = RuleInfo(
     route=Route(
         "nccl-network", "hyperpod-node-debugger § A", "check the EFA driver, device plugin and FI_PROVIDER"
     ),
-    docs="docs/rules.md#netfi_infono_efa",
 )
 
 
@@ -49,12 +48,8 @@ def check(ctx: Context) -> Iterable[Finding]:
             f"{r['node']} ({r['instance_type']}, {sku['efa_devices']} EFA devices expected): fi_info lists "
             f"no efa provider (providers: {r['providers'] or 'none'}; file {r['status']})"
         )
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=r["node"],
-            gpu=None,
             message=message,
             params={
                 "providers": r["providers"],
@@ -62,7 +57,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "instance_type": r["instance_type"],
                 "efa_devices": sku["efa_devices"],
             },
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"] or 1)],  # a tool error is on line 1
             bundle_id=r["bundle_id"],
         )

@@ -25,7 +25,6 @@ RULE = RuleInfo(
     route=Route(
         "version-drift", "hyperpod-node-debugger § E", "install aws-ofi-nccl matching the EFA installer"
     ),
-    docs="docs/rules.md#netofi_pluginmissing",
 )
 
 
@@ -71,12 +70,9 @@ def check(ctx: Context) -> Iterable[Finding]:
             evidence.append(ctx.evidence(r["ofi_file"], r["ofi_line"]))
         if seen:
             evidence.append(ctx.evidence(seen[0], seen[1]))
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=Severity.CRITICAL if seen else Severity.WARNING,
             node=r["node"],
-            gpu=None,
             message=message,
             params={
                 "nccl": r["nccl"],
@@ -84,7 +80,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "tcp_fallback_file": seen[0] if seen else None,
                 "instance_type": r["instance_type"],
             },
-            route=RULE.route,
             evidence=evidence,
             bundle_id=r["bundle_id"],
         )

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from analyzer.engine import Context, RuleInfo
-from analyzer.findings import Evidence, Finding
+from analyzer.findings import Evidence, Finding, Severity
 
 KEYS = ("instance_id", "instance_type", "availability_zone", "az_id", "placement_group", "ultraserver_id")
 _LAYER = re.compile(r"^network_node_layer_(\d)$")
@@ -81,29 +81,40 @@ def group_by(nodes: Iterable[NodePlacement], key: str) -> dict[str, list[NodePla
 
 def spread_finding(
     rule: RuleInfo,
-    severity: object,
     message: str,
     groups: dict[str, list[NodePlacement]],
     key: str,
+    *,
+    severity: Severity | None = None,
     **extra: object,
 ) -> Finding:
-    """A cluster-level finding listing which nodes sit in which group, with one evidence per group."""
+    """A cluster-level finding listing which nodes sit in which group, with one evidence per group.
+
+    ``severity`` defaults to the rule's; ``extra`` goes into the params."""
     members = {value: [p.node for p in ps] for value, ps in groups.items()}
     evidence = [
         ps[0].facts[key][1] if key in ps[0].facts else Evidence("", None, None) for ps in groups.values()
     ]
-    return Finding(
-        rule=rule.id,
-        rule_version=rule.version,
-        severity=severity,  # type: ignore[arg-type]
+    return rule.finding(
+        severity=severity,
         node=None,
-        gpu=None,
         message=message,
         params={"key": key, "groups": members, "distinct": len(groups), **extra},
-        route=rule.route,
         evidence=[e for e in evidence if e.file],
         key=(key,),
     )
+
+
+def too_many_groups(
+    ctx: Context, rule: RuleInfo, key: str, limit: str, what: str, nodes: list[NodePlacement] | None = None
+) -> Iterator[Finding]:
+    """One finding when the nodes fall into more than the rule's ``limit`` threshold of ``key`` groups.
+
+    ``what`` opens the message, with ``{n}`` for the number of groups: "nodes span {n} placement groups".
+    """
+    groups = group_by(placements(ctx) if nodes is None else nodes, key)
+    if len(groups) > ctx.threshold(rule, limit):
+        yield spread_finding(rule, f"{what.format(n=len(groups))}: {describe(groups)}", groups, key)
 
 
 def describe(groups: dict[str, list[NodePlacement]], limit: int = 6) -> str:

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.placement._placement import describe, group_by, placements, spread_finding
+from analyzer.rules.placement._placement import too_many_groups
 
 RULE = RuleInfo(
     id="placement.mixed_types",
@@ -27,12 +27,8 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § A; hyperpod-nccl debugging-guide § 19",
         "run one job per instance family; keep controller nodes out of the communicator",
     ),
-    docs="docs/rules.md#placementmixed_types",
 )
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    groups = group_by(placements(ctx), "instance_type")
-    if len(groups) > ctx.threshold(RULE, "max_types"):
-        message = f"{len(groups)} instance types in one bundle set: {describe(groups)}"
-        yield spread_finding(RULE, RULE.severity, message, groups, "instance_type")
+    return too_many_groups(ctx, RULE, "instance_type", "max_types", "{n} instance types in one bundle set")

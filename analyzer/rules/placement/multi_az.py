@@ -14,7 +14,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.placement._placement import describe, group_by, placements, spread_finding
+from analyzer.rules.placement._placement import placements, too_many_groups
 
 RULE = RuleInfo(
     id="placement.multi_az",
@@ -26,14 +26,11 @@ RULE = RuleInfo(
         "hyperpod-cluster-debugger references/capacity-planning.md; hyperpod-node-debugger § C",
         "run the job on nodes of one AZ (one instance group / subnet)",
     ),
-    docs="docs/rules.md#placementmulti_az",
 )
 
 
 def check(ctx: Context) -> Iterable[Finding]:
     nodes = placements(ctx)
     key = "az_id" if all(p.get("az_id") for p in nodes if p.get("availability_zone")) else "availability_zone"
-    groups = group_by(nodes, key)
-    if len(groups) > ctx.threshold(RULE, "max_zones"):
-        message = f"nodes span {len(groups)} Availability Zones ({key}): {describe(groups)}"
-        yield spread_finding(RULE, RULE.severity, message, groups, key)
+    what = f"nodes span {{n}} Availability Zones ({key})"
+    return too_many_groups(ctx, RULE, key, "max_zones", what, nodes)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.placement._placement import describe, group_by, placements, spread_finding
+from analyzer.rules.placement._placement import too_many_groups
 
 RULE = RuleInfo(
     id="placement.multi_pg",
@@ -25,12 +25,8 @@ RULE = RuleInfo(
         "hyperpod-cluster-debugger references/capacity-planning.md",
         "run the job's nodes in one cluster placement group",
     ),
-    docs="docs/rules.md#placementmulti_pg",
 )
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    groups = group_by(placements(ctx), "placement_group")
-    if len(groups) > ctx.threshold(RULE, "max_groups"):
-        message = f"nodes span {len(groups)} placement groups: {describe(groups)}"
-        yield spread_finding(RULE, RULE.severity, message, groups, "placement_group")
+    return too_many_groups(ctx, RULE, "placement_group", "max_groups", "nodes span {n} placement groups")

@@ -27,7 +27,6 @@ RULE = RuleInfo(
         "hyperpod-cluster-debugger references/capacity-planning.md",
         "launch training nodes in a cluster placement group (or reserved capacity placed together)",
     ),
-    docs="docs/rules.md#placementno_pg",
 )
 
 
@@ -49,14 +48,9 @@ def check(ctx: Context) -> Iterable[Finding]:
         p.facts["instance_id"][1] if "instance_id" in p.facts else Evidence("", None, None)
         for p in without[:5]
     ]
-    yield Finding(
-        rule=RULE.id,
-        rule_version=RULE.version,
-        severity=RULE.severity,
+    yield RULE.finding(
         node=None,
-        gpu=None,
         message=message,
         params={"nodes_without": names, "nodes": len(nodes), "groups_in_use": with_pg},
-        route=RULE.route,
         evidence=[e for e in evidence if e.file],
     )

@@ -30,7 +30,6 @@ RULE = RuleInfo(
         "hyperpod-cluster-debugger references/capacity-planning.md; hyperpod-performance-debugger § A",
         "place the job's nodes in one network block (placement group, topology-aware scheduling)",
     ),
-    docs="docs/rules.md#placementspread",
 )
 
 
@@ -42,11 +41,11 @@ def check(ctx: Context) -> Iterable[Finding]:
     ultra = group_by(nodes, "ultraserver_id")
     if len(ultra) > 1:
         message = f"nodes span {len(ultra)} UltraServers: {describe(ultra)}"
-        yield spread_finding(RULE, Severity.INFO, message, ultra, "ultraserver_id")
+        yield spread_finding(RULE, message, ultra, "ultraserver_id", severity=Severity.INFO)
     leaves = _slurm_leaves(ctx, nodes)
     if len(leaves) > 1:
         message = f"nodes sit under {len(leaves)} Slurm leaf switches (topology.conf): {describe(leaves)}"
-        yield spread_finding(RULE, Severity.INFO, message, leaves, "slurm_leaf_switch")
+        yield spread_finding(RULE, message, leaves, "slurm_leaf_switch", severity=Severity.INFO)
 
 
 def _layers(nodes: list[NodePlacement]) -> Iterable[Finding]:
@@ -69,10 +68,10 @@ def _layers(nodes: list[NodePlacement]) -> Iterable[Finding]:
                 p.facts[f"network_node_layer_{layer}"] = p.layers[layer]
         yield spread_finding(
             RULE,
-            severity,
             message,
             dict(sorted(groups.items())),
             f"network_node_layer_{layer}",
+            severity=severity,
             layer=layer,
             depth=depth,
         )

@@ -12,8 +12,25 @@ from collections.abc import Iterator
 from typing import Any
 
 from analyzer.engine import Context, RuleInfo
-from analyzer.findings import Finding
+from analyzer.findings import Finding, Route, Severity
 from analyzer.peers import NODE_TYPE_SQL, Outlier, outliers
+
+#: Where the straggler procedure is written down.
+STRAGGLER_GUIDE = "hyperpod-mfu-debugger steps/2c-straggler.md"
+
+
+def gpu_rule(id: str, title: str, action: str, target: str = STRAGGLER_GUIDE) -> RuleInfo:
+    """The RuleInfo of a per-GPU straggler rule: a warning for node hardware, read from the ``gpu``
+    table (``nvidia-smi -q``) or else ``gpu_query`` (the --query-gpu CSV)."""
+    return RuleInfo(
+        id=id,
+        title=title,
+        severity=Severity.WARNING,
+        requires=("node",),
+        requires_any=("gpu", "gpu_query"),
+        route=Route("node-hardware", target, action),
+    )
+
 
 #: per-GPU rows from `nvidia-smi -q` (table gpu), else the --query-gpu CSV (gpu_query) for nodes
 #: that have no `-q` dump; {col} is the metric column, {line} its evidence-line column in `gpu`.
@@ -33,7 +50,7 @@ _GPU_VALUES = """
         FROM g GROUP BY bundle_id, node, gpu
     )
     SELECT t.instance_type AS peer_group, p.bundle_id, p.node, {worst}(p.value) AS value,
-           {arg}(struct_pack(gpu := p.gpu, f := p.source_file, l := p.ev_line), p.value) AS at,
+           {arg}(struct_pack(gpu := p.gpu, f := p.source_file, l := p.ev_line), [p.value, {tie}p.gpu]) AS at,
            count(*) AS gpus
     FROM per_gpu p JOIN ({types}) t ON t.bundle_id = p.bundle_id
     GROUP BY t.instance_type, p.bundle_id, p.node
@@ -41,9 +58,11 @@ _GPU_VALUES = """
 
 
 def gpu_values_sql(col: str, line_col: str, worst: str) -> str:
-    """One row per node: the value of its worst GPU for ``col`` (worst = 'min' or 'max')."""
-    arg = {"min": "arg_min", "max": "arg_max"}[worst]
-    return _GPU_VALUES.format(col=col, line=line_col, worst=worst, arg=arg, types=NODE_TYPE_SQL)
+    """One row per node: the value of its worst GPU for ``col`` (worst = 'min' or 'max').
+
+    GPUs tied for the worst value: the lowest index is named (the same one on every run)."""
+    arg, tie = {"min": ("arg_min", ""), "max": ("arg_max", "-")}[worst]
+    return _GPU_VALUES.format(col=col, line=line_col, worst=worst, arg=arg, tie=tie, types=NODE_TYPE_SQL)
 
 
 def find(
@@ -87,15 +106,11 @@ def gpu_findings(
             f"(median {params['peer_median']:g} +/- max({k:g} x MAD {params['peer_mad']:g}, floor), "
             f"{band.nodes} {band.group} nodes)"
         )
-        yield Finding(
-            rule=rule.id,
-            rule_version=rule.version,
-            severity=rule.severity,
+        yield rule.finding(
             node=o.row["node"],
             gpu=at["gpu"],
             message=message,
             params=params,
-            route=rule.route,
             evidence=[ctx.evidence(at["f"], at["l"])],
             bundle_id=o.row["bundle_id"],
             key=(label,),

@@ -27,7 +27,6 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "watch the rate; plan replacement if it climbs"
     ),
-    docs="docs/rules.md#stragglergpuecc_corrected_rate",
 )
 
 _SQL = f"""
@@ -39,7 +38,7 @@ _SQL = f"""
         FROM gpu g JOIN up ON up.bundle_id = g.bundle_id WHERE g.ecc_corrected_volatile IS NOT NULL
     )
     SELECT t.instance_type AS peer_group, p.bundle_id, p.node, max(p.value) AS value,
-           arg_max(struct_pack(gpu := p.gpu, f := p.source_file, l := p.l), p.value) AS at, count(*) AS gpus
+           arg_max(struct_pack(gpu := p.gpu, f := p.source_file, l := p.l), [p.value, -p.gpu]) AS at, count(*) AS gpus
     FROM per_gpu p JOIN ({NODE_TYPE_SQL}) t ON t.bundle_id = p.bundle_id
     GROUP BY t.instance_type, p.bundle_id, p.node
 """

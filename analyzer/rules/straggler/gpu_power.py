@@ -13,22 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from analyzer.engine import Context, RuleInfo
-from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.straggler._common import find, gpu_findings, gpu_values_sql
+from analyzer.engine import Context
+from analyzer.findings import Finding
+from analyzer.rules.straggler._common import find, gpu_findings, gpu_rule, gpu_values_sql
 
-RULE = RuleInfo(
-    id="straggler.gpu.power",
-    title="GPU power draw outside same-type peers",
-    severity=Severity.WARNING,
-    requires=("node",),
-    requires_any=("gpu", "gpu_query"),
-    route=Route(
-        "node-hardware",
-        "hyperpod-mfu-debugger steps/2c-straggler.md",
-        "compare power limit and throttle reasons with peers; drain if it persists",
-    ),
-    docs="docs/rules.md#stragglergpupower",
+RULE = gpu_rule(
+    "straggler.gpu.power",
+    "GPU power draw outside same-type peers",
+    "compare power limit and throttle reasons with peers; drain if it persists",
 )
 
 

@@ -13,22 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from analyzer.engine import Context, RuleInfo
-from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.straggler._common import find, gpu_findings, gpu_values_sql
+from analyzer.engine import Context
+from analyzer.findings import Finding
+from analyzer.rules.straggler._common import find, gpu_findings, gpu_rule, gpu_values_sql
 
-RULE = RuleInfo(
-    id="straggler.gpu.sm_clock",
-    title="SM clock below same-type peers",
-    severity=Severity.WARNING,
-    requires=("node",),
-    requires_any=("gpu", "gpu_query"),
-    route=Route(
-        "node-hardware",
-        "hyperpod-mfu-debugger steps/2c-straggler.md",
-        "check throttle reasons and power; drain and run dcgmi diag -r 3 if it persists",
-    ),
-    docs="docs/rules.md#stragglergpusm_clock",
+RULE = gpu_rule(
+    "straggler.gpu.sm_clock",
+    "SM clock below same-type peers",
+    "check throttle reasons and power; drain and run dcgmi diag -r 3 if it persists",
 )
 
 

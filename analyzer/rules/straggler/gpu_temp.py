@@ -12,22 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from analyzer.engine import Context, RuleInfo
-from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.straggler._common import find, gpu_findings, gpu_values_sql
+from analyzer.engine import Context
+from analyzer.findings import Finding
+from analyzer.rules.straggler._common import find, gpu_findings, gpu_rule, gpu_values_sql
 
-RULE = RuleInfo(
-    id="straggler.gpu.temp",
-    title="GPU temperature above same-type peers",
-    severity=Severity.WARNING,
-    requires=("node",),
-    requires_any=("gpu", "gpu_query"),
-    route=Route(
-        "node-hardware",
-        "hyperpod-node-debugger § G",
-        "check cooling and throttle reasons; drain if it keeps running hotter than its peers",
-    ),
-    docs="docs/rules.md#stragglergputemp",
+RULE = gpu_rule(
+    "straggler.gpu.temp",
+    "GPU temperature above same-type peers",
+    "check cooling and throttle reasons; drain if it keeps running hotter than its peers",
+    target="hyperpod-node-debugger § G",
 )
 
 

@@ -17,6 +17,7 @@ from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.peers import NODE_TYPE_SQL
 from analyzer.rules.straggler._common import find
+from analyzer.signals.fs import IOWAIT_BY_NODE_SQL
 
 RULE = RuleInfo(
     id="straggler.host.iowait",
@@ -28,16 +29,11 @@ RULE = RuleInfo(
         "hyperpod-mfu-debugger steps/2c-straggler.md",
         "compare the node's mounts and disks with its peers (iostat -x, lfs df)",
     ),
-    docs="docs/rules.md#stragglerhostiowait",
 )
 
 _SQL = f"""
-    SELECT t.instance_type AS peer_group, c.bundle_id, c.node, avg(c.iowait_pct) AS value,
-           count(*) AS reports, min(c.source_file) AS source_file,
-           arg_max(c.line, c.iowait_pct) AS line
-    FROM iostat_cpu c JOIN ({NODE_TYPE_SQL}) t ON t.bundle_id = c.bundle_id
-    WHERE c.since_boot IS NOT TRUE AND c.iowait_pct IS NOT NULL
-    GROUP BY t.instance_type, c.bundle_id, c.node
+    SELECT t.instance_type AS peer_group, i.bundle_id, i.node, i.mean AS value, i.reports, i.source_file, i.line
+    FROM ({IOWAIT_BY_NODE_SQL}) i JOIN ({NODE_TYPE_SQL}) t ON t.bundle_id = i.bundle_id
 """
 
 
@@ -47,19 +43,14 @@ def check(ctx: Context) -> Iterable[Finding]:
         value = round(float(o.row["value"]), 2)
         params = {"metric": "iowait", "value": value, "unit": "%", "reports": o.row["reports"], "k_mad": k}
         params.update(o.band.as_params())
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=o.row["node"],
-            gpu=None,
             message=(
                 f"{o.row['node']} iowait {value:g} % (mean of {o.row['reports']} reports) is above its peers' "
                 f"band {params['band_low']:g}..{params['band_high']:g} % (median {params['peer_median']:g} "
                 f"+/- max({k:g} x MAD {params['peer_mad']:g}, floor), {o.band.nodes} {o.band.group} nodes)"
             ),
             params=params,
-            route=RULE.route,
             evidence=[ctx.evidence(o.row["source_file"], o.row["line"])],
             bundle_id=o.row["bundle_id"],
             key=("iowait",),

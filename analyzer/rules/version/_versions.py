@@ -23,38 +23,34 @@ COMPONENTS = (
     "efa_fw",
 )
 
+#: Versions read from the GPU and EFA tables: (component, table, column, source, extra condition).
+_TABLE_SOURCES = (
+    ("nvidia_driver", "gpu", "driver_version", "nvidia-smi-q", ""),
+    ("cuda_driver_max", "gpu", "cuda_version", "nvidia-smi-q", ""),
+    ("vbios", "gpu", "vbios", "nvidia-smi-q", ""),
+    ("nvidia_driver", "smi_summary", "driver_version", "nvidia-smi", ""),
+    ("cuda_driver_max", "smi_summary", "cuda_version", "nvidia-smi", ""),
+    ("nvidia_driver", "gpu_query", "driver_version", "nvidia-smi-csv", ""),
+    ("vbios", "gpu_query", "vbios_version", "nvidia-smi-csv", ""),
+    ("efa_fw", "efa_port", "fw_ver", "efa-ports", " AND fw_ver NOT IN ('', '0.0.0.0')"),
+)
+
 #: One row per (node, component, source, version) with an evidence file and line.  ``version`` is
 #: NULL when only presence (or absence: detail 'not found') is known.  The nvidia-smi -q dump has no
 #: evidence line for its header (Driver Version, CUDA Version): its rows point at the first GPU block.
-VERSIONS_SQL = """
+VERSIONS_SQL = "\n    UNION ALL\n".join(
+    [
+        """
     SELECT bundle_id, node, component, nullif(trim(version), '') AS version, source,
-           source_file, line FROM software_version
-    UNION ALL
-    SELECT bundle_id, node, 'nvidia_driver', driver_version, 'nvidia-smi-q', source_file, line
-    FROM gpu WHERE driver_version IS NOT NULL
-    UNION ALL
-    SELECT bundle_id, node, 'cuda_driver_max', cuda_version, 'nvidia-smi-q', source_file, line
-    FROM gpu WHERE cuda_version IS NOT NULL
-    UNION ALL
-    SELECT bundle_id, node, 'vbios', vbios, 'nvidia-smi-q', source_file, line FROM gpu WHERE vbios IS NOT NULL
-    UNION ALL
-    SELECT bundle_id, node, 'nvidia_driver', driver_version, 'nvidia-smi', source_file, line
-    FROM smi_summary WHERE driver_version IS NOT NULL
-    UNION ALL
-    SELECT bundle_id, node, 'cuda_driver_max', cuda_version, 'nvidia-smi', source_file, line
-    FROM smi_summary WHERE cuda_version IS NOT NULL
-    UNION ALL
-    SELECT bundle_id, node, 'nvidia_driver', driver_version, 'nvidia-smi-csv', source_file, line
-    FROM gpu_query WHERE driver_version IS NOT NULL
-    UNION ALL
-    SELECT bundle_id, node, 'vbios', vbios_version, 'nvidia-smi-csv', source_file, line
-    FROM gpu_query WHERE vbios_version IS NOT NULL
-    UNION ALL
-    SELECT bundle_id, node, 'efa_fw', fw_ver, 'efa-ports', source_file, line
-    FROM efa_port WHERE fw_ver IS NOT NULL AND fw_ver NOT IN ('', '0.0.0.0')
-    UNION ALL
-    SELECT bundle_id, node, 'kernel', kernel, 'meta.env', NULL, NULL FROM node WHERE kernel IS NOT NULL
-"""
+           source_file, line FROM software_version""",
+        *(
+            f"    SELECT bundle_id, node, '{component}', {column}, '{source}', source_file, line\n"
+            f"    FROM {table} WHERE {column} IS NOT NULL{extra}"
+            for component, table, column, source, extra in _TABLE_SOURCES
+        ),
+        "    SELECT bundle_id, node, 'kernel', kernel, 'meta.env', NULL, NULL FROM node WHERE kernel IS NOT NULL\n",
+    ]
+)
 
 
 def version_key(version: str) -> tuple[int, ...]:

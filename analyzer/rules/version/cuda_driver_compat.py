@@ -29,7 +29,6 @@ RULE = RuleInfo(
         "hyperpod-version-checker; hyperpod-node-debugger § E",
         "upgrade the NVIDIA driver or use a CUDA toolkit/container the driver supports",
     ),
-    docs="docs/rules.md#versioncuda_drivercompat",
 )
 
 
@@ -66,15 +65,11 @@ def check(ctx: Context) -> Iterable[Finding]:
             for r in (toolkit, src)
             if r and r["source_file"]
         ]
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
+        yield RULE.finding(
             severity=Severity.CRITICAL if major else Severity.WARNING,
             node=node,
-            gpu=None,
             message=f"{node} has CUDA toolkit {tk_s} but its driver supports CUDA up to {lim_s} ({how}); {reason}",
             params={"toolkit": tk_s, "driver_max_cuda": lim_s, "from": how, "major_mismatch": major},
-            route=RULE.route,
             evidence=evidence,
             bundle_id=bundle_id,
         )

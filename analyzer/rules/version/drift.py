@@ -13,7 +13,7 @@ Reference: rules-facts § 1.6 VERSION-DRIFT-*, § 1.3 EFA-FW-DRIFT; hyperpod-ver
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,6 +21,7 @@ from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Evidence, Finding, Route, Severity
 from analyzer.peers import NODE_TYPE_SQL
 from analyzer.rules.version._versions import COMPONENTS, VERSIONS_SQL
+from analyzer.signals.versions import Majority, majority
 
 RULE = RuleInfo(
     id="version.drift",
@@ -32,7 +33,6 @@ RULE = RuleInfo(
         "hyperpod-version-checker; hyperpod-node-debugger § E",
         "align the deviating nodes to the majority version (same AMI and container image everywhere)",
     ),
-    docs="docs/rules.md#versiondrift",
 )
 
 _SOURCE_ORDER = ("collector", "nvidia-smi-q", "nvidia-smi", "nvidia-smi-csv", "sysfs", "modinfo", "meta.env")
@@ -69,8 +69,10 @@ def check(ctx: Context) -> Iterable[Finding]:
             key=lambda kv: (sum(1 for r in kv[1].values() if r["value"]), -_rank(kv[0])),
         )
         valued = {node: r for node, r in per_node.items() if r["value"]}
-        if len(valued) >= min_nodes and len({r["value"] for r in valued.values()}) > 1:
-            yield _drift(ctx, itype, component, source, valued)
+        if len(valued) >= min_nodes:
+            found = majority({node: r["value"] for node, r in valued.items()})
+            if found.deviating:
+                yield _drift(ctx, itype, component, source, valued, found)
         absent = sorted(
             node
             for node, bid in group_nodes[itype].items()
@@ -85,45 +87,42 @@ def _rank(source: str) -> int:
 
 
 def _drift(
-    ctx: Context, itype: str, component: str, source: str, valued: dict[str, dict[str, Any]]
+    ctx: Context,
+    itype: str,
+    component: str,
+    source: str,
+    valued: dict[str, dict[str, Any]],
+    found: Majority,
 ) -> Finding:
-    counts = Counter(r["value"] for r in valued.values())
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    majority, majority_n = ranked[0]
-    split = len(ranked) > 1 and ranked[1][1] == majority_n
-    deviating = {node: r["value"] for node, r in sorted(valued.items()) if r["value"] != majority}
+    deviating = found.deviating
     shown = ", ".join(f"{n}={v}" for n, v in list(deviating.items())[:10])
     more = f" and {len(deviating) - 10} more" if len(deviating) > 10 else ""
-    lead = "no majority, most common" if split else "majority"
+    lead = "no majority, most common" if found.split else "majority"
     evidence: list[Evidence] = []
-    for node in [*list(deviating)[:5], next(n for n, r in sorted(valued.items()) if r["value"] == majority)]:
+    for node in [*list(deviating)[:5], found.holders[0]]:
         r = valued[node]
         if r["source_file"]:
             evidence.append(ctx.evidence(r["source_file"], r["line"]))
         else:
             evidence.append(ctx.meta_evidence(node, component))
-    return Finding(
-        rule=RULE.id,
-        rule_version=RULE.version,
+    return RULE.finding(
         severity=Severity.WARNING,
         node=None,
-        gpu=None,
         message=(
-            f"{component} differs across {len(valued)} {itype} nodes ({source}): {lead} {majority} "
-            f"on {majority_n} nodes; deviating: {shown}{more}"
+            f"{component} differs across {len(valued)} {itype} nodes ({source}): {lead} {found.value} "
+            f"on {len(found.holders)} nodes; deviating: {shown}{more}"
         ),
         params={
             "component": component,
             "instance_type": itype,
             "source": source,
-            "majority": majority,
-            "majority_nodes": majority_n,
-            "split": split,
+            "majority": found.value,
+            "majority_nodes": len(found.holders),
+            "split": found.split,
             "deviating": deviating,
-            "values": dict(ranked),
+            "values": found.counts,
             "nodes_compared": len(valued),
         },
-        route=RULE.route,
         evidence=evidence,
         key=(itype, component),
     )
@@ -133,12 +132,9 @@ def _absent(
     itype: str, component: str, absent: list[str], valued: dict[str, dict[str, Any]], known: list[str]
 ) -> Finding:
     values = sorted({r["value"] for r in valued.values()})
-    return Finding(
-        rule=RULE.id,
-        rule_version=RULE.version,
+    return RULE.finding(
         severity=Severity.INFO,
         node=None,
-        gpu=None,
         message=(
             f"{component} was not found on the host of {len(absent)} {itype} nodes ({', '.join(absent[:10])}) "
             f"but is on {len(known)} peers ({', '.join(values) or 'version unknown'}); a host probe cannot see "
@@ -151,7 +147,5 @@ def _absent(
             "peer_nodes": len(known),
             "peer_values": values,
         },
-        route=RULE.route,
-        evidence=[],
         key=(itype, component, "absent"),
     )

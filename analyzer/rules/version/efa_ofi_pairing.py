@@ -31,7 +31,6 @@ RULE = RuleInfo(
         "hyperpod-version-checker; hyperpod-node-debugger § E",
         "install the aws-ofi-nccl release paired with the EFA installer (or upgrade both together)",
     ),
-    docs="docs/rules.md#versionefa_ofipairing",
 )
 
 
@@ -60,12 +59,8 @@ def check(ctx: Context) -> Iterable[Finding]:
                 if in_range(parse_version(ofi["version"]) or (), row[2], row[3]) is not False:
                     continue
                 installer = f"{row[0]}-{row[1]}" if row[1] else f"{row[0]}+"
-                yield Finding(
-                    rule=RULE.id,
-                    rule_version=RULE.version,
-                    severity=RULE.severity,
+                yield RULE.finding(
                     node=node,
-                    gpu=None,
                     message=(
                         f"{node} has EFA installer {efa['version']} with aws-ofi-nccl {ofi['version']}; "
                         f"installer {installer} pairs with aws-ofi-nccl {wanted}"
@@ -76,7 +71,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                         "installer_range": installer,
                         "ofi_wanted": wanted,
                     },
-                    route=RULE.route,
                     evidence=[ctx.evidence(x["source_file"], x["line"]) for x in (efa, ofi)],
                     bundle_id=bundle_id,
                     key=(efa["version"], ofi["version"]),

@@ -31,7 +31,6 @@ RULE = RuleInfo(
         "hyperpod-version-checker; hyperpod-node-debugger § E",
         "upgrade NCCL (or use a training image whose NCCL matches its CUDA major)",
     ),
-    docs="docs/rules.md#versionncclcuda_min",
 )
 
 
@@ -66,12 +65,8 @@ def check(ctx: Context) -> Iterable[Finding]:
                 continue
             seen.add(version)
             evidence = [ctx.evidence(x["source_file"], x["line"]) for x in (r, cuda) if x["source_file"]]
-            yield Finding(
-                rule=RULE.id,
-                rule_version=RULE.version,
-                severity=RULE.severity,
+            yield RULE.finding(
                 node=node,
-                gpu=None,
                 message=(
                     f"{node} has NCCL {version} with {basis} {cuda['version']} ({cuda['source']}); "
                     f"CUDA {cuda_key[0]}.x wants NCCL {minimum} or newer"
@@ -83,7 +78,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                     "cuda_source": cuda["source"],
                     "min_nccl": minimum,
                 },
-                route=RULE.route,
                 evidence=evidence,
                 bundle_id=bundle_id,
                 key=(version,),

@@ -31,7 +31,6 @@ RULE = RuleInfo(
         "hyperpod-version-checker; hyperpod-node-debugger § E",
         "upgrade the NVIDIA driver to the 525 branch or newer (update the AMI / cluster software)",
     ),
-    docs="docs/rules.md#versionnccldriver_min",
 )
 
 
@@ -60,12 +59,8 @@ def check(ctx: Context) -> Iterable[Finding]:
             continue
         on_host = sorted(nccl.get((bundle_id, node), set()))
         where_nccl = f"NCCL {', '.join(on_host)} on the host" if on_host else "NCCL not seen on the host"
-        yield Finding(
-            rule=RULE.id,
-            rule_version=RULE.version,
-            severity=RULE.severity,
+        yield RULE.finding(
             node=node,
-            gpu=None,
             message=(
                 f"{node} runs NVIDIA driver {r['version']} (branch {key[0]}, from {r['source']}), "
                 f"older than the {min_major} branch NCCL needs ({where_nccl}; judged on every GPU node)"
@@ -77,7 +72,6 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "source": r["source"],
                 "nccl_on_host": on_host,
             },
-            route=RULE.route,
             evidence=[ctx.evidence(r["source_file"], r["line"])] if r["source_file"] else [],
             bundle_id=bundle_id,
         )

@@ -221,15 +221,11 @@ def flagged(ctx: Context, rule: RuleInfo, field: str, message: str, evidence_key
     for s in gpu_states(ctx):
         if s.get(field) is not True:
             continue
-        yield Finding(
-            rule=rule.id,
-            rule_version=rule.version,
-            severity=rule.severity,
+        yield rule.finding(
             node=s.node,
             gpu=s.index,
             message=message.format(label=s.label),
             params={"pci": s.pci, "source": s.source},
-            route=rule.route,
             evidence=s.evidence(ctx, evidence_key),
             bundle_id=s.bundle_id,
             key=(s.pci,),

@@ -1,4 +1,6 @@
-"""Summaries the report draws: each function reads the store and returns plain data for one chart or table.
+"""The series and tables the reports draw, gathered next to the rules from the same queries (analyzer.signals).
+
+Renderers receive this as plain data in ``ReportData.charts`` and never query the store or reach into a rule.
 
 Everything here is bounded for 1,000-node clusters: per-node lists are cut in the chart functions, grids
 keep the most deviating nodes, and the version table lists only drifting columns in full.
@@ -12,16 +14,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import duckdb
 
+    from analyzer.engine import Context
     from analyzer.findings import Finding
     from analyzer.settings import Settings
 
-FSX_UTILISATION = (
-    "DiskIopsUtilization",
-    "NetworkThroughputUtilization",
-    "FileServerDiskIopsUtilization",
-    "FileServerDiskThroughputUtilization",
-    "CPUUtilization",
-)
 VERSION_COLUMNS = ("nvidia_driver", "cuda_driver_max", "nccl", "efa_installer", "ofi_nccl", "kernel")
 MAX_GRID_NODES = 40
 
@@ -58,32 +54,21 @@ def gpu_grid(con: duckdb.DuckDBPyConnection, column: str) -> dict[str, Any] | No
     }
 
 
-def iowait_by_node(con: duckdb.DuckDBPyConnection) -> list[tuple[str, float]]:
-    rows = _rows(
-        con,
-        """SELECT node, avg(iowait_pct) AS iowait FROM iostat_cpu
-           WHERE since_boot IS NOT TRUE AND iowait_pct IS NOT NULL AND node IS NOT NULL
-           GROUP BY node ORDER BY node""",
-    )
-    return [(r["node"], float(r["iowait"])) for r in rows]
+def iowait_by_node(ctx: Context) -> list[tuple[str, float]]:
+    """Mean iowait per node: the rows fs.iowait.high judges (analyzer.signals.fs.iowait_by_node)."""
+    from analyzer.signals.fs import iowait_by_node as rows
+
+    return [(r["node"], float(r["mean"])) for r in rows(ctx) if r["node"] is not None]
 
 
-def fsx_utilisation(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[list[Any], list[float]]]:
-    """Series '<file system> <metric>' -> (timestamps, percent) for AWS/FSx utilisation metrics."""
-    placeholders = ", ".join("?" for _ in FSX_UTILISATION)
-    rows = _rows(
-        con,
-        f"""SELECT coalesce(dimension_value, '?') AS fs, metric, ts, max(value) AS v FROM cw_metric
-            WHERE namespace = 'AWS/FSx' AND metric IN ({placeholders}) AND ts IS NOT NULL AND value IS NOT NULL
-            GROUP BY ALL ORDER BY fs, metric, ts""",
-        *FSX_UTILISATION,
-    )
-    series: dict[str, tuple[list[Any], list[float]]] = {}
-    for r in rows:
-        xs, ys = series.setdefault(f"{r['fs']} {r['metric']}", ([], []))
-        xs.append(r["ts"])
-        ys.append(float(r["v"]))
-    return series
+def fsx_utilisation(ctx: Context) -> dict[str, tuple[list[Any], list[float]]]:
+    """Series label -> (timestamps, percent): the series fs.fsx.utilization_sustained judges."""
+    from analyzer.signals.fs import fsx_utilization_series
+
+    return {
+        s.label: ([p[0] for p in s.points], [float(p[1]) for p in s.points])
+        for s in fsx_utilization_series(ctx)
+    }
 
 
 def fsx_throughput(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[list[Any], list[float]]]:
@@ -135,16 +120,11 @@ def version_table(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
         table.append(
             {"node": n["node"], "instance_type": n["instance_type"], "az": n["availability_zone"], **cells}
         )
+    from analyzer.signals.versions import majorities
+
     drift: dict[str, set[str]] = defaultdict(set)  # column -> nodes whose value is not the majority
-    by_type: dict[str | None, list[dict[str, Any]]] = defaultdict(list)
-    for row in table:
-        by_type[row["instance_type"]].append(row)
-    for rows in by_type.values():
-        for column in VERSION_COLUMNS:
-            seen = Counter(r.get(column) for r in rows if r.get(column))
-            if len(seen) > 1:
-                majority = seen.most_common(1)[0][0]
-                drift[column] |= {r["node"] for r in rows if r.get(column) and r.get(column) != majority}
+    for (_, column), m in majorities(table, VERSION_COLUMNS).items():
+        drift[column] |= set(m.deviating)
     return {
         "columns": list(VERSION_COLUMNS),
         "rows": table,
@@ -153,15 +133,13 @@ def version_table(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
 
 
 def nccl_charts(
-    con: duckdb.DuckDBPyConnection, settings: Settings, sick: set[str]
+    ctx: Context, settings: Settings, sick: set[str]
 ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     """Per-node large-message busbw against the expectation lines, and the pairwise matrix."""
     from statistics import median
 
-    from analyzer.engine import Context
-    from analyzer.rules.nccl._runs import load_runs, pairs
+    from analyzer.signals.nccl import load_runs, pairs
 
-    ctx = Context(con, settings)
     runs = [r for r in load_runs(ctx, 1 << 30) if r.busbw is not None]
     bars: list[dict[str, Any]] = []
     for scope in ("multi_node", "single_node"):
@@ -219,8 +197,11 @@ def nccl_charts(
 
 def collect(con: duckdb.DuckDBPyConnection, settings: Settings, findings: list[Finding]) -> dict[str, Any]:
     """Everything the HTML/PDF report draws, as plain data."""
+    from analyzer.engine import Context
+
+    ctx = Context(con, settings)
     sick = {f.node for f in findings if f.node and f.severity.value in ("critical", "warning")}
-    busbw, pair_matrix = nccl_charts(con, settings, sick)
+    busbw, pair_matrix = nccl_charts(ctx, settings, sick)
     return {
         "busbw": busbw,
         "pairs": pair_matrix,
@@ -228,8 +209,8 @@ def collect(con: duckdb.DuckDBPyConnection, settings: Settings, findings: list[F
         "gpu_temp": gpu_grid(con, "temp_c"),
         "gpu_sm_clock": gpu_grid(con, "sm_clock_mhz"),
         "gpu_ecc": gpu_grid(con, "ecc_corrected_volatile"),
-        "iowait": iowait_by_node(con),
-        "fsx_utilisation": fsx_utilisation(con),
+        "iowait": iowait_by_node(ctx),
+        "fsx_utilisation": fsx_utilisation(ctx),
         "fsx_throughput": fsx_throughput(con),
         "versions": version_table(con),
         "fsx_line": float(settings.value("fs.fsx.utilization_sustained", "utilization_pct")),

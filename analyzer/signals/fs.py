@@ -1,5 +1,10 @@
 """Shared file-system signals: CloudWatch series and how long they stay over a line, iowait per node,
-near-full mounts.  Used by the fs rules and by fs.verdict, which weighs them together."""
+near-full mounts.  Used by the fs rules and by fs.verdict, which weighs them together.
+
+Each signal has one query here, and every rule (and the report's charts) reads it through it:
+:func:`fsx_utilization_series`, :func:`fsx_free_capacity_series`, :func:`ebs_queue_series`,
+:func:`iowait_by_node` (:data:`IOWAIT_BY_NODE_SQL` for SQL that builds on it) and
+:func:`data_mounts_over`."""
 
 from __future__ import annotations
 
@@ -98,6 +103,22 @@ def series(
     return [best[k] for k in sorted(best, key=lambda k: (str(k[0]), k[1]))]
 
 
+def fsx_utilization_series(ctx: Context) -> list[Series]:
+    """The AWS/FSx utilisation series (:data:`FSX_UTIL_METRICS`, Maximum preferred): fs.fsx.utilization_sustained
+    and fs.verdict."""
+    return series(ctx, "AWS/FSx", FSX_UTIL_METRICS)
+
+
+def fsx_free_capacity_series(ctx: Context) -> list[Series]:
+    """The AWS/FSx FreeDataStorageCapacity series (Minimum preferred): fs.fsx.free_capacity_low and fs.verdict."""
+    return series(ctx, "AWS/FSx", ("FreeDataStorageCapacity",), ("Minimum", "Average", "Maximum"))
+
+
+def ebs_queue_series(ctx: Context) -> list[Series]:
+    """The AWS/EBS VolumeQueueLength series (Average preferred): fs.ebs.queue_sustained and fs.verdict."""
+    return series(ctx, "AWS/EBS", ("VolumeQueueLength",), ("Average", "Maximum", "p99", "p90"))
+
+
 def run_over(s: Series, line: float, strict: bool = False) -> Run:
     """Minutes at/above ``line`` (above when ``strict``), the longest unbroken run, the window.
 
@@ -135,16 +156,19 @@ def run_over(s: Series, line: float, strict: bool = False) -> Run:
     )
 
 
+#: Mean and peak %iowait per node over the interval reports of ``iostat -c`` (the first report, since
+#: boot, excluded): columns bundle_id, node, mean, peak, reports, source_file, line (of the peak).
+IOWAIT_BY_NODE_SQL = """
+    SELECT bundle_id, node, avg(iowait_pct) AS mean, max(iowait_pct) AS peak, count(*) AS reports,
+           min(source_file) AS source_file, arg_max(line, iowait_pct) AS line
+    FROM iostat_cpu WHERE since_boot IS NOT TRUE AND iowait_pct IS NOT NULL
+    GROUP BY bundle_id, node
+"""
+
+
 def iowait_by_node(ctx: Context) -> list[dict[str, Any]]:
-    """Mean and peak %iowait per node over the interval reports (the since-boot report excluded)."""
-    return ctx.rows(
-        """
-        SELECT bundle_id, node, avg(iowait_pct) AS mean, max(iowait_pct) AS peak, count(*) AS reports,
-               min(source_file) AS source_file, arg_max(line, iowait_pct) AS line
-        FROM iostat_cpu WHERE since_boot IS NOT TRUE AND iowait_pct IS NOT NULL
-        GROUP BY bundle_id, node ORDER BY node
-        """
-    )
+    """The rows of :data:`IOWAIT_BY_NODE_SQL`, by node: fs.iowait.high and fs.verdict."""
+    return ctx.rows(f"{IOWAIT_BY_NODE_SQL} ORDER BY node")
 
 
 #: Mount points and file-system types that are not data volumes.

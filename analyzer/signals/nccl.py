@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from statistics import median
 from typing import Any
 
 from analyzer.engine import Context
@@ -138,12 +137,6 @@ def pairs(runs: list[Run]) -> dict[tuple[str | None, str], dict[tuple[str, str],
         pair.busbw = max(pair.busbw, run.busbw)
         pair.runs.append(run)
     return groups
-
-
-def mad_band(values: list[float]) -> tuple[float, float]:
-    """(median, MAD scaled to a standard deviation)."""
-    mid = median(values)
-    return mid, 1.4826 * median(abs(v - mid) for v in values)
 
 
 def busbw_evidence(ctx: Context, run: Run) -> Evidence:

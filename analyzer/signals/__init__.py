@@ -1,0 +1,7 @@
+"""Signals: the queries that rules and the report data share, so a chart shows what a rule judged.
+
+- ``fs``: FSx / EBS CloudWatch series, sustained runs over a line, iowait per node, full data mounts;
+- ``nccl``: nccl-tests runs with their nodes, pairs of nodes, busbw evidence;
+- ``gpus``: one state per GPU from -q, the CSV or the table, with evidence per field;
+- ``versions``: the majority version per peer group and the nodes that deviate from it.
+"""
