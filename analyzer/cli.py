@@ -150,9 +150,7 @@ def analyze(
         raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
     if fail_on != "never":
         limit = SEVERITY_ORDER.index(fail_on)
-        if any(
-            SEVERITY_ORDER.index(f.severity.value) <= limit for f in data.findings if f.severity.value != "ok"
-        ):
+        if any(SEVERITY_ORDER.index(f.severity.value) <= limit for f in data.findings):
             ctx.exit(EXIT_FINDINGS)
 
 

@@ -22,14 +22,15 @@ OWNERS = (
 
 
 class Severity(str, enum.Enum):
+    """A finding's severity; a rule that ran and found nothing is the outcome ``pass`` ([OK]), not a finding."""
+
     CRITICAL = "critical"
     WARNING = "warning"
     INFO = "info"
-    OK = "ok"
 
     @property
     def rank(self) -> int:
-        return {"critical": 0, "warning": 1, "info": 2, "ok": 3}[self.value]
+        return {"critical": 0, "warning": 1, "info": 2}[self.value]
 
 
 @dataclass(frozen=True)

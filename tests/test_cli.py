@@ -43,7 +43,7 @@ def test_analyze_names_node_gpu_and_evidence(sample_cluster: Path, tmp_path: Pat
     assert len(doc["nodes"]) == 4
     for f in doc["findings"]:
         assert set(f) == FINDING_KEYS
-        assert f["severity"] in ("critical", "warning", "info", "ok")
+        assert f["severity"] in ("critical", "warning", "info")
         assert set(f["route"]) == {"owner", "target", "action"}
         assert f["evidence"] and all(set(e) == {"file", "line", "text"} for e in f["evidence"])
     xid48 = [f for f in doc["findings"] if f["rule"] == "gpu.xid" and f["params"]["xid"] == 48]
