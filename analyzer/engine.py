@@ -24,8 +24,21 @@ class RuleInfo:
     requires: tuple[str, ...]
     route: Route
     version: int = 1
-    #: alternative sources: the rule is skipped only when every one of these tables is empty
+    #: alternative sources: at least one of them (see analyzer.coverage for what "has" means)
     requires_any: tuple[str, ...] = ()
+    #: what an [OK] line says when the rule ran and found nothing ("no TCP fallback seen")
+    passed: str = ""
+    #: where the cause of a finding lies: "node" (a fault of that node: the node is ranked), "shared"
+    #: (a cause shared by many nodes — a file system, a spine link, the placement, a cluster-wide
+    #: version: listed as cluster-wide, its nodes not ranked for it)
+    scope: str = "node"
+    #: rules whose finding explains this rule's findings as symptoms (iowait on every node of a saturated
+    #: file system): when one of them fired, this rule's findings do not rank their nodes
+    explained_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.scope not in ("node", "shared"):
+            raise ValueError(f"rule {self.id}: scope {self.scope!r} is not 'node' or 'shared'")
 
     def finding(
         self,
@@ -72,8 +85,10 @@ class Outcome:
     outcome: str  # fail | pass | skipped | error
     findings: int
     reason: str | None = None
-    #: nodes that have none of the rule's input tables while other nodes do: not checked there
+    #: nodes whose input was absent: not examined there (never counted as passing)
     nodes_without_data: list[str] = field(default_factory=list)
+    #: nodes whose input was collected and read (empty for a rule judged on cluster-wide exports)
+    nodes_checked: list[str] = field(default_factory=list)
 
 
 class Context:
@@ -117,16 +132,25 @@ class Context:
 def run_rules(
     con: duckdb.DuckDBPyConnection, modules: Iterable[RuleModule], settings: Settings | None = None
 ) -> tuple[list[Finding], list[Outcome]]:
+    from analyzer.coverage import Coverage
+
     ctx = Context(con, settings)
+    coverage = Coverage(con)
     findings: list[Finding] = []
     outcomes: list[Outcome] = []
     for module in modules:
         info = module.RULE
-        empty = [t for t in info.requires if _is_empty(con, t)]
-        if info.requires_any and all(_is_empty(con, t) for t in info.requires_any):
-            empty.append(" or ".join(info.requires_any))
-        if empty:
-            outcomes.append(Outcome(info.id, "skipped", 0, "no data in " + ", ".join(empty)))
+        seen = coverage.examined(info.requires, info.requires_any)
+        if seen.absent:
+            outcomes.append(
+                Outcome(
+                    info.id,
+                    "skipped",
+                    0,
+                    "no input: " + ", ".join(seen.absent),
+                    nodes_without_data=seen.missing,
+                )
+            )
             continue
         try:
             found = list(module.check(ctx))
@@ -136,7 +160,11 @@ def run_rules(
         findings.extend(found)
         outcomes.append(
             Outcome(
-                info.id, "fail" if found else "pass", len(found), nodes_without_data=_uncovered(con, info)
+                info.id,
+                "fail" if found else "pass",
+                len(found),
+                nodes_without_data=seen.missing,
+                nodes_checked=seen.checked,
             )
         )
     findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))
@@ -167,24 +195,6 @@ def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding])
             else e
             for e in f.evidence
         ]
-
-
-#: Tables filled from cluster-wide files (no node of their own): per-node coverage does not apply.
-CLUSTER_TABLES = frozenset({"nccl_run", "nccl_rank", "nccl_result", "nccl_log_event", "cw_metric", "node"})
-
-
-def _uncovered(con: duckdb.DuckDBPyConnection, info: RuleInfo) -> list[str]:
-    """Nodes for which none of the rule's per-node input tables has a row."""
-    tables = [t for t in (*info.requires, *info.requires_any) if t not in CLUSTER_TABLES]
-    if not tables:
-        return []
-    union = " UNION ".join(f'SELECT DISTINCT node FROM "{t}" WHERE node IS NOT NULL' for t in tables)
-    rows = con.execute(f"SELECT node FROM node WHERE node NOT IN ({union}) ORDER BY node").fetchall()
-    return [r[0] for r in rows]
-
-
-def _is_empty(con: duckdb.DuckDBPyConnection, table: str) -> bool:
-    return not con.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchall()
 
 
 def _store(con: duckdb.DuckDBPyConnection, findings: list[Finding], outcomes: list[Outcome]) -> None:

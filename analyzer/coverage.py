@@ -1,0 +1,125 @@
+"""Which nodes each rule examined: checked (its input was collected and read), or not examined.
+
+A rule names its inputs in ``requires`` (all of them) and ``requires_any`` (at least one), each either a
+table (``kernel_event``) or a column of one (``node.instance_type``).  A node has a table when a file of a
+kind that fills the table was parsed on that node — even when it held no rows: a clean kernel log is a
+checked kernel log — or when the table has a row of the node.  A node has a column when a row of the
+node carries a value in it.  Tables filled from cluster-wide exports (nccl-tests logs, CloudWatch: the
+kinds the collector does not write) are judged for the cluster, not per node.
+
+A rule is skipped when its input exists nowhere; otherwise it runs, and its outcome lists the nodes
+it checked and the nodes it could not examine.  A node that was not examined never counts as passing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+@cache
+def producers() -> dict[str, frozenset[str]]:
+    """table -> the kinds whose parser fills it (from the one kinds registry)."""
+    import parsers
+
+    out: dict[str, set[str]] = {}
+    for kind in parsers.KINDS:
+        for table in parsers.module_for(kind).INFO.tables:
+            out.setdefault(table, set()).add(kind)
+    return {t: frozenset(k) for t, k in out.items()}
+
+
+@cache
+def cluster_tables() -> frozenset[str]:
+    """Tables judged for the cluster: 'node', and those filled only by kinds the collector never writes."""
+    import parsers
+
+    user_kinds = {k for k in parsers.KINDS if parsers.module_for(k).INFO.not_collected_because}
+    return frozenset({"node"} | {t for t, kinds in producers().items() if kinds <= user_kinds})
+
+
+@dataclass(frozen=True)
+class Examined:
+    checked: list[str]  # nodes whose input was collected and read
+    missing: list[str]  # nodes that were not examined
+    absent: list[str]  # requirements met nowhere (the rule is skipped when any is listed)
+
+
+class Coverage:
+    """Answers, per rule, which nodes were examined; computed from the store once per requirement."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.nodes = [r[0] for r in con.execute("SELECT DISTINCT node FROM node ORDER BY node").fetchall()]
+        self._parsed: dict[str, set[str]] = {}
+        for node, kind in con.execute(
+            "SELECT DISTINCT node, kind FROM file WHERE status = 'parsed' AND kind IS NOT NULL"
+        ).fetchall():
+            self._parsed.setdefault(kind, set()).add(node)
+        self._memo: dict[str, set[str] | None] = {}
+
+    def nodes_with(self, requirement: str) -> set[str] | None:
+        """Nodes that have a requirement; None for a cluster table (judged for the cluster)."""
+        if requirement not in self._memo:
+            self._memo[requirement] = self._compute(requirement)
+        return self._memo[requirement]
+
+    def _compute(self, requirement: str) -> set[str] | None:
+        table, _, column = requirement.partition(".")
+        if column:
+            sql = f'SELECT DISTINCT node FROM "{table}" WHERE node IS NOT NULL AND "{column}" IS NOT NULL'
+            return {r[0] for r in self.con.execute(sql).fetchall()}
+        if table in cluster_tables():
+            return None
+        found = {
+            r[0]
+            for r in self.con.execute(
+                f'SELECT DISTINCT node FROM "{table}" WHERE node IS NOT NULL'
+            ).fetchall()
+        }
+        for kind in producers().get(table, ()):
+            found |= self._parsed.get(kind, set())
+        return found
+
+    def cluster_has(self, table: str) -> bool:
+        """A cluster table was read: a file of its kind parsed anywhere, or a row in it."""
+        if any(self._parsed.get(k) for k in producers().get(table, ())):
+            return True
+        return bool(self.con.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchall())
+
+    def examined(self, requires: tuple[str, ...], requires_any: tuple[str, ...]) -> Examined:
+        everyone = set(self.nodes)
+        absent: list[str] = []
+        per_node: set[str] | None = None  # None: no per-node requirement
+        for req in requires:
+            have = self.nodes_with(req)
+            if have is None:
+                if req != "node" and not self.cluster_has(req):
+                    absent.append(req)
+                continue
+            if not have:
+                absent.append(req)
+            per_node = have if per_node is None else per_node & have
+        if requires_any:
+            union: set[str] = set()
+            cluster_any = False
+            node_level = False
+            for req in requires_any:
+                have = self.nodes_with(req)
+                if have is None:
+                    cluster_any = cluster_any or self.cluster_has(req)
+                else:
+                    node_level = True
+                    union |= have
+            if not union and not cluster_any:
+                absent.append(" or ".join(requires_any))
+            if node_level and not cluster_any:
+                per_node = union if per_node is None else per_node & union
+        if per_node is None:
+            return Examined([], [], absent)
+        checked = sorted(per_node & everyone)
+        return Examined(checked, sorted(everyone - per_node), absent)
