@@ -1,7 +1,7 @@
 """The ``hptriage`` command line: thin click commands over the analyzer modules.
 
 Exit codes: 0 analysis done; 1 findings at or above --fail-on; 2 usage error; 3 no usable bundle in the
-input; 4 internal error.  Errors are one line on stderr; tracebacks only with --debug.
+input; 4 internal error; 5 analysis done but some input could not be read.  Errors are one line on stderr; tracebacks only with --debug.
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from typing import Any
 import click
 
 from analyzer import __version__
-from analyzer.errors import EXIT_FINDINGS, HptriageError, InternalError, NoUsableBundle, UsageProblem
+from analyzer.errors import (
+    EXIT_FINDINGS,
+    EXIT_UNREAD_INPUT,
+    HptriageError,
+    InternalError,
+    NoUsableBundle,
+    UsageProblem,
+)
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -25,6 +32,8 @@ Exit codes:
   2  usage error
   3  no usable bundle in the input
   4  internal error
+  5  analysis done, but some input could not be read (each is named;
+     1 takes precedence when --fail-on is met)
 """
 
 SEVERITY_ORDER = ("critical", "warning", "info")
@@ -152,6 +161,19 @@ def analyze(
         limit = SEVERITY_ORDER.index(fail_on)
         if any(SEVERITY_ORDER.index(f.severity.value) <= limit for f in data.findings):
             ctx.exit(EXIT_FINDINGS)
+    if data.verdict.unread_inputs:
+        ctx.exit(EXIT_UNREAD_INPUT)
+
+
+def _warn_inputs(summary) -> None:  # type: ignore[no-untyped-def]
+    """Say on stderr what the loader did with inputs the user may not expect (results stay on stdout)."""
+    for u in summary.unread_inputs:
+        click.echo(f"hptriage: warning: not read: {u['path']}: {u['reason']}", err=True)
+    for d in summary.duplicates:
+        click.echo(f"hptriage: warning: {d['path']} is identical to {d['same_as']}: analyzed once", err=True)
+    for c in summary.node_conflicts:
+        shown = ", ".join(f"{b['path']} (as {b['shown_as']})" for b in c["bundles"])
+        click.echo(f"hptriage: warning: several bundles claim node {c['node']}: {shown}", err=True)
 
 
 def _settings(config: Path | None):  # type: ignore[no-untyped-def]
@@ -180,21 +202,18 @@ def _run_analysis(  # type: ignore[no-untyped-def]
         con = connect(str(db_path) if db_path else None)
         summary = load(con, paths, workdir, Limits(), jobs=jobs, progress=_progress())
         if not summary.nodes:
-            problems = con.execute("SELECT file, error FROM parse_problems").fetchall()
-            detail = "; ".join(f"{f}: {e}" for f, e in problems[:3])
+            unread = [(u["path"], u["reason"]) for u in summary.unread_inputs]
+            unread = unread or con.execute("SELECT file, error FROM parse_problems").fetchall()
+            detail = "; ".join(f"{f}: {e}" for f, e in unread[:3])
             raise NoUsableBundle(
                 "no usable bundle in the input"
                 + (f" ({detail})" if detail else "")
                 + ". A bundle is a directory or .tar.gz with meta.env (see docs/bundle-format.md)."
             )
+        _warn_inputs(summary)
         modules = load_rules()
         findings, outcomes = run_rules(con, modules, settings)
-        titles = {m.RULE.id: m.RULE.title for m in modules}
-        data = gather(con, summary.bundles, findings, outcomes, titles)
-        if charts:
-            from analyzer.chart_data import collect
-
-            data.charts = collect(con, settings, findings)
+        data = gather(con, summary, findings, outcomes, modules, settings, charts=charts)
         con.close()
         return data
     finally:
@@ -332,6 +351,46 @@ def rules(fmt: str, config: Path | None) -> None:
         for k, v in r["thresholds"].items():
             unit = f" {v['unit']}" if v.get("unit") else ""
             click.echo(f"{'':32} {k} = {v['value']}{unit}  [{v['source']}]")
+
+
+@cli.command()
+@click.argument("db", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("query")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "csv", "json"]), default="text", show_default=True
+)
+def sql(db: Path, query: str, fmt: str) -> None:
+    """Run one read-only SQL query on a database kept with --db (schema: docs/schema.md).
+
+    \b
+    Example:
+      hptriage analyze sample_bundles/xid-ecc-3node/bundle --db triage.duckdb -q
+      hptriage sql triage.duckdb "SELECT node, pci, xid, count(*) FROM kernel_event GROUP BY ALL"
+    """
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+        cur = con.execute(query)
+        names = [d[0] for d in cur.description or []]
+        rows = cur.fetchall()
+    except duckdb.Error as exc:
+        raise UsageProblem(f"{db}: {str(exc).splitlines()[0]}") from exc
+    if fmt == "json":
+        click.echo(json.dumps([dict(zip(names, r, strict=True)) for r in rows], indent=2, default=str))
+    elif fmt == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(names)
+        writer.writerows(rows)
+    else:
+        cells = [names] + [["" if v is None else str(v) for v in r] for r in rows]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(names))]
+        for i, row in enumerate(cells):
+            click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+            if i == 0:
+                click.echo("  ".join("-" * w for w in widths))
 
 
 def main() -> None:

@@ -9,6 +9,8 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_NO_BUNDLE = 3
 EXIT_INTERNAL = 4
+#: the analysis ran, but some input given could not be read (each one is named)
+EXIT_UNREAD_INPUT = 5
 
 
 class HptriageError(click.ClickException):

@@ -89,19 +89,85 @@ def rank_nodes(findings: Iterable[Finding]) -> list[NodeRank]:
     return ranked
 
 
+#: The inputs without which a node gets no clean bill: the verdict is "incomplete" when a node lacks one.
+#: what -> requirements (any of them), in the engine's requirement form (analyzer.coverage).
+CORE_INPUTS: dict[str, tuple[str, ...]] = {
+    "GPU state (nvidia-smi -q, --query-gpu or the nvidia-smi table)": ("gpu", "gpu_query", "smi_gpu"),
+    "kernel log (dmesg / journalctl -k)": ("kernel_event",),
+}
+#: A node-scope rule firing on every node of a cluster at least this big is a cluster-wide cause.
+EVERY_NODE_MIN = 3
+
+
+@dataclass(frozen=True)
+class RuleScope:
+    """What the verdict needs of a rule's metadata (analyzer.engine.RuleInfo)."""
+
+    title: str = ""
+    scope: str = "node"
+    explained_by: tuple[str, ...] = ()
+
+
 def compute(
     findings: Sequence[Finding],
     outcomes: Sequence[Outcome],
     nodes: Sequence[dict[str, Any]],
+    rules: dict[str, RuleScope] | None = None,
+    unread_inputs: Sequence[dict[str, Any]] = (),
+    not_examined: Sequence[dict[str, Any]] = (),
 ) -> Verdict:
-    """The verdict over one analysis: status, sections to read, worst nodes, counts."""
+    """The verdict over one analysis: status, sections to read, worst nodes, cluster-wide causes."""
+    rules = rules or {}
     concerns = [f for f in findings if f.severity in CONCERN]
-    ranked = rank_nodes(concerns)
+    fired = {f.rule for f in concerns}
+    node_names = {n["node"] for n in nodes if n.get("node")}
+    shared: dict[str, list[Finding]] = {}
+    ranked_findings: list[Finding] = []
+    for f in concerns:
+        meta = rules.get(f.rule, RuleScope())
+        if f.node is None or meta.scope == "shared":
+            shared.setdefault(f.rule, []).append(f)
+        elif set(meta.explained_by) & fired:
+            continue  # a symptom of a shared cause that fired: the node is its victim
+        else:
+            ranked_findings.append(f)
+    # a node-scope rule that fires on every node names no node worse than another: a shared cause
+    by_rule: dict[str, set[str]] = {}
+    for f in ranked_findings:
+        by_rule.setdefault(f.rule, set()).add(f.node or "")
+    everywhere = {r for r, hit in by_rule.items() if len(node_names) >= EVERY_NODE_MIN and hit >= node_names}
+    for f in ranked_findings:
+        if f.rule in everywhere:
+            shared.setdefault(f.rule, []).append(f)
+    ranked = rank_nodes(f for f in ranked_findings if f.rule not in everywhere)
     counts = Counter(f.severity.value for f in findings)
+    if concerns:
+        status = "concerns"
+    elif not_examined or unread_inputs:
+        status = "incomplete"
+    else:
+        status = "no-concerns"
     return Verdict(
-        status="concerns" if concerns else "no-concerns",
+        status=status,
         sections=sorted({section_of(f.rule) for f in concerns}),
         worst_nodes=ranked[:TOP_NODES],
         ranked_nodes=len(ranked),
         counts={s: counts.get(s, 0) for s in ("critical", "warning", "info")},
+        cluster_wide=[
+            _cluster_entry(rule, group, rules.get(rule, RuleScope()), rule in everywhere)
+            for rule, group in shared.items()
+        ],
+        unread_inputs=list(unread_inputs),
+        not_examined=list(not_examined),
     )
+
+
+def _cluster_entry(rule: str, group: list[Finding], meta: RuleScope, everywhere: bool) -> dict[str, Any]:
+    nodes = sorted({f.node for f in group if f.node} | {n for f in group for n in f.params.get("nodes", [])})
+    worst = min(group, key=lambda f: f.severity.rank)
+    if len(group) == 1:
+        message = worst.message
+    else:
+        where = "every node" if everywhere else f"{len(nodes)} node(s)" if nodes else "the cluster"
+        message = f"{meta.title or rule}: {len(group)} findings on {where}; first: {worst.message}"
+    return {"rule": rule, "severity": worst.severity.value, "message": message, "nodes": len(nodes)}

@@ -18,6 +18,7 @@ def document(data: ReportData) -> dict[str, Any]:
         "bundles": data.bundles,
         "nodes": data.nodes,
         "verdict": data.verdict.as_dict(),
+        "inputs": data.inputs,
         "findings": [f.as_dict() for f in data.findings],
         "rules": [
             {
@@ -26,6 +27,7 @@ def document(data: ReportData) -> dict[str, Any]:
                 "findings": o.findings,
                 "reason": o.reason,
                 "nodes_without_data": o.nodes_without_data,
+                "nodes_checked": o.nodes_checked,
             }
             for o in data.outcomes
         ],
