@@ -44,13 +44,11 @@ def render(data: ReportData) -> str:
     if v.sections:
         out += ["Read sections: " + "; ".join(SECTIONS[s] for s in v.sections), ""]
     if v.worst_nodes:
+        out += ["Worst nodes (ranked by critical findings, then warnings, then spread = distinct rules):", ""]
         out += [
-            "Worst nodes (ranked by critical findings, then warnings, then spread = distinct rules):",
-            "",
-            "| node | critical | warning | spread (rules) |",
-            "|---|---|---|---|",
+            f"{i}. **{_cell(r.node)}**: {r.critical} critical, {r.warning} warning, spread {r.score}"
+            for i, r in enumerate(v.worst_nodes, start=1)
         ]
-        out += [f"| {_cell(r.node)} | {r.critical} | {r.warning} | {r.score} |" for r in v.worst_nodes]
         if v.ranked_nodes > len(v.worst_nodes):
             out.append(
                 f"\n… and {v.ranked_nodes - len(v.worst_nodes)} more nodes with a concern (see the JSON)."
