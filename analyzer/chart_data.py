@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 
 VERSION_COLUMNS = ("nvidia_driver", "cuda_driver_max", "nccl", "efa_installer", "ofi_nccl", "kernel")
 MAX_GRID_NODES = 40
+#: Bottom of the GPU temperature colour scale: an idle GPU in a cooled room sits above it.
+TEMP_FLOOR_C = 20.0
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[dict[str, Any]]:
@@ -28,8 +30,23 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, *params: Any) -> list[dict[s
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-def gpu_grid(con: duckdb.DuckDBPyConnection, column: str) -> dict[str, Any] | None:
-    """node x GPU values of one gpu-table column; nodes ordered by how far they sit from the median."""
+def gpu_grid(
+    con: duckdb.DuckDBPyConnection,
+    column: str,
+    sick_cells: set[tuple[str, int]] | None = None,
+    sick_rows: set[str] | None = None,
+    scale: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """node x GPU values of one gpu-table column, with what the renderer needs to draw it honestly.
+
+    Nodes are ordered by how far they sit from the median; MAX_GRID_NODES are kept, the nodes with a
+    finding first (at most MAX_GRID_NODES of those, and then at least half as many others), the rest
+    counted in ``left_out``.  ``uniform`` is the one value every GPU reads (over all nodes, drawn or
+    not), else None: a grid that does not vary is said in a line, not drawn.
+    ``marked`` lists the [node, gpu] cells that have a finding and ``marked_rows`` the nodes with a GPU
+    or host concern; ``scale`` fixes the colour range (vmin, vmax) and reference ``lines`` when the
+    metric has thresholds, so the colour says "cool" or "hot" against them rather than min to max.
+    """
     assert column in ("temp_c", "sm_clock_mhz", "ecc_corrected_volatile", "power_draw_w")
     rows = _rows(
         con,
@@ -42,15 +59,48 @@ def gpu_grid(con: duckdb.DuckDBPyConnection, column: str) -> dict[str, Any] | No
         by_node[r["node"]][r["gpu"]] = float(r["v"])
     all_values = sorted(v for d in by_node.values() for v in d.values())
     median = all_values[len(all_values) // 2]
-    nodes = sorted(by_node, key=lambda n: -max(abs(v - median) for v in by_node[n].values()))
-    left_out = max(0, len(nodes) - MAX_GRID_NODES)
-    nodes = sorted(nodes[:MAX_GRID_NODES])
+    sick_cells = {(n, g) for n, g in (sick_cells or set()) if g in by_node.get(n, {})}
+    sick_rows = {n for n in (sick_rows or set()) if n in by_node} | {n for n, _ in sick_cells}
+    ranked = sorted(by_node, key=lambda n: -max(abs(v - median) for v in by_node[n].values()))
+    sick = [n for n in ranked if n in sick_rows][:MAX_GRID_NODES]  # at most MAX_GRID_NODES of them
+    others = [n for n in ranked if n not in sick_rows][: max(MAX_GRID_NODES - len(sick), MAX_GRID_NODES // 2)]
+    left_out = len(ranked) - len(sick) - len(others)
+    nodes = sorted(sick + others)
     gpus = sorted({g for d in by_node.values() for g in d})
     return {
         "rows": nodes,
         "columns": [f"GPU {g}" for g in gpus],
         "values": [[by_node[n].get(g) for g in gpus] for n in nodes],
         "left_out": left_out,
+        "uniform": all_values[0] if all_values[0] == all_values[-1] else None,
+        "gpus": len(all_values),
+        "nodes": len(by_node),
+        "marked": sorted([n, g] for n, g in sick_cells if n in nodes),
+        "marked_rows": sorted(sick_rows & set(nodes)),
+        "scale": scale,
+    }
+
+
+def sick_gpus(findings: list[Finding]) -> tuple[set[tuple[str, int]], set[str]]:
+    """The (node, gpu) cells with a critical/warning finding, and the nodes with a GPU or host concern."""
+    from analyzer.sections import section_of
+
+    concerns = [f for f in findings if f.node and f.severity.value in ("critical", "warning")]
+    cells = {(f.node, int(f.gpu)) for f in concerns if f.gpu is not None}
+    nodes = {f.node for f in concerns if section_of(f.rule) == "C"}
+    return cells, nodes  # type: ignore[return-value]
+
+
+def temperature_scale(settings: Settings, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The GPU temperature colour range: from a cool floor to the critical line, the warning line marked."""
+    warning = float(settings.value("gpu.temperature.high", "warning_c"))
+    critical = float(settings.value("gpu.temperature.high", "critical_c"))
+    low, high = con.execute("SELECT min(temp_c), max(temp_c) FROM gpu").fetchone() or (None, None)
+    return {
+        "vmin": min(TEMP_FLOOR_C, float(low)) if low is not None else TEMP_FLOOR_C,
+        "vmax": max(critical, float(high)) if high is not None else critical,
+        "lines": {"warning": warning, "critical": critical},
+        "source": "gpu.temperature.high",
     }
 
 
@@ -202,13 +252,14 @@ def collect(con: duckdb.DuckDBPyConnection, settings: Settings, findings: list[F
     ctx = Context(con, settings)
     sick = {f.node for f in findings if f.node and f.severity.value in ("critical", "warning")}
     busbw, pair_matrix = nccl_charts(ctx, settings, sick)
+    cells, rows = sick_gpus(findings)
     return {
         "busbw": busbw,
         "pairs": pair_matrix,
         "sick_nodes": sorted(sick),
-        "gpu_temp": gpu_grid(con, "temp_c"),
-        "gpu_sm_clock": gpu_grid(con, "sm_clock_mhz"),
-        "gpu_ecc": gpu_grid(con, "ecc_corrected_volatile"),
+        "gpu_temp": gpu_grid(con, "temp_c", cells, rows, temperature_scale(settings, con)),
+        "gpu_sm_clock": gpu_grid(con, "sm_clock_mhz", cells, rows),
+        "gpu_ecc": gpu_grid(con, "ecc_corrected_volatile", cells, rows, {"vmin": 0.0}),
         "iowait": iowait_by_node(ctx),
         "fsx_utilisation": fsx_utilisation(ctx),
         "fsx_throughput": fsx_throughput(con),

@@ -58,7 +58,9 @@ Schema
   ``util_gpu_pct`` float, %
 - ``fabric_state``, ``fabric_status`` str (NVSwitch systems: Completed / Success)
 - evidence lines (int): ``temp_line``, ``throttle_line``, ``pcie_line``, ``ecc_volatile_line``,
-  ``ecc_aggregate_line``, ``remap_line``, ``retired_line``, ``persistence_line``, ``fabric_line``, ``clock_line``
+  ``ecc_aggregate_line``, ``remap_line``, ``retired_line``, ``persistence_line``, ``fabric_line``, ``clock_line``;
+  ``driver_version_line``, ``cuda_version_line`` — the ``Driver Version`` / ``CUDA Version`` lines of the
+  dump header; ``vbios_version_line`` — the GPU's ``VBIOS Version`` line
 
 Examples
 --------
@@ -67,6 +69,8 @@ Examples
 ('0000:19:00.0', 'NVIDIA H100 80GB HBM3', '545.23.08', 2, 33.0)
 >>> gpu["throttle_reasons_active"], gpu["pcie_width_current"], gpu["ecc_volatile_line"]
 ('HW Slowdown', 16, 19)
+>>> gpu["driver_version_line"], gpu["cuda_version_line"], gpu["line"]
+(2, 3, 5)
 """
 
 from __future__ import annotations
@@ -120,6 +124,9 @@ _INT_COLS = [
     "persistence_line",
     "fabric_line",
     "clock_line",
+    "driver_version_line",
+    "cuda_version_line",
+    "vbios_version_line",
     "line",
 ]
 _FLOAT_COLS = [
@@ -242,6 +249,7 @@ def parse(text: str) -> ParseResult:
     require_text(text)
     result = ParseResult()
     header: dict[str, str] = {}
+    header_lines: dict[str, int] = {}  # header key -> its line (evidence for the versions)
     gpu: dict[str, Any] | None = None
     path: list[tuple[int, str]] = []  # (indent, section name)
     for no, raw in enumerate(text.splitlines(), start=1):
@@ -249,7 +257,7 @@ def parse(text: str) -> ParseResult:
         if not line.strip() or line.startswith("====="):
             continue
         if m := _GPU_HEADER.match(line.strip()):
-            gpu = _new_gpu(no, m.group(1), len(result.rows("gpu")), header)
+            gpu = _new_gpu(no, m.group(1), len(result.rows("gpu")), header, header_lines)
             result.add("gpu", gpu)
             path = []
             continue
@@ -260,6 +268,7 @@ def parse(text: str) -> ParseResult:
         if gpu is None:
             if kv and kv[0] in ("Driver Version", "CUDA Version"):
                 header[kv[0]] = kv[1]
+                header_lines[kv[0]] = no
             continue
         if kv is None or (kv[1] == "" and ":" not in line):
             path.append((indent, line.strip().lower()))
@@ -282,7 +291,9 @@ def _split(line: str) -> tuple[str, str] | None:
     return (key, value.strip()) if key else None
 
 
-def _new_gpu(no: int, bus: str, index: int, header: dict[str, str]) -> dict[str, Any]:
+def _new_gpu(
+    no: int, bus: str, index: int, header: dict[str, str], header_lines: dict[str, int]
+) -> dict[str, Any]:
     row: dict[str, Any] = {c.name: None for c in SCHEMA["gpu"]}
     row.update(
         line=no,
@@ -290,6 +301,8 @@ def _new_gpu(no: int, bus: str, index: int, header: dict[str, str]) -> dict[str,
         pci=pci_address(bus),
         driver_version=header.get("Driver Version"),
         cuda_version=header.get("CUDA Version"),
+        driver_version_line=header_lines.get("Driver Version"),
+        cuda_version_line=header_lines.get("CUDA Version"),
         _active=[],
         _ecc={},
     )
@@ -319,6 +332,8 @@ def _apply(gpu: dict[str, Any], sections: list[str], key: str, value: str, no: i
     if gpu.get(column) is not None and conv != "str":
         return  # first value wins (e.g. GPU Power Readings before Module Power Readings)
     gpu[column] = _convert(value, conv)
+    if column == "vbios":
+        gpu["vbios_version_line"] = no
 
 
 def _ecc(gpu: dict[str, Any], sections: list[str], key: str, value: str, no: int) -> None:

@@ -15,7 +15,12 @@ from typing import Any
 #: Node count above which per-node bar charts show only the worst and best ends.
 MAX_BARS = 40
 
-_LINE_STYLES = {"expected": ("-", "#1b6e20"), "warning": ("--", "#8a5a00"), "failure": (":", "#b00020")}
+_LINE_STYLES = {
+    "expected": ("-", "#1b6e20"),
+    "warning": ("--", "#8a5a00"),
+    "failure": (":", "#b00020"),
+    "critical": (":", "#b00020"),
+}
 
 
 def _plt():  # type: ignore[no-untyped-def]
@@ -154,22 +159,52 @@ def grid(
     values: Sequence[Sequence[float | None]],
     title: str,
     unit: str,
+    *,
+    marked: Sequence[tuple[str, str]] = (),
+    marked_rows: Sequence[str] = (),
+    vmin: float | None = None,
+    vmax: float | None = None,
+    lines: dict[str, float] | None = None,
+    cmap: str = "cividis",
+    gid: str = "grid",
 ) -> str:
-    """A node x GPU grid of one metric, values printed in the cells."""
+    """A node x GPU grid of one metric, values printed in the cells.
+
+    ``vmin``/``vmax`` pin the colour range (to thresholds, not the data's min and max) and ``lines``
+    are drawn on the colour bar.  ``marked`` (row, column) cells, the GPUs with a finding, are hatched
+    and outlined (each an SVG group ``<gid>-marked-<row>-<column>``); ``marked_rows`` get a ▶ label.
+    """
     import numpy as np
+    from matplotlib.colors import Normalize
+    from matplotlib.patches import Rectangle
 
     plt = _plt()
     data = np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
     fig, ax = plt.subplots(figsize=(max(3.5, 0.5 * len(columns) + 2), max(1.6, 0.26 * len(rows) + 1)))
-    image = ax.imshow(data, cmap="cividis", aspect="auto", interpolation="nearest")
+    finite = data[np.isfinite(data)]
+    low = vmin if vmin is not None else (float(finite.min()) if finite.size else 0.0)
+    high = vmax if vmax is not None else (float(finite.max()) if finite.size else 1.0)
+    if high <= low:
+        high = low + 1.0
+    norm = Normalize(vmin=low, vmax=high)
+    colours = plt.get_cmap(cmap)
+    image = ax.imshow(data, cmap=colours, norm=norm, aspect="auto", interpolation="nearest")
+    row_marks = set(marked_rows)
     ax.set_xticks(range(len(columns)), columns)
-    ax.set_yticks(range(len(rows)), rows)
+    ax.set_yticks(range(len(rows)), [f"▶ {r}" if r in row_marks else r for r in rows])
+    for tick in ax.get_yticklabels():
+        if tick.get_text().startswith("▶"):
+            tick.set_color("#b00020")
+            tick.set_fontweight("bold")
+    row_at = {r: i for i, r in enumerate(rows)}
+    column_at = {c: j for j, c in enumerate(columns)}
+    cells = {(row_at[r], column_at[c]) for r, c in marked if r in row_at and c in column_at}
     if data.size <= 400:
-        finite = data[np.isfinite(data)]
-        mid = float(np.median(finite)) if finite.size else 0.0
         for i in range(len(rows)):
             for j in range(len(columns)):
                 if np.isfinite(data[i, j]):
+                    r, g, b, _ = colours(norm(data[i, j]))
+                    box = {"facecolor": "white", "edgecolor": "none", "pad": 0.8} if (i, j) in cells else None
                     ax.text(
                         j,
                         i,
@@ -177,8 +212,36 @@ def grid(
                         ha="center",
                         va="center",
                         fontsize=6,
-                        color="white" if data[i, j] < mid else "black",
+                        color="black" if box or 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white",
+                        bbox=box,
+                        zorder=4,
                     )
-    fig.colorbar(image, ax=ax, label=unit, shrink=0.9)
+    for row, column in marked:
+        if row in row_at and column in column_at:
+            box = Rectangle(
+                (column_at[column] - 0.5, row_at[row] - 0.5),
+                1,
+                1,
+                fill=False,
+                hatch="///",
+                edgecolor="#b00020",
+                linewidth=1.8,
+                zorder=3,
+            )
+            box.set_gid(_gid(f"{gid}-marked-{row}-{column}"))
+            ax.add_patch(box)
+    bar = fig.colorbar(image, ax=ax, label=unit, shrink=0.9)
+    for name, value in (lines or {}).items():
+        style, colour = _LINE_STYLES.get(name, ("-.", "#333333"))
+        bar.ax.axhline(value, linestyle=style, color=colour, linewidth=1.4)
+    if lines:
+        ticks = sorted({low, high, *lines.values()})
+        names = {v: k for k, v in lines.items()}
+        bar.set_ticks(ticks, labels=[f"{v:g} {names[v]}" if v in names else f"{v:g}" for v in ticks])
     ax.set_title(title, fontsize=9)
     return to_svg(fig)
+
+
+def _gid(text: str) -> str:
+    """An SVG/HTML id from free text: letters, digits, '-' and '_' only."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text)

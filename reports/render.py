@@ -5,6 +5,7 @@ Every asset is inlined: CSS from reports/static, charts as inline SVG.  Nothing 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from analyzer import __version__
 from analyzer.findings import Severity
 from analyzer.report_data import ReportData
 from analyzer.sections import SECTIONS, section_of
+from analyzer.verdict import CONCERN
 
 HERE = Path(__file__).resolve().parent
 #: Rows of the findings table before the rest is left to the JSON output.
@@ -104,32 +106,139 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
     ):
         g = c.get(key)
         if g:
-            note = f"{g['left_out']} nodes closest to the median not drawn" if g["left_out"] else ""
-            figures.append(
-                {
-                    "section": "C",
-                    "title": title,
-                    "svg": charts.grid(g["rows"], g["columns"], g["values"], title, unit),
-                    "note": note,
-                }
-            )
+            figures.append(_grid_figure(key, title, unit, g))
     return figures
 
 
+#: Colour maps: light = low, dark = high, so "cool" and "hot" read the same in grey.
+GRID_CMAPS = {"gpu_temp": "YlOrRd", "gpu_ecc": "YlOrRd", "gpu_sm_clock": "cividis"}
+
+
+def _grid_figure(key: str, title: str, unit: str, g: dict[str, Any]) -> dict[str, Any]:
+    """One node x GPU grid: a line when every GPU reads the same value, else the drawn grid."""
+    from reports import charts
+
+    if g.get("uniform") is not None:
+        count = f" ({g['gpus']} GPUs on {g['nodes']} nodes)" if g.get("gpus") else ""
+        return {
+            "section": "C",
+            "title": title,
+            "svg": "",
+            "note": f"every GPU reads {g['uniform']:g} {unit}{count}; no grid drawn",
+        }
+    scale = g.get("scale") or {}
+    lines = scale.get("lines") or {}
+    marked = [(node, f"GPU {gpu}") for node, gpu in g.get("marked", [])]
+    notes = []
+    if lines:
+        marks = ", ".join(f"{name} {value:g} {unit}" for name, value in lines.items())
+        source = f" ({scale['source']})" if scale.get("source") else ""
+        notes.append(f"colour from {scale['vmin']:g} to {scale['vmax']:g} {unit}, lines at {marks}{source}")
+    elif scale.get("vmin") is not None:
+        notes.append(f"colour from {scale['vmin']:g} {unit}")
+    if marked:
+        cells = ", ".join(f"{node} {gpu}" for node, gpu in marked[:8])
+        more = f" and {len(marked) - 8} more" if len(marked) > 8 else ""
+        notes.append(f"hatched, outlined cells: GPUs with a finding ({cells}{more})")
+    if g.get("marked_rows"):
+        notes.append("▶ nodes with a GPU or host concern")
+    if g.get("left_out"):
+        notes.append(f"{g['left_out']} nodes closest to the median not drawn")
+    svg = charts.grid(
+        g["rows"],
+        g["columns"],
+        g["values"],
+        title,
+        unit,
+        marked=marked,
+        marked_rows=g.get("marked_rows", []),
+        vmin=scale.get("vmin"),
+        vmax=scale.get("vmax"),
+        lines=lines,
+        cmap=GRID_CMAPS.get(key, "cividis"),
+        gid=key,
+    )
+    return {"section": "C", "title": title, "svg": svg, "note": "; ".join(notes)}
+
+
+def severity_counts(findings: list[Any]) -> list[tuple[str, int]]:
+    """(severity, count) pairs, worst first, only those present: a group's label ("2 critical, 5 warning")."""
+    counts = Counter(f.severity.value for f in findings)
+    return [(s.value, counts[s.value]) for s in sorted(Severity, key=lambda s: s.rank) if counts[s.value]]
+
+
 def _by_rule(findings: list[Any]) -> list[dict[str, Any]]:
-    """One row per rule that fired: worst severity, how many findings and nodes, one example."""
-    rows: dict[str, dict[str, Any]] = {}
+    """One row per rule that fired: its severity counts, how many findings and nodes, one example."""
+    groups: dict[str, list[Any]] = {}
     for f in findings:  # findings arrive sorted by severity, so the first one is the worst
-        row = rows.setdefault(
-            f.rule, {"rule": f.rule, "severity": f.severity.value, "count": 0, "nodes": set(), "example": f}
+        groups.setdefault(f.rule, []).append(f)
+    out = [
+        {
+            "rule": rule,
+            "severity": group[0].severity.value,  # the worst: used only to order and colour
+            "counts": severity_counts(group),
+            "count": len(group),
+            "nodes": len({f.node for f in group if f.node}),
+            "example": group[0],
+            "findings": group,
+        }
+        for rule, group in groups.items()
+    ]
+    return sorted(out, key=lambda r: (Severity(r["severity"]).rank, -r["count"], r["rule"]))
+
+
+def _check_rows(data: ReportData, outcomes: list[Any], all_nodes: int) -> list[dict[str, Any]]:
+    """The appendix rows of one section: rule, outcome, pass phrase or reason, nodes checked, not examined."""
+    label = {"fail": "concern", "pass": "OK", "skipped": "not examined", "error": "rule error"}
+    rows = []
+    for o in outcomes:
+        if o.outcome == "pass":
+            detail = data.rule_passed.get(o.rule) or data.rule_titles.get(o.rule, "")
+        elif o.outcome == "fail":
+            detail = f"{o.findings} finding(s), shown above"
+        else:
+            detail = o.reason or ""
+        missing = list(o.nodes_without_data or [])
+        if not missing:
+            without = "all (no input)" if o.outcome == "skipped" else "—"
+        elif all_nodes and len(missing) >= all_nodes:
+            without = f"all {len(missing)}"
+        else:
+            without = f"{len(missing)}: " + ", ".join(missing[:5]) + (" …" if len(missing) > 5 else "")
+        checked = list(getattr(o, "nodes_checked", []) or [])
+        rows.append(
+            {
+                "rule": o.rule,
+                "title": data.rule_titles.get(o.rule, ""),
+                "outcome": o.outcome,
+                "label": label.get(o.outcome, o.outcome),
+                "detail": detail,
+                "checked": len(checked) if checked else ("cluster" if o.outcome in ("pass", "fail") else 0),
+                "without": without,
+            }
         )
-        row["count"] += 1
-        if f.node:
-            row["nodes"].add(f.node)
-    out = sorted(rows.values(), key=lambda r: (Severity(r["severity"]).rank, -r["count"], r["rule"]))
-    for r in out:
-        r["nodes"] = len(r["nodes"])
-    return out
+    return rows
+
+
+def _summary(outcomes: list[Any]) -> str:
+    """One line per section: how its checks came out; the detail is in the appendix."""
+    n = Counter(o.outcome for o in outcomes)
+    partial = sum(1 for o in outcomes if o.outcome == "pass" and o.nodes_without_data)
+    parts = []
+    if n["fail"]:
+        parts.append(f"{n['fail']} with concerns")
+    passed = (
+        f"{n['pass']} {'check' if n['pass'] == 1 else 'checks'} passed"
+        if not parts
+        else f"{n['pass']} passed"
+    )
+    if partial:
+        passed += f" ({partial} of them not on every node)"
+    parts.append(passed)
+    parts.append(f"{n['skipped']} not examined")
+    if n["error"]:
+        parts.append(f"{n['error']} rule error(s)")
+    return ", ".join(parts)
 
 
 def _left_out(count: int) -> str:
@@ -141,25 +250,52 @@ def _left_out(count: int) -> str:
 
 
 def context(data: ReportData) -> dict[str, Any]:
+    figures = draw_charts(data)
     sections = []
     for key, title in SECTIONS.items():
         found = [f for f in data.findings if section_of(f.rule) == key]
         outcomes = [o for o in data.outcomes if section_of(o.rule) == key]
-        sections.append({"key": key, "title": title, "findings": found, "outcomes": outcomes})
+        groups = _by_rule(found)
+        concerns = [f for f in found if f.severity in CONCERN]
+        sections.append(
+            {
+                "key": key,
+                "title": title,
+                "findings": found,
+                "groups": groups,
+                "concerns": len(concerns),
+                "rank": min((f.severity.rank for f in concerns), default=len(Severity)),
+                "outcomes": outcomes,
+                "summary": _summary(outcomes) if outcomes else "",
+                "checks": _check_rows(data, outcomes, len(data.nodes)),
+                "figures": [f for f in figures if f["section"] == key],
+            }
+        )
+    # concerns first: sections by their worst concern (critical, then warning), then in report order
+    order = sorted(sections, key=lambda s: (s["rank"], s["key"]))
+    verdict = data.verdict
+    not_examined: dict[str, list[str]] = {}
+    for row in getattr(verdict, "not_examined", None) or []:
+        not_examined.setdefault(row.get("what", "?"), []).append(row.get("node", "?"))
+    read = [s["key"] for s in order if s["key"] in (verdict.sections if verdict else [])]
     return {
         "version": __version__,
         "css": (HERE / "static" / "report.css").read_text(encoding="utf-8"),
         "data": data,
-        "verdict": data.verdict,
-        "sections": sections,
+        "verdict": verdict,
+        "read_sections": read,
+        "not_examined": not_examined,
+        "sections": order,
+        "appendix_sections": sections,
         "section_titles": SECTIONS,
         "instance_types": sorted({n.get("instance_type") or "unknown" for n in data.nodes}),
         "collected": sorted({n.get("collected_at") or "" for n in data.nodes} - {""}),
-        "figures": draw_charts(data),
+        "figures": figures,
         "by_rule": _by_rule(data.findings),
         "max_table": MAX_TABLE,
         "per_rule_open": PER_RULE_OPEN,
         "versions": data.charts.get("versions"),
+        "problem_files": len({p.get("file") for p in data.problems}),
     }
 
 

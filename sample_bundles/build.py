@@ -55,18 +55,48 @@ SLOW_NODE = 5  # every pair with this node runs at 60 % of the others
 GIB = 1 << 30
 
 
+def _time_cell(us: float) -> str:
+    """A time as nccl-tests prints it: 0 decimals from 10 ms, 1 from 100 µs, else 2."""
+    return f"{us:.0f}" if us >= 10000 else f"{us:.1f}" if us >= 100 else f"{us:.2f}"
+
+
+def _set_cells(line: str, cells: dict[int, str]) -> str:
+    """The line with whitespace-separated tokens (index >= 1) replaced, each column's right edge kept."""
+    parts = re.split(r"(\s+)", line)  # tokens at even positions; a leading blank makes the first empty
+    start = 2 if parts and parts[0] == "" else 0
+    for k, text in cells.items():
+        pos = start + 2 * k
+        width = len(parts[pos - 1]) + len(parts[pos])
+        parts[pos - 1], parts[pos] = " " * max(1, width - len(text)), text
+    return "".join(parts)
+
+
 def _pair_log(i: int, j: int, scale: float) -> str:
-    """The real log with its hosts renamed to ip-10-1-0-<i>/<j> and busbw cells scaled (sizes >= 1 GiB)."""
+    """The real log with its hosts renamed to ip-10-1-0-<i>/<j>, only the sizes >= 1 GiB kept, and the
+    run `scale` times as fast: each time divided by it, algbw = size / time and, for all_reduce,
+    busbw = algbw * 2(n-1)/n over the log's n ranks, so every printed column agrees with the others.
+    The ``# Avg bus bandwidth`` line (the whole original sweep) is scaled by the same factor."""
+    text = (FIX / A3).read_text()
+    ranks = len(re.findall(r"^#\s+Rank\s+\d+", text, flags=re.M))
+    factor = 2 * (ranks - 1) / ranks  # all_reduce: bus bandwidth per algorithm bandwidth
     out = []
-    for line in (FIX / A3).read_text().splitlines():
+    for line in text.splitlines():
         tokens = line.split()
         if tokens and tokens[0].isdigit() and len(tokens) >= 13:
-            if int(tokens[0]) < GIB:
+            size = int(tokens[0])
+            if size < GIB:
                 continue
-            for k in (7, 11):  # out-of-place and in-place busbw
-                line = re.sub(
-                    rf"(?<=\s){re.escape(tokens[k])}(?=\s)", f"{float(tokens[k]) * scale:.2f}", line, count=1
-                )
+            cells = {}
+            for t in (5, 9):  # out-of-place and in-place: time, algbw, busbw
+                time_us = float(tokens[t]) / scale
+                algbw = size / time_us / 1e3  # B / µs -> GB/s
+                cells[t] = _time_cell(time_us)
+                cells[t + 1] = f"{algbw:.2f}"
+                cells[t + 2] = f"{algbw * factor:.2f}"
+            line = _set_cells(line, cells)
+        elif "Avg bus bandwidth" in line:
+            head, _, value = line.partition(":")
+            line = f"{head}: {float(value) * scale:.3f}"
         out.append(line.replace(A3_HOSTS[0], f"ip-10-1-0-{i}").replace(A3_HOSTS[1], f"ip-10-1-0-{j}"))
     return "\n".join(out) + "\n"
 

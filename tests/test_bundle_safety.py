@@ -51,7 +51,7 @@ def test_hostile_members_refused_rest_analyzed(sample_cluster: Path, tmp_path: P
     tarball = _hostile_node_tar(sample_cluster, work / "node.tar.gz")
     before = set(tmp_path.rglob("*"))
     result = CliRunner().invoke(cli, ["analyze", str(tarball), "--json", str(work / "f.json"), "-q"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 5, result.output  # analysed, and the refused members named (exit 5)
     doc = json.loads((work / "f.json").read_text())
     errors = " | ".join(p["error"] for p in doc["parse_problems"])
     assert "unsafe name" in errors and "link to '/etc/passwd' not followed" in errors
@@ -71,7 +71,7 @@ def test_truncated_gzip_keeps_what_was_read(sample_cluster: Path, tmp_path: Path
     # meta.env and manifest.tsv come first in the archive; cut the stream inside the large -q dump
     tarball.write_bytes(data[: int(len(data) * 0.6)])
     result = CliRunner().invoke(cli, ["analyze", str(tarball), "--json", str(tmp_path / "f.json"), "-q"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 5, result.output  # analysed, and the damage named (exit 5)
     doc = json.loads((tmp_path / "f.json").read_text())
     assert [n["node"] for n in doc["nodes"]] == ["p5-node-01"]
     assert any("archive damaged" in p["error"] for p in doc["parse_problems"])

@@ -28,6 +28,8 @@ def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         str(out / "f.json"),
         "--html",
         str(out / "r.html"),
+        "--md",
+        str(out / "r.md"),
     ]
     pdf = shutil.which("pdftotext") is not None
     if pdf:
@@ -40,6 +42,7 @@ def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         "doc": json.loads((out / "f.json").read_text()),
         "html": (out / "r.html").read_text(),
         "terminal": result.output,
+        "markdown": (out / "r.md").read_text(),
         "pdf": out / "r.pdf" if pdf else None,
     }
 
@@ -98,3 +101,43 @@ def test_pdf_carries_the_verdict(scenario: dict) -> None:
     for f in scenario["doc"]["findings"]:
         if f["severity"] == "critical":
             assert f["rule"] in flat
+
+
+#: How each report words the verdict's status.
+STATUS_WORDS = {
+    "concerns": "Concerns found",
+    "no-concerns": "No concerns",
+    "incomplete": "Incomplete",
+}
+
+
+def test_expected_verdict(scenario: dict) -> None:
+    want = scenario["expect"]["verdict"]
+    got = scenario["doc"]["verdict"]
+    assert got["status"] == want["status"]
+    assert [w["node"] for w in got["worst_nodes"]][: len(want["worst_nodes"])] == want["worst_nodes"]
+    assert set(want["cluster_wide"]) <= {c["rule"] for c in got["cluster_wide"]}
+    ranked = {w["node"] for w in got["worst_nodes"]}
+    assert not ranked & set(want.get("never_ranked", []))
+
+
+def test_reports_agree_on_the_verdict(scenario: dict) -> None:
+    """Terminal, HTML, Markdown and PDF say what the JSON verdict says: status, worst nodes in order."""
+    verdict = scenario["doc"]["verdict"]
+    texts = {
+        "terminal": scenario["terminal"].split("Verdict", 1)[1],
+        "html": re.sub(r"<[^>]+>", "", scenario["html"].split('id="verdict"', 1)[1].split("</div>", 1)[0]),
+        "markdown": scenario["markdown"].split("## Verdict", 1)[1].replace("*", ""),
+    }
+    if scenario["pdf"] is not None and scenario["pdf"].exists():
+        pdf = subprocess.run(["pdftotext", str(scenario["pdf"]), "-"], capture_output=True, text=True).stdout
+        texts["pdf"] = re.sub(r"\s+", " ", pdf.split("Verdict", 1)[1])
+    order = [w["node"] for w in verdict["worst_nodes"][:5]]
+    for name, text in texts.items():
+        flat = re.sub(r"\s+", " ", text)
+        assert STATUS_WORDS[verdict["status"]] in flat, name
+        positions = [flat.find(n) for n in order]
+        assert -1 not in positions and positions == sorted(positions), (name, order)
+        for w in verdict["worst_nodes"][:5]:
+            counts = f"{w['critical']} critical, {w['warning']} warning"
+            assert f"{w['node']} ({counts})" in flat or f"{w['node']}: {counts}" in flat, (name, w)

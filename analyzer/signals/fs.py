@@ -4,7 +4,7 @@ near-full mounts.  Used by the fs rules and by fs.verdict, which weighs them tog
 Each signal has one query here, and every rule (and the report's charts) reads it through it:
 :func:`fsx_utilization_series`, :func:`fsx_free_capacity_series`, :func:`ebs_queue_series`,
 :func:`iowait_by_node` (:data:`IOWAIT_BY_NODE_SQL` for SQL that builds on it) and
-:func:`data_mounts_over`."""
+:func:`data_mounts_over`; :func:`run_evidence` is the evidence of a run over a line."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from analyzer.engine import Context
+from analyzer.findings import Evidence
 
 #: AWS/FSx percentage metrics that say how much of a provisioned limit is in use (rules-facts § 4).
 FSX_UTIL_METRICS = (
@@ -56,6 +57,8 @@ class Run:
     longest_end: datetime | None
     peak: float
     peak_at: tuple[str, int | None]  # evidence of the peak datapoint
+    #: evidence of the first datapoint of the longest run (None when no datapoint reached the line)
+    longest_start_at: tuple[str, int | None] | None = None
 
     def as_params(self) -> dict[str, Any]:
         return {
@@ -128,17 +131,19 @@ def run_over(s: Series, line: float, strict: bool = False) -> Run:
     pts = sorted(s.points, key=lambda p: p[0])
     over = 0
     best: tuple[int, datetime | None, datetime | None] = (0, None, None)
+    best_at: tuple[str, int | None] | None = None
     cur_n, cur_start, prev_ts = 0, None, None
-    for ts, value, _, _ in pts:
+    cur_at: tuple[str, int | None] | None = None
+    for ts, value, file, no in pts:
         hit = value > line if strict else value >= line
         gap = prev_ts is not None and (ts - prev_ts).total_seconds() > 1.5 * s.period_s
         if hit:
             over += 1
             if cur_n == 0 or gap:
-                cur_n, cur_start = 0, ts
+                cur_n, cur_start, cur_at = 0, ts, (file, no)
             cur_n += 1
             if cur_n > best[0]:
-                best = (cur_n, cur_start, ts)
+                best, best_at = (cur_n, cur_start, ts), cur_at
         else:
             cur_n = 0
         prev_ts = ts
@@ -153,7 +158,17 @@ def run_over(s: Series, line: float, strict: bool = False) -> Run:
         longest_end=end,
         peak=peak[1],
         peak_at=(peak[2], peak[3]),
+        longest_start_at=best_at,
     )
+
+
+def run_evidence(ctx: Context, run: Run) -> list[Evidence]:
+    """The datapoints a finding on ``run`` cites: the peak, then the first datapoint of the longest run
+    (once when they are the same line)."""
+    points = [run.peak_at]
+    if run.longest_start_at is not None and run.longest_start_at != run.peak_at:
+        points.append(run.longest_start_at)
+    return [ctx.evidence(file, line) for file, line in points]
 
 
 #: Mean and peak %iowait per node over the interval reports of ``iostat -c`` (the first report, since

@@ -6,12 +6,18 @@ node bundles with :mod:`analyzer.hosts`; an unmatched host keeps its printed nam
 busbw is the highest busbw (out-of-place, else in-place) over sizes >= ``min_bytes``; a run that never
 reached that size is judged at its largest size and says so (``reached_min_bytes`` False).  The
 ``# Avg bus bandwidth`` line is never used: it averages tiny messages in.
+
+The localisation of slow pairs (:func:`localise`, :func:`localisations`) lives here too: nccl.pair.slow
+reports it, and the pair rules (nccl.busbw.below_expected) leave out the pairs it explains by a node, so
+one bad node is one finding, not one per pair.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from statistics import median
 from typing import Any
 
 from analyzer.engine import Context
@@ -52,6 +58,102 @@ class Pair:
     members: tuple[str, str]
     busbw: float
     runs: list[Run] = field(default_factory=list)
+
+    @property
+    def run(self) -> Run:
+        """The run that gave the pair its busbw (its best run when the pair was re-run)."""
+        return max(self.runs, key=lambda r: r.busbw or 0.0)
+
+
+PairKey = tuple[str, str]
+#: nccl.pair.slow's thresholds that :func:`localise` reads.
+LOCALISE_KEYS = ("below_median_fraction", "node_share", "node_min_slow_pairs", "rest_factor", "block_share")
+PAIR_SLOW = "nccl.pair.slow"
+
+
+@dataclass
+class Localisation:
+    """Which pairs are slow and what they have in common."""
+
+    median: float
+    slow: list[PairKey]
+    total: Counter[str]
+    count: Counter[str]
+    suspects: list[str] = field(default_factory=list)
+    rest: int = 0  # the most slow pairs any non-suspect node is in
+    left: list[PairKey] = field(default_factory=list)  # slow pairs no suspect explains
+    blocks: list[str] = field(default_factory=list)  # topology blocks the unexplained pairs share
+
+    def explained(self, suspect: str) -> list[PairKey]:
+        """The slow pairs the suspect node explains (the pair findings folded into its finding)."""
+        return [k for k in self.slow if suspect in k]
+
+    def explainer(self, key: PairKey) -> str | None:
+        """The suspect node that explains this pair, or None (not slow, or no suspect in it)."""
+        if key not in self.slow:
+            return None
+        return next((m for m in self.suspects if m in key), None)
+
+
+def localise(
+    values: Mapping[PairKey, float], blocks: Mapping[str, str | None], t: Mapping[str, Any]
+) -> Localisation:
+    """Mark pairs >= below_median_fraction under the median slow, then find their common node or block."""
+    mid = round(median(values.values()), 2)
+    slow = sorted(k for k, v in values.items() if v <= mid * (1 - t["below_median_fraction"]))
+    loc = Localisation(mid, slow, Counter(m for k in values for m in k), Counter(m for k in slow for m in k))
+    if not slow:
+        return loc
+    share = {
+        m for m in loc.total if loc.count[m] >= max(t["node_min_slow_pairs"], t["node_share"] * loc.total[m])
+    }
+    loc.rest = max((loc.count[m] for m in loc.total if m not in share), default=0)
+    loc.suspects = sorted(m for m in share if loc.count[m] >= t["rest_factor"] * max(loc.rest, 1))
+    loc.left = [k for k in slow if not set(k) & set(loc.suspects)]
+    of = {m: blocks.get(m) for m in loc.total}
+    everyone = set(of.values()) if len(set(of.values())) == 1 else set()  # a block all nodes share
+    touching = Counter(b for k in loc.left for b in {of[k[0]], of[k[1]]} if b and b not in everyone)
+    loc.blocks = sorted(b for b, c in touching.items() if c >= t["block_share"] * len(loc.left))
+    return loc
+
+
+def topology_blocks(ctx: Context) -> dict[str, str | None]:
+    """Each node's topology block: the last network_node_layers entry, else its placement group."""
+    blocks: dict[str, str | None] = {}
+    for n in node_rows(ctx):
+        layers = [x.strip() for x in (n["network_node_layers"] or "").split(",") if x.strip()]
+        blocks[n["node"]] = layers[-1] if layers else n["placement_group"]
+    return blocks
+
+
+def localisations(
+    ctx: Context,
+) -> dict[tuple[str | None, str], tuple[dict[PairKey, Pair], Localisation]]:
+    """nccl.pair.slow's reading of the pairwise runs, with its thresholds: per (instance type, collective)
+    group of at least ``min_pairs`` pairs with a slow pair, the group's pairs and their localisation."""
+    value = ctx.settings.value
+    t = {k: value(PAIR_SLOW, k) for k in LOCALISE_KEYS}
+    blocks = topology_blocks(ctx)
+    out: dict[tuple[str | None, str], tuple[dict[PairKey, Pair], Localisation]] = {}
+    for key, group in pairs(load_runs(ctx, value(PAIR_SLOW, "large_message_bytes"))).items():
+        if len(group) < value(PAIR_SLOW, "min_pairs"):
+            continue
+        loc = localise({k: p.busbw for k, p in group.items()}, blocks, t)
+        if loc.slow:
+            out[key] = (group, loc)
+    return out
+
+
+def explained_pairs(ctx: Context) -> dict[tuple[str | None, str, str, str], str]:
+    """(instance type, collective, node a, node b) -> the node nccl.pair.slow localised as the cause of
+    that slow pair.  A pair finding of another rule on such a pair is folded into nccl.pair.slow's
+    finding for that node instead of being reported again."""
+    return {
+        (itype, coll, *k): suspect
+        for (itype, coll), (_, loc) in localisations(ctx).items()
+        for k in loc.slow
+        if (suspect := loc.explainer(k)) is not None
+    }
 
 
 def node_rows(ctx: Context) -> list[dict[str, Any]]:

@@ -39,11 +39,34 @@ def test_page_count_and_first_page_renders(rendered: dict[str, Path]) -> None:
     pdf = _pdf(rendered)
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
     pages = int(re.search(r"Pages:\s+(\d+)", info).group(1))
-    assert 1 <= pages <= 30
+    # 11 pages before the checks moved to the appendix and the uniform grids became lines
+    assert 1 <= pages <= BEFORE - 2, pages
     prefix = rendered["dir"] / "page"
     subprocess.run(["pdftoppm", "-png", "-r", "40", "-f", "1", "-l", "1", str(pdf), str(prefix)], check=True)
     png = next(rendered["dir"].glob("page*.png"))
     assert png.stat().st_size > 5_000
+
+
+#: Pages of the xid-ecc-3node PDF when the check tables came before the concerns.
+BEFORE = 11
+
+
+@needs_pdf
+def test_first_page_shows_the_verdict_and_the_first_concern(
+    rendered: dict[str, Path], findings: list[dict]
+) -> None:
+    pdf = _pdf(rendered)
+    page1 = subprocess.run(
+        ["pdftotext", "-f", "1", "-l", "1", str(pdf), "-"], capture_output=True, text=True
+    ).stdout
+    flat = re.sub(r"\s+", " ", page1)
+    assert "Verdict" in flat and "Concerns found." in flat
+    assert "C. GPU and host health" in flat and "p5-node-01 (2 critical, 1 warning)" in flat
+    # the first concern of the first section, as a card: its message and its route
+    first = next(f for f in findings if f["severity"] == "critical" and f["rule"] == "gpu.xid")
+    assert re.sub(r"\s+", " ", first["message"]) in flat
+    assert f"→ {first['route']['owner']}: {first['route']['action'][:40]}" in flat
+    assert "Checks:" not in flat.split("C. GPU and host health")[0], "no check detail before the concerns"
 
 
 @needs_pdf

@@ -91,10 +91,14 @@ def test_thousand_nodes_summarised() -> None:
     by_rule = html.split('id="by-rule"', 1)[1].split("</table>", 1)[0]
     assert re.search(r"fs\.iowait\.high</code></td><td>1000</td><td>1000</td>", by_rule)
     worst = html.split('id="worst-nodes"', 1)[1].split("</table>", 1)[0]
-    assert worst.count("<tr>") <= 21 and worst.index("node-0666") < worst.index("node-0000")
+    first = worst.split("<tbody>", 1)[1].split("</tr>", 1)[0]
+    assert worst.count("<tr>") <= 21 and "<td>node-0666</td>" in first, "the node with the Xid ranks first"
     verdict = html.split('id="verdict"', 1)[1].split("</div>", 1)[0]
     assert "node-0666" in verdict
     # the per-node iowait chart draws 40 bars at most and says how many it left out
     assert "middle nodes not drawn" in html
-    # the section shows 5 findings of the rule open and folds the rest
+    # the section shows 5 findings of the rule open and folds the rest, under a label that counts them
     assert "995 more <code>fs.iowait.high</code> finding(s)" in html
+    assert '<span class="sev sev-warning">1000 warning</span>' in html
+    # the 1,000-row findings index and the check tables sit in the appendix, after every concern
+    assert html.index('id="findings"') > html.index('id="appendix"') > html.rindex('<div class="finding"')

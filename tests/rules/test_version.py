@@ -42,7 +42,7 @@ def test_version_drift_names_majority_and_deviating_nodes(tmp_path: Path) -> Non
     found = {f.params["component"]: f for f in res.of("version.drift")}
     assert set(found) == {"efa_installer", "nvidia_driver"}
     efa = found["efa_installer"]
-    assert efa.severity.value == "warning" and efa.node is None
+    assert efa.severity.value == "warning" and efa.node == "n4"  # the lone deviating node
     assert (efa.params["majority"], efa.params["majority_nodes"], efa.params["deviating"]) == (
         "1.7.0",
         3,

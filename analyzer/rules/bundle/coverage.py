@@ -22,7 +22,8 @@ RULE = RuleInfo(
     id="bundle.coverage",
     title="Collection coverage per node",
     severity=Severity.WARNING,
-    requires=("node",),
+    requires=("node.source",),
+    passed="every probe ran and every file parsed; no kind missing",
     route=Route(
         "support-bundle",
         "hyperpod-issue-report",

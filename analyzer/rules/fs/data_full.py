@@ -20,7 +20,8 @@ RULE = RuleInfo(
     id="fs.data.full",
     title="Data mount above 90 % used",
     severity=Severity.WARNING,
-    requires=("filesystem_usage",),
+    requires=("filesystem_usage.use_pct",),
+    passed="every data mount below the full line",
     route=Route(
         "filesystem-capacity",
         "hyperpod-performance-debugger § B; hyperpod-node-debugger § I",

@@ -13,13 +13,14 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.signals.fs import ebs_queue_series, run_over
+from analyzer.signals.fs import ebs_queue_series, run_evidence, run_over
 
 RULE = RuleInfo(
     id="fs.ebs.queue_sustained",
     title="EBS volume queue length above 1 sustained",
     severity=Severity.WARNING,
     requires=("cw_metric",),
+    passed="EBS queue length never held above 1",
     route=Route(
         "filesystem-capacity",
         "hyperpod-performance-debugger § B; hyperpod-node-debugger § I",
@@ -49,7 +50,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "line": line,
                 **p,
             },
-            evidence=[ctx.evidence(*run.peak_at)],
+            evidence=run_evidence(ctx, run),
             bundle_id=s.bundle_id,
             key=(s.dimension_value,),
         )

@@ -6,6 +6,7 @@ The throughput metrics (DataReadBytes/DataWriteBytes) are not judged here: the p
 (capacity x per-unit throughput) is not in a bundle.
 False positives: a file system sized close to its data on purpose (a read-only dataset).
 Reference: rules-facts § 1.7 FSX-LUSTRE-FREE, § 4.
+Scope: shared: the cause is the file system, whichever nodes feel it; no node is ranked for it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ RULE = RuleInfo(
     title="FSx free storage capacity low",
     severity=Severity.WARNING,
     requires=("cw_metric",),
+    passed="FSx free storage above the warning line",
+    scope="shared",
     route=Route(
         "filesystem-capacity",
         "hyperpod-performance-debugger § B",

@@ -8,6 +8,7 @@ the window were at/above the line and the longest unbroken run; a run of ``warni
 warning, ``critical_minutes`` critical.  Maximum is used when the export has it, else Average.
 False positives: a short burst (a checkpoint) crossing the line once stays below ``warning_minutes``.
 Reference: rules-facts § 1.7 FSX-*, § 4; hyperpod-performance-debugger § B.
+Scope: shared: the cause is the file system, whichever nodes feel it; no node is ranked for it.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.signals.fs import fsx_utilization_series, run_over
+from analyzer.signals.fs import fsx_utilization_series, run_evidence, run_over
 
 RULE = RuleInfo(
     id="fs.fsx.utilization_sustained",
     title="FSx utilisation >= 80 % sustained",
     severity=Severity.CRITICAL,
     requires=("cw_metric",),
+    passed="FSx utilisation never held at or above the line",
+    scope="shared",
     route=Route(
         "filesystem-capacity",
         "hyperpod-performance-debugger § B",
@@ -57,7 +60,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "line_pct": line,
                 **p,
             },
-            evidence=[ctx.evidence(*run.peak_at)],
+            evidence=run_evidence(ctx, run),
             bundle_id=s.bundle_id,
             key=(s.dimension_value, s.metric),
         )

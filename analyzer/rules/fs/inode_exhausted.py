@@ -18,7 +18,8 @@ RULE = RuleInfo(
     id="fs.inode.exhausted",
     title="File system running out of inodes",
     severity=Severity.WARNING,
-    requires=("filesystem_usage",),
+    requires=("filesystem_usage.inode_use_pct",),
+    passed="free inodes left on every file system",
     route=Route(
         "filesystem-capacity",
         "hyperpod-node-debugger § I.4",

@@ -7,6 +7,7 @@ or the access pattern is at fault is decided by fs.verdict.
 False positives: a bundle taken during a checkpoint write; compare with the node's peers
 (straggler.host.iowait).
 Reference: rules-facts § 1.7 FS-IOWAIT.
+Explained by the FSx/EBS/Lustre saturation rules and fs.verdict: when one fires, iowait is its symptom.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ RULE = RuleInfo(
     id="fs.iowait.high",
     title="CPU iowait above 20 %",
     severity=Severity.WARNING,
-    requires=("iostat_cpu",),
+    requires=("iostat_cpu.iowait_pct",),
+    passed="CPU iowait below the line on every node",
+    explained_by=(
+        "fs.fsx.utilization_sustained",
+        "fs.fsx.free_capacity_low",
+        "fs.ebs.queue_sustained",
+        "fs.lustre.ost_imbalance",
+        "fs.verdict",
+    ),
     route=Route(
         "io-pattern",
         "hyperpod-mfu-debugger optimization-guide.md (data pipeline); hyperpod-performance-debugger § B",

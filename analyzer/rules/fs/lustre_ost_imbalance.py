@@ -8,6 +8,7 @@ nodes of one file system gives one finding.
 False positives: a fresh file system with a few large files (small absolute use, uneven percentages):
 spread is judged only when the fullest OST is above ``min_used_pct``.
 Reference: rules-facts § 1.7 DATA-DISK-FULL.
+Scope: shared: the OSTs serve every client, so no node is ranked for it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ RULE = RuleInfo(
     id="fs.lustre.ost_imbalance",
     title="Lustre OSTs uneven or nearly full",
     severity=Severity.WARNING,
-    requires=("lustre_target",),
+    requires=("lustre_target.use_pct",),
+    passed="Lustre OSTs even and none nearly full",
+    scope="shared",
     route=Route(
         "filesystem-capacity",
         "hyperpod-performance-debugger § B",

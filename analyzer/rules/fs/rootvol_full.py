@@ -19,7 +19,8 @@ RULE = RuleInfo(
     id="fs.rootvol.full",
     title="Root volume above 80 % used",
     severity=Severity.CRITICAL,
-    requires=("filesystem_usage",),
+    requires=("filesystem_usage.use_pct",),
+    passed="root volume below the warning line",
     route=Route(
         "filesystem-capacity",
         "hyperpod-node-debugger § I.2",

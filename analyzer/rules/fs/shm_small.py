@@ -20,7 +20,8 @@ RULE = RuleInfo(
     title="/dev/shm too small or not tmpfs",
     severity=Severity.CRITICAL,
     requires=("node",),
-    requires_any=("shm", "filesystem_usage"),
+    requires_any=("shm.size_bytes", "filesystem_usage.size_bytes"),
+    passed="/dev/shm is tmpfs and large enough",
     route=Route(
         "nccl-network",
         "hyperpod-nccl debugging-guide § 17; hyperpod-node-debugger § I",

@@ -14,6 +14,7 @@ a site override of either moves the verdict with the rule.
 False positives: the signals are only as good as the exported window; a CloudWatch window that does
 not cover the slow period says "headroom" wrongly.
 Reference: rules-facts § 1.7, § 4; PD-SKILL § B.
+Scope: shared: a verdict on the storage of the whole bundle set; no node is ranked for it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from analyzer.signals.fs import (
     fsx_free_capacity_series,
     fsx_utilization_series,
     iowait_by_node,
+    run_evidence,
     run_over,
 )
 
@@ -45,7 +47,9 @@ RULE = RuleInfo(
     title="Storage verdict: capacity saturated or I/O pattern",
     severity=Severity.WARNING,
     requires=("node",),
-    requires_any=("cw_metric", "iostat_cpu", "filesystem_usage", "lustre_target"),
+    requires_any=("iostat_cpu.iowait_pct", "cw_metric"),
+    passed="no storage saturation and no node held up on I/O",
+    scope="shared",
     route=Route("filesystem-capacity", "hyperpod-performance-debugger § B", "scale the file system"),
 )
 
@@ -84,14 +88,14 @@ def check(ctx: Context) -> Iterable[Finding]:
             saturated.append(
                 {"signal": "fsx_utilization", "series": s.label, "longest_minutes": run.longest_minutes}
             )
-            evidence.append(ctx.evidence(*run.peak_at))
+            evidence.extend(run_evidence(ctx, run))
     for s in ebs_queue_series(ctx):
         run = run_over(s, ctx.threshold(ebs_queue.RULE, "queue_length"), strict=True)
         if run.longest_minutes >= sustained:
             saturated.append(
                 {"signal": "ebs_queue", "series": s.label, "longest_minutes": run.longest_minutes}
             )
-            evidence.append(ctx.evidence(*run.peak_at))
+            evidence.extend(run_evidence(ctx, run))
     free_line = ctx.threshold(fsx_free_capacity.RULE, "free_warning_gib") * 2**30
     for s in fsx_free_capacity_series(ctx):
         low = min(s.points, key=lambda p: p[1])

@@ -22,7 +22,8 @@ RULE = RuleInfo(
     title="GPU clocks throttled",
     severity=Severity.WARNING,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    requires_any=("gpu.throttle_reasons_active", "gpu_query.throttle_reasons_active"),
+    passed="no GPU clock cut by a thermal or hardware slowdown",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "check cooling and power; drain if it persists"
     ),

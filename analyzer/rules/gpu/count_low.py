@@ -21,8 +21,9 @@ RULE = RuleInfo(
     id="gpu.count.low",
     title="Fewer GPUs than the instance type has",
     severity=Severity.CRITICAL,
-    requires=("node",),
+    requires=("node.instance_type",),
     requires_any=("gpu", "gpu_query", "smi_gpu"),
+    passed="every node shows all the GPUs its instance type has",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
 )
 

@@ -19,7 +19,8 @@ RULE = RuleInfo(
     id="gpu.dcgm.failed",
     title="DCGM diagnostic test failed",
     severity=Severity.CRITICAL,
-    requires=("dcgm_test",),
+    requires=("dcgm_test.result",),
+    passed="no DCGM diagnostic test failed or warned",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "drain and replace if the failure is hardware"
     ),

@@ -23,7 +23,8 @@ RULE = RuleInfo(
     id="gpu.dcgm.pass_untrusted",
     title="DCGM pass from a version whose pass is not authoritative",
     severity=Severity.INFO,
-    requires=("dcgm_test",),
+    requires=("dcgm_test.dcgm_version",),
+    passed="no DCGM all-pass from a version whose pass is untrusted",
     route=Route(
         "node-hardware",
         "hyperpod-node-debugger § G",

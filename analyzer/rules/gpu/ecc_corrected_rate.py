@@ -21,7 +21,9 @@ RULE = RuleInfo(
     id="gpu.ecc.corrected_rate",
     title="Corrected ECC error rate",
     severity=Severity.CRITICAL,
-    requires=("host_uptime",),
+    requires=("host_uptime.uptime_s",),
+    requires_any=("gpu.ecc_corrected_volatile", "gpu_query.ecc_corrected_volatile"),
+    passed="corrected-ECC rate per day below the watch line",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "watch the rate; drain and replace when it climbs"
     ),

@@ -20,7 +20,14 @@ RULE = RuleInfo(
     title="Uncorrectable ECC errors",
     severity=Severity.CRITICAL,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    requires_any=(
+        "gpu.ecc_uncorrected_volatile",
+        "gpu.ecc_uncorrected_aggregate",
+        "gpu_query.ecc_uncorrected_volatile",
+        "gpu_query.ecc_uncorrected_aggregate",
+        "smi_gpu.ecc_uncorrected",
+    ),
+    passed="no uncorrectable ECC error on any GPU",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
 )
 

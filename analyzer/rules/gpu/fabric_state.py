@@ -24,7 +24,8 @@ RULE = RuleInfo(
     title="NVSwitch fabric not ready",
     severity=Severity.CRITICAL,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "service_state"),
+    requires_any=("gpu.fabric_state", "service_state.unit"),
+    passed="NVSwitch fabric completed; Fabric Manager not failed",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "restart nvidia-fabricmanager; reboot, then replace"
     ),

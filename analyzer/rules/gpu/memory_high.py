@@ -23,7 +23,8 @@ RULE = RuleInfo(
     title="GPU memory almost full",
     severity=Severity.INFO,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    requires_any=("gpu.memory_used_mib", "gpu_query.memory_used_mib", "smi_gpu.memory_used_mib"),
+    passed="every GPU's memory use below the near-full line",
     route=Route(
         "io-pattern",
         "hyperpod-mfu-debugger references/node-diagnostics.md § 3",

@@ -23,7 +23,8 @@ RULE = RuleInfo(
     id="gpu.nvlink.count",
     title="Fewer NVLink links than expected",
     severity=Severity.CRITICAL,
-    requires=("nvlink",),
+    requires=("nvlink.link",),
+    passed="every GPU has the NVLink count expected of it",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
 )
 

@@ -20,7 +20,8 @@ RULE = RuleInfo(
     id="gpu.nvlink.inactive",
     title="NVLink links inactive or down",
     severity=Severity.CRITICAL,
-    requires=("nvlink",),
+    requires=("nvlink.state",),
+    passed="every NVLink listed is active",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
 )
 

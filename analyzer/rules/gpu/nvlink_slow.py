@@ -22,7 +22,8 @@ RULE = RuleInfo(
     id="gpu.nvlink.slow",
     title="NVLink links slower than expected",
     severity=Severity.WARNING,
-    requires=("nvlink",),
+    requires=("nvlink.speed_gbps",),
+    passed="every active NVLink runs at the expected speed",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reboot; drain and replace if it persists"),
 )
 

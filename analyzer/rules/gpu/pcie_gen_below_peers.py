@@ -22,7 +22,8 @@ RULE = RuleInfo(
     title="GPU PCIe generation below its peers",
     severity=Severity.WARNING,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    requires_any=("gpu.pcie_gen_current", "gpu_query.pcie_gen_current"),
+    passed="every GPU PCIe link at its peers' generation",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reboot; reseat or replace if it persists"),
 )
 

@@ -20,7 +20,8 @@ RULE = RuleInfo(
     title="GPU PCIe link width degraded",
     severity=Severity.WARNING,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    requires_any=("gpu.pcie_width_current", "gpu_query.pcie_width_current"),
+    passed="every GPU PCIe link at its full width",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reseat or replace (reboot first)"),
 )
 

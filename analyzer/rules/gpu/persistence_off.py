@@ -20,7 +20,8 @@ RULE = RuleInfo(
     title="GPU persistence mode off",
     severity=Severity.WARNING,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    requires_any=("gpu.persistence_mode", "gpu_query.persistence_mode", "smi_gpu.persistence_mode"),
+    passed="persistence mode on for every GPU",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "enable persistence mode (nvidia-smi -pm 1)"),
 )
 

@@ -20,7 +20,8 @@ RULE = RuleInfo(
     title="GPU row remapping failed",
     severity=Severity.CRITICAL,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    requires_any=("gpu.remap_failure", "gpu_query.remapped_rows_failure"),
+    passed="no GPU reports a row-remapping failure",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
 )
 

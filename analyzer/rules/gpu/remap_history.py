@@ -25,7 +25,8 @@ RULE = RuleInfo(
     title="GPU has remapped rows from past uncorrectable errors",
     severity=Severity.INFO,
     requires=("node",),
-    requires_any=("gpu", "gpu_query"),
+    requires_any=("gpu.remapped_rows_uncorrectable", "gpu_query.remapped_rows_uncorrectable"),
+    passed="no GPU with a history of rows remapped",
     route=Route(
         "node-hardware",
         "hyperpod-node-debugger § G",

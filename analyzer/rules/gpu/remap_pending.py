@@ -20,7 +20,8 @@ RULE = RuleInfo(
     title="GPU row remap pending",
     severity=Severity.WARNING,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    requires_any=("gpu.remap_pending", "gpu_query.remapped_rows_pending"),
+    passed="no GPU has a row remap pending",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "reboot the node; replace if still pending"),
 )
 

@@ -20,7 +20,8 @@ RULE = RuleInfo(
     title="GPU page retirement pending",
     severity=Severity.WARNING,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    requires_any=("gpu.retired_pages_pending", "gpu_query.retired_pages_pending"),
+    passed="no GPU has a page retirement pending",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "reboot the node to apply the retirement"),
 )
 

@@ -21,6 +21,7 @@ RULE = RuleInfo(
     title="NVSwitch SXid errors in the kernel log",
     severity=Severity.CRITICAL,
     requires=("kernel_event",),
+    passed="no NVSwitch SXid in the kernel log",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "reset the node; replace the baseboard if it recurs"
     ),

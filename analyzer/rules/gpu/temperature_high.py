@@ -21,7 +21,8 @@ RULE = RuleInfo(
     title="GPU temperature high",
     severity=Severity.CRITICAL,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_gpu"),
+    requires_any=("gpu.temp_c", "gpu_query.temp_c", "smi_gpu.temp_c"),
+    passed="every GPU below the temperature warning line",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "check cooling; drain if it persists"),
 )
 

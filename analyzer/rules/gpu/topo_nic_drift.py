@@ -26,7 +26,9 @@ RULE = RuleInfo(
     id="gpu.topo.nic_drift",
     title="GPU-NIC topology differs between nodes of one instance type",
     severity=Severity.WARNING,
-    requires=("topo_link", "topo_device", "node"),
+    requires=("topo_link.link", "topo_device.device_type"),
+    requires_any=("node.instance_type", "placement_fact.value"),
+    passed="GPU-NIC topology alike on the nodes of each type",
     route=Route(
         "nccl-network",
         "hyperpod-performance-debugger § A",

@@ -29,7 +29,8 @@ RULE = RuleInfo(
     id="gpu.topo.pcie_path",
     title="GPU pair on a PCIe path where NVLink is expected",
     severity=Severity.WARNING,
-    requires=("topo_link", "node"),
+    requires=("topo_link.link_class",),
+    passed="GPU pairs use NVLink wherever NVLink is expected",
     route=Route(
         "nccl-network",
         "hyperpod-nccl debugging-guide § 14",

@@ -27,6 +27,7 @@ from typing import Any
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.signals.gpus import GPU_BY_PCI
+from analyzer.signals.kernel_time import KernelClock, span, stamp_sql
 from analyzer.xid_catalog import assess, worst, xid_entry
 
 RULE = RuleInfo(
@@ -35,6 +36,7 @@ RULE = RuleInfo(
     severity=Severity.CRITICAL,
     version=2,  # 2: actions and severities follow NVIDIA's Xid catalog buckets
     requires=("kernel_event",),
+    passed="no Xid in the kernel log (Xid 79 is judged apart)",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "follow the Xid catalog action of each code"),
 )
 
@@ -73,12 +75,15 @@ def check(ctx: Context) -> Iterable[Finding]:
         f"""
         WITH g AS ({GPU_BY_PCI})
         SELECT e.bundle_id, e.node, e.pci, e.xid, e.caused_by_xid, e.line, e.source_file, e.message, g.gpu,
-               coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw) AS at
+               {stamp_sql("e")} AS stamp
         FROM kernel_event e LEFT JOIN g ON g.bundle_id = e.bundle_id AND g.pci = e.pci
         WHERE e.event_type = 'xid'
         ORDER BY e.bundle_id, e.node, e.pci, e.line
         """
     )
+    clock = KernelClock.load(ctx)
+    for r in rows:
+        r["at"] = clock.at(r["bundle_id"], r["stamp"])
     repeat = ctx.threshold(RULE, "repeat_escalation")
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     present = {(r["bundle_id"], r["node"], r["pci"], r["xid"]) for r in rows}
@@ -115,7 +120,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         first, last = every[0], every[-1]
         gpu = g["row"]["gpu"]
         where = f"{node} {'GPU ' + str(gpu) if gpu is not None else 'a GPU'} ({pci or 'PCI unknown'})"
-        times = first["at"] if last["at"] in (None, first["at"]) else f"{first['at']} .. {last['at']}"
+        times = span(first["at"], last["at"])
         folded_text = ", ".join(f"Xid {x} {len(evs)}x" for x, evs in sorted(folded.items()))
         if logged:
             message = f"{where} logged Xid {code} ({entry.meaning}) {len(events)}x"
@@ -127,7 +132,7 @@ def check(ctx: Context) -> Iterable[Finding]:
             message += f"; sub-code {d['subcode']} ({d['nvidia_severity'] or 'not in the decode table'}, link {links})"
         if folded_text:
             message += f"; folded: {folded_text} caused by it"
-        if first["at"]:
+        if times:
             message += f" at {times}"
         evidence = [ctx.evidence(first["source_file"], first["line"])]
         if last["line"] != first["line"]:
@@ -143,8 +148,9 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "count": len(events),
                 "cause_logged": logged,
                 "folded": {str(x): len(evs) for x, evs in sorted(folded.items())},
-                "first_seen": first["at"],
-                "last_seen": last["at"],
+                "first_seen": first["at"].seen,
+                "last_seen": last["at"].seen,
+                **first["at"].params(),
                 "class": entry.cause_class,
                 "meaning": entry.meaning,
                 "immediate": judged.immediate,

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.signals.gpus import GPU_BY_PCI
+from analyzer.signals.kernel_time import KernelClock, span, stamp_sql
 from analyzer.xid_catalog import assess, xid_entry
 
 RULE = RuleInfo(
@@ -27,6 +28,7 @@ RULE = RuleInfo(
     severity=Severity.CRITICAL,
     version=2,  # 2: actions and severities follow NVIDIA's Xid catalog buckets
     requires=("kernel_event",),
+    passed="no GPU fell off the bus (no Xid 79) in the kernel log",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "reboot the node; replace it if it falls off again"
     ),
@@ -41,8 +43,8 @@ def check(ctx: Context) -> Iterable[Finding]:
                count(*) FILTER (WHERE e.event_type = 'xid') AS n_xid,
                count(*) FILTER (WHERE e.event_type = 'fallen_off_bus') AS n_text,
                arg_min(e.line, e.line) AS first_line, arg_max(e.line, e.line) AS last_line,
-               arg_min(coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw), e.line) AS first_seen,
-               arg_max(coalesce(strftime(e.ts, '%Y-%m-%dT%H:%M:%S'), e.ts_raw), e.line) AS last_seen,
+               arg_min({stamp_sql("e")}, e.line) AS first_stamp,
+               arg_max({stamp_sql("e")}, e.line) AS last_stamp,
                any_value(e.source_file) AS source_file
         FROM kernel_event e LEFT JOIN g ON g.bundle_id = e.bundle_id AND g.pci = e.pci
         WHERE e.event_type = 'fallen_off_bus' OR (e.event_type = 'xid' AND e.xid = 79)
@@ -51,12 +53,12 @@ def check(ctx: Context) -> Iterable[Finding]:
     )
     repeat = ctx.threshold(RULE, "repeat_escalation")
     entry = xid_entry(79)
+    clock = KernelClock.load(ctx)
     for r in rows:
+        first, last = clock.at(r["bundle_id"], r["first_stamp"]), clock.at(r["bundle_id"], r["last_stamp"])
+        times = span(first, last)
         judged = assess(79, count=max(r["n_xid"], r["n_text"]), repeat=repeat)
         where = f"{r['node']} {'GPU ' + str(r['gpu']) if r['gpu'] is not None else 'a GPU'}"
-        times = (
-            r["first_seen"] if r["first_seen"] == r["last_seen"] else f"{r['first_seen']} .. {r['last_seen']}"
-        )
         evidence = [ctx.evidence(r["source_file"], r["first_line"])]
         if r["last_line"] != r["first_line"]:
             evidence.append(ctx.evidence(r["source_file"], r["last_line"]))
@@ -65,14 +67,15 @@ def check(ctx: Context) -> Iterable[Finding]:
             gpu=r["gpu"],
             message=(
                 f"{where} ({r['pci'] or 'PCI unknown'}) has fallen off the bus (Xid 79), {r['n']} event(s)"
-                + (f" at {times}" if r["first_seen"] else "")
+                + (f" at {times}" if times else "")
             ),
             params={
                 "xid": 79,
                 "pci": r["pci"],
                 "count": r["n"],
-                "first_seen": r["first_seen"],
-                "last_seen": r["last_seen"],
+                "first_seen": first.seen,
+                "last_seen": last.seen,
+                **first.params(),
                 "immediate": judged.immediate,
                 "investigatory": judged.investigatory,
                 "recurring": judged.recurring,

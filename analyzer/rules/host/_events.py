@@ -7,17 +7,20 @@ from typing import Any
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding
+from analyzer.signals.kernel_time import KernelClock, stamp_sql
 
 
 def events_per_node(ctx: Context, types: tuple[str, ...]) -> list[dict[str, Any]]:
-    """One row per (bundle, node, event_type): count, first/last line and time, processes, messages."""
+    """One row per (bundle, node, event_type): count, first/last line and time, processes, messages.
+
+    ``first_at`` / ``last_at`` are :class:`~analyzer.signals.kernel_time.KernelTime` (UTC where the log
+    or the bundle's uptime gives it); ``first_seen`` / ``last_seen`` their param form."""
     marks = ", ".join("?" for _ in types)
-    return ctx.rows(
+    rows = ctx.rows(
         f"""
         SELECT bundle_id, node, event_type, count(*) AS n, any_value(source_file) AS source_file,
                min(line) AS first_line, max(line) AS last_line,
-               arg_min(coalesce(strftime(ts, '%Y-%m-%dT%H:%M:%S'), ts_raw), line) AS first_seen,
-               arg_max(coalesce(strftime(ts, '%Y-%m-%dT%H:%M:%S'), ts_raw), line) AS last_seen,
+               arg_min({stamp_sql()}, line) AS first_stamp, arg_max({stamp_sql()}, line) AS last_stamp,
                list(DISTINCT process) FILTER (WHERE process IS NOT NULL) AS processes,
                arg_min(message, line) AS first_message
         FROM kernel_event WHERE event_type IN ({marks})
@@ -25,14 +28,19 @@ def events_per_node(ctx: Context, types: tuple[str, ...]) -> list[dict[str, Any]
         """,
         *types,
     )
+    clock = KernelClock.load(ctx)
+    for r in rows:
+        r["first_at"] = clock.at(r["bundle_id"], r.pop("first_stamp"))
+        r["last_at"] = clock.at(r["bundle_id"], r.pop("last_stamp"))
+        r["first_seen"], r["last_seen"] = r["first_at"].seen, r["last_at"].seen
+    return rows
 
 
 def when(r: dict[str, Any]) -> str:
-    if not r["first_seen"]:
+    first, last = r["first_at"].shown, r["last_at"].shown
+    if not first:
         return ""
-    if r["first_seen"] == r["last_seen"]:
-        return f" at {r['first_seen']}"
-    return f" between {r['first_seen']} and {r['last_seen']}"
+    return f" at {first}" if last in (None, first) else f" between {first} and {last}"
 
 
 def process_findings(ctx: Context, rule: RuleInfo, event_type: str, what: str) -> Iterable[Finding]:
@@ -49,6 +57,7 @@ def process_findings(ctx: Context, rule: RuleInfo, event_type: str, what: str) -
                 "processes": procs,
                 "first_seen": r["first_seen"],
                 "last_seen": r["last_seen"],
+                **r["first_at"].params(),
             },
             evidence=[ctx.evidence(r["source_file"], r["first_line"])],
             bundle_id=r["bundle_id"],

@@ -22,7 +22,8 @@ RULE = RuleInfo(
     id="host.cpu.governor",
     title="CPU governor not 'performance'",
     severity=Severity.WARNING,
-    requires=("cpu_governor",),
+    requires=("cpu_governor.governor",),
+    passed="every CPU on the performance governor",
     route=Route(
         "nccl-network",
         "hyperpod-performance-debugger § A",

@@ -30,7 +30,8 @@ RULE = RuleInfo(
     id="host.deep_health.failed",
     title="HyperPod deep health check failed / node marked for recovery",
     severity=Severity.CRITICAL,
-    requires=("placement_fact",),
+    requires=("placement_fact.key",),
+    passed="no HyperPod health label reports a failure",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "let HyperPod recover the node, or reboot / replace it"
     ),

@@ -20,6 +20,7 @@ RULE = RuleInfo(
     title="Hung tasks in the kernel log",
     severity=Severity.WARNING,
     requires=("kernel_event",),
+    passed="no hung task reported in the kernel log",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § N", "find what the tasks wait on (storage, driver)"
     ),

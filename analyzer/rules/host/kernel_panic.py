@@ -20,6 +20,7 @@ RULE = RuleInfo(
     title="Kernel panic, lockup or machine-check error",
     severity=Severity.CRITICAL,
     requires=("kernel_event",),
+    passed="no kernel panic, lockup or machine check in the log",
     route=Route("node-hardware", "hyperpod-node-debugger § N", "reboot; replace if it recurs"),
 )
 
@@ -47,6 +48,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "count": r["n"],
                 "first_seen": r["first_seen"],
                 "last_seen": r["last_seen"],
+                **r["first_at"].params(),
             },
             route=route,
             evidence=evidence,

@@ -21,6 +21,7 @@ RULE = RuleInfo(
     title="Processes killed by the OOM killer",
     severity=Severity.WARNING,
     requires=("kernel_event",),
+    passed="no process killed by the OOM killer",
     route=Route(
         "node-hardware",
         "hyperpod-node-debugger § I",

@@ -15,12 +15,14 @@ from collections.abc import Iterable
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.signals.gpus import GPU_BY_PCI
+from analyzer.signals.kernel_time import KernelClock, stamp_sql
 
 RULE = RuleInfo(
     id="host.pcie.aer",
     title="PCIe AER errors",
     severity=Severity.CRITICAL,
     requires=("kernel_event",),
+    passed="no uncorrected PCIe AER error in the kernel log",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain; reseat or replace the device"),
 )
 
@@ -34,19 +36,23 @@ def check(ctx: Context) -> Iterable[Finding]:
                count(*) FILTER (WHERE e.severity ILIKE '%uncorrect%') AS uncorrected,
                count(*) FILTER (WHERE e.severity ILIKE 'corrected%') AS corrected,
                min(e.line) FILTER (WHERE e.severity ILIKE '%uncorrect%') AS unc_line,
-               min(e.line) AS first_line, list(DISTINCT e.severity) AS severities
+               arg_min({stamp_sql("e")}, e.line) FILTER (WHERE e.severity ILIKE '%uncorrect%') AS unc_stamp,
+               min(e.line) AS first_line, arg_min({stamp_sql("e")}, e.line) AS first_stamp,
+               list(DISTINCT e.severity) AS severities
         FROM kernel_event e LEFT JOIN g ON g.bundle_id = e.bundle_id AND g.pci = e.pci
         WHERE e.event_type = 'pcie_aer'
         GROUP BY e.bundle_id, e.node, e.pci ORDER BY e.node, e.pci
         """
     )
+    clock = KernelClock.load(ctx)
     for r in rows:
         if r["uncorrected"]:
-            severity, line = Severity.CRITICAL, r["unc_line"]
+            severity, line, stamp = Severity.CRITICAL, r["unc_line"], r["unc_stamp"]
         elif r["corrected"] >= many:
-            severity, line = Severity.INFO, r["first_line"]
+            severity, line, stamp = Severity.INFO, r["first_line"], r["first_stamp"]
         else:
             continue
+        at = clock.at(r["bundle_id"], stamp)  # the time of the cited line
         device = f"GPU {r['gpu']} ({r['pci']})" if r["gpu"] is not None else f"device {r['pci']}"
         route = (
             RULE.route
@@ -59,7 +65,9 @@ def check(ctx: Context) -> Iterable[Finding]:
             gpu=r["gpu"],
             message=(
                 f"{r['node']} {device}: {r['uncorrected']} uncorrected and {r['corrected']} corrected PCIe AER "
-                f"error(s)" + ("" if r["uncorrected"] else f" (info from {many} corrected)")
+                f"error(s)"
+                + ("" if r["uncorrected"] else f" (info from {many} corrected)")
+                + (f"; first {'uncorrected ' if r['uncorrected'] else ''}at {at.shown}" if at.shown else "")
             ),
             params={
                 "pci": r["pci"],
@@ -67,6 +75,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "corrected": r["corrected"],
                 "severities": sorted(s for s in r["severities"] if s),
                 "corrected_info_count": many,
+                **at.params(),
             },
             route=route,
             evidence=[ctx.evidence(r["source_file"], line)],

@@ -22,7 +22,8 @@ RULE = RuleInfo(
     id="host.shm.stale_nccl",
     title="NCCL segments in /dev/shm (stale if no job is running)",
     severity=Severity.INFO,
-    requires=("shm",),
+    requires=("shm.nccl_files",),
+    passed="NCCL segments in /dev/shm within the limit",
     route=Route(
         "nccl-network",
         "hyperpod-nccl debugging-guide § 15",

@@ -18,7 +18,8 @@ RULE = RuleInfo(
     id="host.vcpu.low",
     title="Fewer vCPUs than the instance type has",
     severity=Severity.WARNING,
-    requires=("node",),
+    requires=("node.instance_type", "node.nproc"),
+    passed="every node has the vCPUs its instance type has",
     route=Route("node-hardware", "hyperpod-node-debugger § J", "check ThreadsPerCore in the instance group"),
 )
 

@@ -9,7 +9,8 @@ when that expectation is verified in sku.toml AND peers agree (>= min_peers othe
 instance type and scope whose median meets the warning line, so the shortfall is this run's own);
 otherwise warning, and the message says "unverified expectation".  False positives: the published
 figures disagree (rules-facts § 8: p4d ~300 vs 35-45 GB/s, p5 ~400+ vs 380-420), hence the verified
-flag; a log whose collective is not named is assumed to be all_reduce.
+flag; a log whose collective is not named is assumed to be all_reduce.  A 2-host run of a slow pair that
+nccl.pair.slow localised to a node is not reported here: it is listed in that node's finding.
 Reference: rules-facts § 3.1, § 1.4 NCCL-BELOW-SKU (PD-DET, PD-SKILL, MFU-NET).
 """
 
@@ -20,13 +21,14 @@ from statistics import median
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.signals.nccl import busbw_evidence, load_runs, size_label
+from analyzer.signals.nccl import busbw_evidence, explained_pairs, load_runs, size_label
 
 RULE = RuleInfo(
     id="nccl.busbw.below_expected",
     title="nccl-tests busbw below the instance type's expected line",
     severity=Severity.CRITICAL,
     requires=("nccl_result", "nccl_run"),
+    passed="nccl-tests busbw at or above the expected line",
     route=Route(
         "nccl-network", "hyperpod-performance-debugger § A", "find the slow node or link (pairwise tests)"
     ),
@@ -41,7 +43,11 @@ def check(ctx: Context) -> Iterable[Finding]:
         for r in load_runs(ctx, min_bytes)
         if r.busbw is not None and r.scope and r.collective in (None, "all_reduce")
     ]
+    folded = explained_pairs(ctx)
     for run in runs:
+        members = sorted(set(run.members))
+        if len(members) == 2 and (run.instance_type, run.collective or "all_reduce", *members) in folded:
+            continue  # one of the slow pairs of the node nccl.pair.slow names: listed in its finding
         sku = ctx.settings.instance(run.instance_type) or {}
         scope = run.scope or "multi_node"  # runs without a scope were filtered out above
         warn, fail = sku.get(f"{scope}_busbw_warning"), sku.get(f"{scope}_busbw_failure")
@@ -71,11 +77,13 @@ def check(ctx: Context) -> Iterable[Finding]:
             f"({scope.replace('_', '-')} run) is below the {run.instance_type} {line_name} line "
             f"{fail if below_fail else warn} GB/s ({qualifier}; {peer_note}{size_note})"
         )
+        node = run.node or (run.members[0] if scope == "single_node" and run.members else None)
         yield RULE.finding(
             severity=Severity.CRITICAL if critical else Severity.WARNING,
-            node=run.node or (run.members[0] if scope == "single_node" and run.members else None),
+            node=node,
             message=message,
             params={
+                "nodes": [node] if node else members,
                 "busbw_gbps": run.busbw,
                 "size_bytes": run.size_bytes,
                 "reached_large_size": run.reached_min_bytes,

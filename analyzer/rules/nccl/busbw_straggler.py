@@ -27,6 +27,7 @@ RULE = RuleInfo(
     title="Node busbw a robust outlier below its peers",
     severity=Severity.WARNING,
     requires=("nccl_result", "nccl_run"),
+    passed="no node's busbw an outlier below its peers",
     route=Route(
         "node-hardware",
         "hyperpod-performance-debugger § A",

@@ -23,6 +23,7 @@ RULE = RuleInfo(
     title="NCCL warnings and errors in logs",
     severity=Severity.CRITICAL,
     requires=("nccl_log_event",),
+    passed="no NCCL warning or error in the logs",
     route=Route("nccl-network", "hyperpod-nccl error-patterns-quick-ref", "look up the code's fix"),
 )
 

@@ -6,6 +6,7 @@ are 2-host runs (the two hosts matched back to nodes), compared only within one 
 collective and only with >= min_pairs pairs.  Pairs that break the drain-grade line (>= 20 % below
 the median) are left to nccl.pair.slow, which localises them.  False positives: run-to-run noise of a
 few percent; one re-run settles it.  Reference: rules-facts § 3.2 (PD-DET, citing validate_performance.sh).
+Scope: shared: a slow pair blames its link, not one node (nccl.pair.slow names a node).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ RULE = RuleInfo(
     title="Pairwise busbw more than 5 % below the run mean",
     severity=Severity.WARNING,
     requires=("nccl_result", "nccl_rank"),
+    passed="no pairwise run far below its run's mean",
+    scope="shared",
     route=Route(
         "nccl-network", "hyperpod-performance-debugger § A", "re-run the pair; check both nodes' EFA counters"
     ),
@@ -42,7 +45,7 @@ def check(ctx: Context) -> Iterable[Finding]:
             if pair.busbw >= avg * (1 - below) or pair.busbw <= mid * (1 - slow):
                 continue
             pct = round(100 * (avg - pair.busbw) / avg, 1)
-            run = pair.runs[0]
+            run = pair.run
             message = (
                 f"pair {a} + {b}: {collective} busbw {pair.busbw} GB/s is {pct} % below the mean "
                 f"{avg} GB/s of {len(group)} pairs (line {round(100 * below)} %)"
@@ -52,6 +55,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                 message=message,
                 params={
                     "pair": [a, b],
+                    "nodes": [a, b],
                     "busbw_gbps": pair.busbw,
                     "mean_gbps": avg,
                     "below_mean_pct": pct,

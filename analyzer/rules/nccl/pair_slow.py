@@ -15,21 +15,28 @@ Reference: rules-facts § 3.2 (PD-DET 20 % below median; PD-SKILL ~10 %; procedu
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from statistics import median
+from collections.abc import Iterable
 from typing import Any
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Evidence, Finding, Route, Severity
-from analyzer.signals.nccl import Pair, busbw_evidence, load_runs, node_rows, pairs
+from analyzer.signals.nccl import (
+    LOCALISE_KEYS,
+    Localisation,
+    Pair,
+    PairKey,
+    busbw_evidence,
+    localisations,
+    localise,
+    size_label,
+)
 
 RULE = RuleInfo(
     id="nccl.pair.slow",
     title="Pairwise busbw >= 20 % below the median; node common to the slow pairs",
     severity=Severity.CRITICAL,
     requires=("nccl_result", "nccl_rank"),
+    passed="no pairwise busbw far below the pair median",
     route=Route(
         "node-hardware",
         "hyperpod-node-debugger § F",
@@ -42,61 +49,13 @@ LINK = Route(
     "check the shared link / spine; re-run",
 )
 NOISE = Route("nccl-network", "hyperpod-nccl performance-testing.md", "re-run the pair before acting")
-KEYS = ("below_median_fraction", "node_share", "node_min_slow_pairs", "rest_factor", "block_share")
-
-PairKey = tuple[str, str]
-
-
-@dataclass
-class Localisation:
-    """Which pairs are slow and what they have in common."""
-
-    median: float
-    slow: list[PairKey]
-    total: Counter[str]
-    count: Counter[str]
-    suspects: list[str] = field(default_factory=list)
-    rest: int = 0  # the most slow pairs any non-suspect node is in
-    left: list[PairKey] = field(default_factory=list)  # slow pairs no suspect explains
-    blocks: list[str] = field(default_factory=list)  # topology blocks the unexplained pairs share
-
-
-def localise(
-    values: Mapping[PairKey, float], blocks: Mapping[str, str | None], t: Mapping[str, Any]
-) -> Localisation:
-    """Mark pairs >= below_median_fraction under the median slow, then find their common node or block."""
-    mid = round(median(values.values()), 2)
-    slow = sorted(k for k, v in values.items() if v <= mid * (1 - t["below_median_fraction"]))
-    loc = Localisation(mid, slow, Counter(m for k in values for m in k), Counter(m for k in slow for m in k))
-    if not slow:
-        return loc
-    share = {
-        m for m in loc.total if loc.count[m] >= max(t["node_min_slow_pairs"], t["node_share"] * loc.total[m])
-    }
-    loc.rest = max((loc.count[m] for m in loc.total if m not in share), default=0)
-    loc.suspects = sorted(m for m in share if loc.count[m] >= t["rest_factor"] * max(loc.rest, 1))
-    loc.left = [k for k in slow if not set(k) & set(loc.suspects)]
-    of = {m: blocks.get(m) for m in loc.total}
-    everyone = set(of.values()) if len(set(of.values())) == 1 else set()  # a block all nodes share
-    touching = Counter(b for k in loc.left for b in {of[k[0]], of[k[1]]} if b and b not in everyone)
-    loc.blocks = sorted(b for b, c in touching.items() if c >= t["block_share"] * len(loc.left))
-    return loc
+KEYS = LOCALISE_KEYS  # the thresholds localise() reads (analyzer.signals.nccl)
+__all__ = ["RULE", "Localisation", "check", "localise"]
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    t = {k: ctx.threshold(RULE, k) for k in KEYS}
-    blocks: dict[str, str | None] = {}
-    for n in node_rows(ctx):
-        layers = [x.strip() for x in (n["network_node_layers"] or "").split(",") if x.strip()]
-        blocks[n["node"]] = layers[-1] if layers else n["placement_group"]
-    groups = pairs(load_runs(ctx, ctx.threshold(RULE, "large_message_bytes")))
-    for (itype, collective), group in groups.items():
-        if len(group) < ctx.threshold(RULE, "min_pairs"):
-            continue
-        loc = localise({k: p.busbw for k, p in group.items()}, blocks, t)
-        if not loc.slow:
-            continue
-        pct = round(100 * t["below_median_fraction"])
+    for (itype, collective), (group, loc) in localisations(ctx).items():
+        pct = round(100 * ctx.threshold(RULE, "below_median_fraction"))
         base = {
             "median_gbps": loc.median,
             "below_median_pct": pct,
@@ -107,17 +66,22 @@ def check(ctx: Context) -> Iterable[Finding]:
             "slow_pairs_per_node": {m: f"{loc.count[m]}/{loc.total[m]}" for m in sorted(loc.total)},
         }
         for m in loc.suspects:
+            explained = loc.explained(m)
+            worst = min(explained, key=lambda k: group[k].busbw)
             params = {
                 **base,
                 "node_slow_pairs": loc.count[m],
                 "node_pairs": loc.total[m],
                 "rest_max_slow_pairs": loc.rest,
+                "folded_pairs": _folded(group, explained),
             }
             message = (
                 f"{m} is the node common to the slow pairs: {loc.count[m]} of its {loc.total[m]} pairs ran >= "
-                f"{pct} % below the pair median {loc.median} GB/s (every other node: at most {loc.rest})"
+                f"{pct} % below the pair median {loc.median} GB/s (every other node: at most {loc.rest}); "
+                f"its slow pairs are folded into this finding (worst {' + '.join(worst)}: "
+                f"{group[worst].busbw} GB/s)"
             )
-            evidence, bundle_id = _slowest(ctx, [group[k] for k in loc.slow if m in k])
+            evidence, bundle_id = _slowest(ctx, [group[k] for k in explained])
             yield RULE.finding(
                 node=m,
                 message=message,
@@ -129,7 +93,12 @@ def check(ctx: Context) -> Iterable[Finding]:
         if not loc.left:
             continue
         listed = ", ".join(f"{a} + {b} ({group[(a, b)].busbw} GB/s)" for a, b in loc.left)
-        params = {**base, "unexplained_pairs": [list(k) for k in loc.left], "blocks": loc.blocks}
+        params = {
+            **base,
+            "unexplained_pairs": [list(k) for k in loc.left],
+            "blocks": loc.blocks,
+            "nodes": sorted({m for k in loc.left for m in k}),
+        }
         key: tuple[Any, ...]
         if len(loc.left) >= 2 and loc.blocks:
             severity, route, key = Severity.WARNING, LINK, ("block", collective, *loc.blocks)
@@ -162,6 +131,24 @@ def check(ctx: Context) -> Iterable[Finding]:
 
 
 def _slowest(ctx: Context, slow: list[Pair]) -> tuple[list[Evidence], str | None]:
-    """Evidence of the slowest pairs (their large-size rows, at most 8) and the first one's bundle."""
-    runs = [p.runs[0] for p in sorted(slow, key=lambda p: p.busbw)][:8]
+    """Evidence of the slowest pairs (the judged size row of each, slowest first, at most 8) and the
+    first one's bundle."""
+    runs = [p.run for p in sorted(slow, key=lambda p: p.busbw)][:8]
     return [busbw_evidence(ctx, r) for r in runs], runs[0].bundle_id if runs else None
+
+
+def _folded(group: dict[PairKey, Pair], explained: list[PairKey]) -> list[dict[str, Any]]:
+    """The slow pairs a localised node explains, slowest first: each pair's busbw and the row judged."""
+    out = []
+    for k in sorted(explained, key=lambda k: (group[k].busbw, k)):
+        run = group[k].run
+        out.append(
+            {
+                "pair": list(k),
+                "busbw_gbps": group[k].busbw,
+                "size": size_label(run.size_bytes),
+                "file": run.source_file,
+                "line": run.busbw_line or run.line,
+            }
+        )
+    return out

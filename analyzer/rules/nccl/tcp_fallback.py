@@ -22,6 +22,7 @@ RULE = RuleInfo(
     title="NCCL fell back to TCP sockets",
     severity=Severity.CRITICAL,
     requires=("nccl_run",),
+    passed="no TCP fallback seen in NCCL logs",
     route=Route(
         "nccl-network",
         "hyperpod-nccl debugging-guide § 13",
@@ -64,6 +65,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "provider": r["net_provider"],
                 "events": r["events"],
                 "hosts": nodes,
+                "nodes": [node] if node else nodes,
                 "file": r["source_file"],
             },
             evidence=[ctx.evidence(r["source_file"], r["first_line"] or r["line"])],

@@ -20,7 +20,8 @@ RULE = RuleInfo(
     id="nccl.test.wrong",
     title="nccl-tests reported wrong results (data corruption)",
     severity=Severity.CRITICAL,
-    requires=("nccl_run",),
+    requires=("nccl_run", "nccl_result"),
+    passed="nccl-tests reported no wrong results",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "find the corrupting node (single-node tests, DCGM)"
     ),
@@ -70,6 +71,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "rows_wrong": r["rows_wrong"],
                 "oob_values": r["oob"],
                 "hosts": nodes,
+                "nodes": [node] if node else sorted(set(nodes)),
                 "file": r["source_file"],
             },
             evidence=evidence,

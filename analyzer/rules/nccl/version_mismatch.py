@@ -25,6 +25,7 @@ RULE = RuleInfo(
     title="NCCL log shows mixed NCCL builds",
     severity=Severity.CRITICAL,
     requires=("nccl_log_event",),
+    passed="one NCCL build across the logged job",
     route=Route(
         "version-drift",
         "hyperpod-nccl debugging-guide § 10; hyperpod-version-checker",

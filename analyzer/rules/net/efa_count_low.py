@@ -23,8 +23,9 @@ RULE = RuleInfo(
     id="net.efa.count_low",
     title="Fewer EFA devices than the instance type has",
     severity=Severity.CRITICAL,
-    requires=("node",),
-    requires_any=("efa_port", "fi_provider"),
+    requires=("node.instance_type",),
+    requires_any=("efa_port.device", "fi_provider.device"),
+    passed="every node shows the EFA devices its type has",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "replace the node (EFA device missing)"),
 )
 

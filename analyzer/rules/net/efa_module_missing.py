@@ -24,6 +24,7 @@ RULE = RuleInfo(
     severity=Severity.CRITICAL,
     requires=("software_version",),
     requires_any=("efa_port", "fi_provider"),
+    passed="efa kernel module found wherever EFA devices are",
     route=Route(
         "nccl-network",
         "hyperpod-node-debugger § A; hyperpod-nccl debugging-guide § 6",

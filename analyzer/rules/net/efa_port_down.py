@@ -18,7 +18,8 @@ RULE = RuleInfo(
     id="net.efa.port_down",
     title="EFA port not ACTIVE",
     severity=Severity.CRITICAL,
-    requires=("efa_port",),
+    requires=("efa_port.state",),
+    passed="every EFA port ACTIVE",
     route=Route(
         "nccl-network",
         "hyperpod-node-debugger § A",

@@ -19,7 +19,9 @@ RULE = RuleInfo(
     id="net.efa.port_errors",
     title="EFA port error counters not zero",
     severity=Severity.WARNING,
-    requires=("efa_port",),
+    requires=("node",),
+    requires_any=("efa_port.rcv_errors", "efa_port.xmit_discards"),
+    passed="EFA port error counters within the limit",
     route=Route(
         "nccl-network",
         "hyperpod-nccl debugging-guide; hyperpod-node-debugger § A",

@@ -19,7 +19,8 @@ RULE = RuleInfo(
     id="net.fi_info.no_efa",
     title="No efa provider in fi_info on an EFA instance",
     severity=Severity.CRITICAL,
-    requires=("file", "node"),
+    requires=("node.instance_type",),
+    passed="fi_info lists the efa provider on EFA instances",
     route=Route(
         "nccl-network", "hyperpod-node-debugger § A", "check the EFA driver, device plugin and FI_PROVIDER"
     ),

@@ -21,7 +21,8 @@ RULE = RuleInfo(
     id="net.ofi_plugin.missing",
     title="aws-ofi-nccl plugin not found while NCCL is installed",
     severity=Severity.CRITICAL,
-    requires=("software_version", "node"),
+    requires=("software_version", "node.instance_type"),
+    passed="aws-ofi-nccl found wherever host NCCL is installed",
     route=Route(
         "version-drift", "hyperpod-node-debugger § E", "install aws-ofi-nccl matching the EFA installer"
     ),

@@ -7,6 +7,7 @@ type, so this finding is the only place the mix shows.
 False positives: a controller/login node of another type collected with the workers, or separate
 jobs analysed together.
 Reference: rules-facts § 1.3 MIXED-INSTANCES.
+Scope: shared: the mix is a property of the node set, not a fault of one node.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ RULE = RuleInfo(
     title="Several instance types in one bundle set",
     severity=Severity.WARNING,
     requires=("node",),
+    requires_any=("node.instance_type", "placement_fact.value"),
+    passed="one instance type across the bundle set",
+    scope="shared",
     route=Route(
         "placement-capacity",
         "hyperpod-performance-debugger § A; hyperpod-nccl debugging-guide § 19",

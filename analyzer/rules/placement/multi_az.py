@@ -6,6 +6,7 @@ of magnitude and EFA does not span AZs at all (PD-SNAP flags it "BAD"; PD-DET, P
 account, but all nodes of one cluster share an account).
 False positives: a bundle set that mixes nodes of two different clusters on purpose.
 Reference: rules-facts § 1.5 PLACEMENT-MULTI-AZ.
+Scope: shared: placement is a property of the node set, not a fault of one node.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ RULE = RuleInfo(
     title="Nodes in several Availability Zones",
     severity=Severity.CRITICAL,
     requires=("node",),
+    requires_any=("node.availability_zone", "node.az_id", "placement_fact.value"),
+    passed="all nodes in one Availability Zone",
+    scope="shared",
     route=Route(
         "placement-capacity",
         "hyperpod-cluster-debugger references/capacity-planning.md; hyperpod-node-debugger § C",

@@ -5,6 +5,7 @@ groups talk over longer paths and pairwise bandwidth turns uneven (PD-SNAP, PD-D
 group are left to placement.no_pg.
 False positives: deliberately separate jobs analysed together.
 Reference: rules-facts § 1.5 PLACEMENT-MULTI-PG.
+Scope: shared: placement is a property of the node set, not a fault of one node.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ RULE = RuleInfo(
     title="Nodes in several placement groups",
     severity=Severity.CRITICAL,
     requires=("node",),
+    requires_any=("node.placement_group", "placement_fact.value"),
+    passed="nodes with a placement group share one",
+    scope="shared",
     route=Route(
         "placement-capacity",
         "hyperpod-cluster-debugger references/capacity-planning.md",

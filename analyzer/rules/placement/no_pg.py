@@ -7,6 +7,7 @@ unknown, not absent.  A single node needs no placement group.
 False positives: HyperPod training-plan or UltraServer capacity may be placed close together without a
 named group; placement.spread then tells whether the nodes really are spread.
 Reference: rules-facts § 1.5 PLACEMENT-NO-PG.
+Scope: shared: placement is a property of the node set, not a fault of one node.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ RULE = RuleInfo(
     title="Nodes without a placement group",
     severity=Severity.WARNING,
     requires=("node",),
+    requires_any=("node.instance_id", "placement_fact.value"),
+    passed="every node with instance metadata is in a placement group",
+    scope="shared",
     route=Route(
         "placement-capacity",
         "hyperpod-cluster-debugger references/capacity-planning.md",

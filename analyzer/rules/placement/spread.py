@@ -9,6 +9,7 @@ leave the NVLink domain (info).  From Slurm topology.conf, nodes under several l
 (``topology.k8s.aws/network-node-layer-N`` labels, describe-instance-topology).
 False positives: none known; the finding is a fact for the pairwise-bandwidth reading.
 Reference: rules-facts § 1.5, § 3.2 step 4.
+Scope: shared: placement is a property of the node set, not a fault of one node.
 """
 
 from __future__ import annotations
@@ -25,6 +26,14 @@ RULE = RuleInfo(
     title="Nodes spread over several network blocks",
     severity=Severity.WARNING,
     requires=("node",),
+    requires_any=(
+        "node.network_node_layers",
+        "node.ultraserver_id",
+        "placement_fact.value",
+        "topology_member.node_name",
+    ),
+    passed="nodes not spread over network blocks",
+    scope="shared",
     route=Route(
         "placement-capacity",
         "hyperpod-cluster-debugger references/capacity-planning.md; hyperpod-performance-debugger § A",

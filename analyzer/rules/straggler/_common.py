@@ -19,15 +19,18 @@ from analyzer.peers import NODE_TYPE_SQL, Outlier, outliers
 STRAGGLER_GUIDE = "hyperpod-mfu-debugger steps/2c-straggler.md"
 
 
-def gpu_rule(id: str, title: str, action: str, target: str = STRAGGLER_GUIDE) -> RuleInfo:
-    """The RuleInfo of a per-GPU straggler rule: a warning for node hardware, read from the ``gpu``
-    table (``nvidia-smi -q``) or else ``gpu_query`` (the --query-gpu CSV)."""
+def gpu_rule(
+    id: str, title: str, action: str, column: str, passed: str, target: str = STRAGGLER_GUIDE
+) -> RuleInfo:
+    """The RuleInfo of a per-GPU straggler rule: a warning for node hardware, read from ``column`` of the
+    ``gpu`` table (``nvidia-smi -q``) or else of ``gpu_query`` (the --query-gpu CSV)."""
     return RuleInfo(
         id=id,
         title=title,
         severity=Severity.WARNING,
         requires=("node",),
-        requires_any=("gpu", "gpu_query"),
+        requires_any=(f"gpu.{column}", f"gpu_query.{column}"),
+        passed=passed,
         route=Route("node-hardware", target, action),
     )
 

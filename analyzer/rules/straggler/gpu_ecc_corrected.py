@@ -23,7 +23,8 @@ RULE = RuleInfo(
     id="straggler.gpu.ecc_corrected_rate",
     title="Corrected-ECC rate above same-type peers",
     severity=Severity.WARNING,
-    requires=("gpu", "host_uptime"),
+    requires=("gpu.ecc_corrected_volatile", "host_uptime.uptime_s"),
+    passed="no node's corrected-ECC rate above its peers",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "watch the rate; plan replacement if it climbs"
     ),

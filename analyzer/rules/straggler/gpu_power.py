@@ -21,6 +21,8 @@ RULE = gpu_rule(
     "straggler.gpu.power",
     "GPU power draw outside same-type peers",
     "compare power limit and throttle reasons with peers; drain if it persists",
+    column="power_draw_w",
+    passed="every node's GPU power draw within its peers' band",
 )
 
 

@@ -21,6 +21,8 @@ RULE = gpu_rule(
     "straggler.gpu.sm_clock",
     "SM clock below same-type peers",
     "check throttle reasons and power; drain and run dcgmi diag -r 3 if it persists",
+    column="sm_clock_mhz",
+    passed="every node's SM clock within its peers' band",
 )
 
 

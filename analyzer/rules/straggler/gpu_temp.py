@@ -20,6 +20,8 @@ RULE = gpu_rule(
     "straggler.gpu.temp",
     "GPU temperature above same-type peers",
     "check cooling and throttle reasons; drain if it keeps running hotter than its peers",
+    column="temp_c",
+    passed="every node's GPU temperature within its peers' band",
     target="hyperpod-node-debugger § G",
 )
 

@@ -7,6 +7,7 @@ its mean %iowait over the interval reports of ``iostat -c`` (the first, since-bo
 excluded).
 False positives: a node that was running a checkpoint write when its bundle was taken.
 Reference: rules-facts § 1.7 FS-IOWAIT, § 3.2 (MFU-2C).
+Explained by the FSx/EBS/Lustre saturation rules and fs.verdict: when one fires, iowait is its symptom.
 """
 
 from __future__ import annotations
@@ -23,7 +24,15 @@ RULE = RuleInfo(
     id="straggler.host.iowait",
     title="CPU iowait above same-type peers",
     severity=Severity.WARNING,
-    requires=("iostat_cpu",),
+    requires=("iostat_cpu.iowait_pct",),
+    passed="every node's iowait within its peers' band",
+    explained_by=(
+        "fs.fsx.utilization_sustained",
+        "fs.fsx.free_capacity_low",
+        "fs.ebs.queue_sustained",
+        "fs.lustre.ost_imbalance",
+        "fs.verdict",
+    ),
     route=Route(
         "io-pattern",
         "hyperpod-mfu-debugger steps/2c-straggler.md",

@@ -23,30 +23,33 @@ COMPONENTS = (
     "efa_fw",
 )
 
-#: Versions read from the GPU and EFA tables: (component, table, column, source, extra condition).
+#: Versions read from the GPU and EFA tables: (component, table, column, source, extra condition,
+#: evidence line).  The line is the one that carries the value: the ``Driver Version`` / ``CUDA
+#: Version`` header and the ``VBIOS Version`` line of an nvidia-smi -q dump (the GPU block header when
+#: the parser recorded no such line), the banner of the nvidia-smi table (it prints
+#: both), the CSV row.  efa_port's ``fw_ver`` has no line of its own: the port's first line is cited.
 _TABLE_SOURCES = (
-    ("nvidia_driver", "gpu", "driver_version", "nvidia-smi-q", ""),
-    ("cuda_driver_max", "gpu", "cuda_version", "nvidia-smi-q", ""),
-    ("vbios", "gpu", "vbios", "nvidia-smi-q", ""),
-    ("nvidia_driver", "smi_summary", "driver_version", "nvidia-smi", ""),
-    ("cuda_driver_max", "smi_summary", "cuda_version", "nvidia-smi", ""),
-    ("nvidia_driver", "gpu_query", "driver_version", "nvidia-smi-csv", ""),
-    ("vbios", "gpu_query", "vbios_version", "nvidia-smi-csv", ""),
-    ("efa_fw", "efa_port", "fw_ver", "efa-ports", " AND fw_ver NOT IN ('', '0.0.0.0')"),
+    ("nvidia_driver", "gpu", "driver_version", "nvidia-smi-q", "", "coalesce(driver_version_line, line)"),
+    ("cuda_driver_max", "gpu", "cuda_version", "nvidia-smi-q", "", "coalesce(cuda_version_line, line)"),
+    ("vbios", "gpu", "vbios", "nvidia-smi-q", "", "coalesce(vbios_version_line, line)"),
+    ("nvidia_driver", "smi_summary", "driver_version", "nvidia-smi", "", "line"),
+    ("cuda_driver_max", "smi_summary", "cuda_version", "nvidia-smi", "", "line"),
+    ("nvidia_driver", "gpu_query", "driver_version", "nvidia-smi-csv", "", "line"),
+    ("vbios", "gpu_query", "vbios_version", "nvidia-smi-csv", "", "line"),
+    ("efa_fw", "efa_port", "fw_ver", "efa-ports", " AND fw_ver NOT IN ('', '0.0.0.0')", "line"),
 )
 
 #: One row per (node, component, source, version) with an evidence file and line.  ``version`` is
-#: NULL when only presence (or absence: detail 'not found') is known.  The nvidia-smi -q dump has no
-#: evidence line for its header (Driver Version, CUDA Version): its rows point at the first GPU block.
+#: NULL when only presence (or absence: detail 'not found') is known.
 VERSIONS_SQL = "\n    UNION ALL\n".join(
     [
         """
     SELECT bundle_id, node, component, nullif(trim(version), '') AS version, source,
            source_file, line FROM software_version""",
         *(
-            f"    SELECT bundle_id, node, '{component}', {column}, '{source}', source_file, line\n"
+            f"    SELECT bundle_id, node, '{component}', {column}, '{source}', source_file, {line}\n"
             f"    FROM {table} WHERE {column} IS NOT NULL{extra}"
-            for component, table, column, source, extra in _TABLE_SOURCES
+            for component, table, column, source, extra, line in _TABLE_SOURCES
         ),
         "    SELECT bundle_id, node, 'kernel', kernel, 'meta.env', NULL, NULL FROM node WHERE kernel IS NOT NULL\n",
     ]

@@ -6,7 +6,8 @@ from the nvidia-smi 'CUDA Version' field; when only the driver version is known,
 rules-facts § 6 (VC-SKILL) gives it.  A newer *major* version cannot run at all: critical.  A newer
 *minor* of the same major is a warning: NVIDIA's minor-version compatibility lets most 12.x
 applications run on any 12.x-capable driver, except for features that need the newer driver (PTX JIT).
-False positives: the host toolkit (/usr/local/cuda, nvcc) may not be what the training container
+A node with a toolkit but no driver version read (no nvidia-smi, no loaded module) gets one info
+finding saying it was not judged, rather than an [OK].  False positives: the host toolkit (/usr/local/cuda, nvcc) may not be what the training container
 uses; containers that ship the cuda-compat forward-compatibility package run newer CUDA on purpose.
 Reference: rules-facts § 1.6 CUDA-DRIVER-COMPAT and § 6 version table.
 """
@@ -24,6 +25,7 @@ RULE = RuleInfo(
     title="CUDA toolkit newer than the driver supports",
     severity=Severity.CRITICAL,
     requires=("software_version",),
+    passed="CUDA toolkit within what the node's driver supports",
     route=Route(
         "version-drift",
         "hyperpod-version-checker; hyperpod-node-debugger § E",
@@ -51,6 +53,13 @@ def check(ctx: Context) -> Iterable[Finding]:
             continue
         tk = version_key(str(toolkit["version"]))[:2]
         limit, how, src = _driver_max(comps, series)
+        if (
+            len(tk) >= 2
+            and limit is None
+            and not any(comps.get(c) for c in ("cuda_driver_max", "nvidia_driver"))
+        ):
+            yield _not_judged(ctx, bundle_id, node, toolkit)
+            continue
         if len(tk) < 2 or limit is None or tk <= limit:
             continue
         major = tk[0] > limit[0]
@@ -73,6 +82,27 @@ def check(ctx: Context) -> Iterable[Finding]:
             evidence=evidence,
             bundle_id=bundle_id,
         )
+
+
+def _not_judged(ctx: Context, bundle_id: str, node: str, toolkit: dict[str, object]) -> Finding:
+    """Info: a toolkit is installed but no driver version was read, so the pair cannot be judged."""
+    return RULE.finding(
+        severity=Severity.INFO,
+        node=node,
+        message=f"{node}: CUDA toolkit {toolkit['version']} is installed but no NVIDIA driver version was read "
+        "(no nvidia-smi output, no loaded nvidia module): compatibility not judged",
+        params={"toolkit": toolkit["version"], "driver_max_cuda": None},
+        route=Route(
+            "version-drift",
+            RULE.route.target,
+            "collect nvidia-smi -q on the node; on a GPU node, check that the driver is loaded",
+        ),
+        evidence=[ctx.evidence(str(toolkit["source_file"]), _line(toolkit["line"]))]
+        if toolkit["source_file"]
+        else [],
+        bundle_id=bundle_id,
+        key=("not-judged",),
+    )
 
 
 def _driver_max(

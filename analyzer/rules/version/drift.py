@@ -27,7 +27,20 @@ RULE = RuleInfo(
     id="version.drift",
     title="Version drift between nodes of one instance type",
     severity=Severity.WARNING,
+    version=2,  # 2: a lone deviating node is named as the finding's node
     requires=("node",),
+    requires_any=(
+        "software_version",
+        "gpu.driver_version",
+        "gpu.cuda_version",
+        "gpu.vbios",
+        "smi_summary.driver_version",
+        "gpu_query.driver_version",
+        "gpu_query.vbios_version",
+        "efa_port.fw_ver",
+        "node.kernel",
+    ),
+    passed="versions agree across the nodes of each instance type",
     route=Route(
         "version-drift",
         "hyperpod-version-checker; hyperpod-node-debugger § E",
@@ -105,9 +118,11 @@ def _drift(
             evidence.append(ctx.evidence(r["source_file"], r["line"]))
         else:
             evidence.append(ctx.meta_evidence(node, component))
+    # one node off the majority is that node's fault (ranked); several are a fleet inconsistency
+    lone = next(iter(deviating)) if len(deviating) == 1 and not found.split else None
     return RULE.finding(
         severity=Severity.WARNING,
-        node=None,
+        node=lone,
         message=(
             f"{component} differs across {len(valued)} {itype} nodes ({source}): {lead} {found.value} "
             f"on {len(found.holders)} nodes; deviating: {shown}{more}"
@@ -120,6 +135,7 @@ def _drift(
             "majority_nodes": len(found.holders),
             "split": found.split,
             "deviating": deviating,
+            "nodes": sorted(deviating),
             "values": found.counts,
             "nodes_compared": len(valued),
         },

@@ -26,6 +26,7 @@ RULE = RuleInfo(
     title="aws-ofi-nccl outside the range for the EFA installer",
     severity=Severity.WARNING,
     requires=("software_version",),
+    passed="aws-ofi-nccl, where known, paired with the EFA installer",
     route=Route(
         "version-drift",
         "hyperpod-version-checker; hyperpod-node-debugger § E",

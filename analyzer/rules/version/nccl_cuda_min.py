@@ -26,6 +26,7 @@ RULE = RuleInfo(
     title="NCCL older than recommended for the CUDA version",
     severity=Severity.WARNING,
     requires=("software_version",),
+    passed="host NCCL, where installed, new enough for its CUDA",
     route=Route(
         "version-drift",
         "hyperpod-version-checker; hyperpod-node-debugger § E",

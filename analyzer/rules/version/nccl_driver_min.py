@@ -25,7 +25,8 @@ RULE = RuleInfo(
     title="NVIDIA driver older than NCCL needs",
     severity=Severity.WARNING,
     requires=("node",),
-    requires_any=("gpu", "gpu_query", "smi_summary", "software_version"),
+    requires_any=("gpu.driver_version", "gpu_query.driver_version", "smi_summary.driver_version"),
+    passed="NVIDIA driver new enough for NCCL",
     route=Route(
         "version-drift",
         "hyperpod-version-checker; hyperpod-node-debugger § E",
