@@ -72,9 +72,9 @@ def check(ctx: Context) -> Iterable[Finding]:
             continue
         severity = Severity.WARNING if parsed[bid] == 0 else Severity.INFO
         parts = [f"probes: {len(res['ok'])} ran"]
-        parts += [f"{len(v)} {w.replace('_', ' ')}: {', '.join(v[:5])}" for w, v in bad.items() if v]
+        parts += [f"{len(v)} {w.replace('_', ' ')}: {_named(v)}" for w, v in bad.items() if v]
         if unparsed[bid]:
-            parts.append(f"{len(unparsed[bid])} file(s) not parsed: {', '.join(unparsed[bid][:5])}")
+            parts.append(f"{len(unparsed[bid])} file(s) not parsed: {_named(unparsed[bid])}")
         if missing:
             parts.append(f"no data for {', '.join(missing)} (peers have it)")
         if parsed[bid] == 0:
@@ -97,3 +97,13 @@ def check(ctx: Context) -> Iterable[Finding]:
             bundle_id=bid,
             key=("coverage",),
         )
+
+
+def _named(items: list[str], limit: int = 5) -> str:
+    """The first names and how many more (the full lists are in the finding's params).
+
+    >>> _named(["a.txt", "b.txt", "c.txt"], 2)
+    'a.txt, b.txt and 1 more'
+    """
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more
