@@ -24,6 +24,14 @@ FSX_UTIL_METRICS = (
     "FileServerDiskThroughputUtilization",
     "CPUUtilization",
 )
+#: The rules whose finding is a shared storage cause: per-node iowait is their symptom (explained_by).
+STORAGE_CAUSES = (
+    "fs.fsx.utilization_sustained",
+    "fs.fsx.free_capacity_low",
+    "fs.ebs.queue_sustained",
+    "fs.lustre.ost_imbalance",
+    "fs.verdict",
+)
 #: Statistic preferred when a series was exported with several.
 _STAT_ORDER = ("Maximum", "Average", "p99", "p90", "Sum", "Minimum", "SampleCount")
 

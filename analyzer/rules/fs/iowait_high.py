@@ -16,7 +16,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.signals.fs import iowait_by_node
+from analyzer.signals.fs import STORAGE_CAUSES, iowait_by_node
 
 RULE = RuleInfo(
     id="fs.iowait.high",
@@ -24,13 +24,7 @@ RULE = RuleInfo(
     severity=Severity.WARNING,
     requires=("iostat_cpu.iowait_pct",),
     passed="CPU iowait below the line on every node",
-    explained_by=(
-        "fs.fsx.utilization_sustained",
-        "fs.fsx.free_capacity_low",
-        "fs.ebs.queue_sustained",
-        "fs.lustre.ost_imbalance",
-        "fs.verdict",
-    ),
+    explained_by=STORAGE_CAUSES,
     route=Route(
         "io-pattern",
         "hyperpod-mfu-debugger optimization-guide.md (data pipeline); hyperpod-performance-debugger § B",

@@ -18,7 +18,7 @@ from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.peers import NODE_TYPE_SQL
 from analyzer.rules.straggler._common import find
-from analyzer.signals.fs import IOWAIT_BY_NODE_SQL
+from analyzer.signals.fs import IOWAIT_BY_NODE_SQL, STORAGE_CAUSES
 
 RULE = RuleInfo(
     id="straggler.host.iowait",
@@ -26,13 +26,7 @@ RULE = RuleInfo(
     severity=Severity.WARNING,
     requires=("iostat_cpu.iowait_pct",),
     passed="every node's iowait within its peers' band",
-    explained_by=(
-        "fs.fsx.utilization_sustained",
-        "fs.fsx.free_capacity_low",
-        "fs.ebs.queue_sustained",
-        "fs.lustre.ost_imbalance",
-        "fs.verdict",
-    ),
+    explained_by=STORAGE_CAUSES,
     route=Route(
         "io-pattern",
         "hyperpod-mfu-debugger steps/2c-straggler.md",
