@@ -250,7 +250,11 @@ def _write(path: Path, text: str) -> None:
 @click.option("--kind", help="The raw format (see --list); detected from the content when absent.")
 @click.option("--format", "fmt", type=click.Choice(["json", "csv"]), default="json", show_default=True)
 @click.option("--list", "list_kinds", is_flag=True, help="List the kinds and exit.")
-def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool) -> None:
+@click.option(
+    "--fields",
+    help="The queried fields of headerless output (nvidia-smi --query-gpu=... --format=csv,noheader), comma-separated.",
+)
+def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, fields: str | None) -> None:
     """Print the records one parser makes of one raw file (like jc).
 
     \b
@@ -275,8 +279,16 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool) -> No
         raise UsageProblem(f"unknown kind {kind!r}; see 'hptriage parse --list'")
     try:
         module = parsers.module_for(kind)
+        parse_with_command = getattr(module, "parse_with_command", None)
         parse_with_name = getattr(module, "parse_with_name", None)
-        result = parse_with_name(text, str(file)) if parse_with_name else module.parse(text)
+        if fields:
+            if parse_with_command is None:
+                raise UsageProblem(f"--fields applies to headerless CSV output, not to kind {kind!r}")
+            result = parse_with_command(text, "--query-gpu=" + fields.replace(" ", ""))
+        elif parse_with_name:
+            result = parse_with_name(text, str(file))
+        else:
+            result = module.parse(text)
     except parsers.NoData:
         result = parsers.ParseResult()
     except parsers.ParserFailure as exc:

@@ -206,8 +206,16 @@ class _NodeReader:
         source_file = self.source_file(name)
         try:
             module = parsers.module_for(kind)
+            row = (self.manifest or {}).get(name)
+            command = row.command if row is not None and row.command not in (None, "", "-") else None
+            parse_with_command = getattr(module, "parse_with_command", None)
             parse_with_name = getattr(module, "parse_with_name", None)
-            result = parse_with_name(text, name) if parse_with_name else module.parse(text)
+            if parse_with_command and command:  # the command line tells the layout (csv,noheader fields)
+                result = parse_with_command(text, command)
+            elif parse_with_name:
+                result = parse_with_name(text, name)
+            else:
+                result = module.parse(text)
             tables = {t: coerce_rows(rows, module.SCHEMA[t]) for t, rows in result.tables.items()}
         except NoData:
             self._file(name, kind, kind_source, size, "empty", 0)

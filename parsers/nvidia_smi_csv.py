@@ -12,8 +12,10 @@ Sample (lines of tests/fixtures/nvidia-smi-csv/slurm-v100-timestamp-l5.txt)::
     index, timestamp, utilization.gpu [%], utilization.memory [%], memory.total [MiB], memory.used [MiB], memory.free [MiB]
     0, 2020/11/12 13:48:11.412, 99 %, 52 %, 32480 MiB, 30994 MiB, 1486 MiB
 
-Any set of fields is accepted, keyed by the header (so ``--format=csv,noheader`` cannot be parsed and
-raises ``ParseError``).  Units are stripped from headers (``[MiB]``) and values (``99 %``);
+Any set of fields is accepted, keyed by the header.  Output of ``--format=csv,noheader`` (and
+``nounits``) has no header: its fields come from the command line recorded in the manifest
+(``parse_with_command``; ``hptriage parse --fields a,b,c`` on the command line); without them it
+raises ``ParseError``.  Units are stripped from headers (``[MiB]``) and values (``99 %``);
 ``[N/A]``, ``[Not Supported]`` and ``N/A`` become null.  Old and new names are both mapped
 (``clocks_throttle_reasons.active`` / ``clocks_event_reasons.active``, ``pci.bus_id`` / ``gpu_bus_id``).
 A file may hold several blocks, each starting with its own header line (``-l`` loops, remapped rows).
@@ -137,10 +139,33 @@ def detect(text: str) -> int:
     return 0
 
 
-def parse(text: str) -> ParseResult:
+def fields_of(command: str) -> list[str] | None:
+    """The fields of a ``--query-gpu=`` / ``--query-remapped-rows=`` command line, when it has them.
+
+    >>> fields_of("nvidia-smi --query-gpu=index,temperature.gpu --format=csv,noheader,nounits")
+    ['index', 'temperature.gpu']
+    >>> fields_of("nvidia-smi -q") is None
+    True
+    """
+    m = re.search(r"--query-(?:gpu|remapped-rows)[= ]([\w.,]+)", command)
+    return [f for f in m.group(1).split(",") if f] if m else None
+
+
+def parse_with_command(text: str, command: str) -> ParseResult:
+    """Parse with the field list of the command that printed the text (for csv,noheader output)."""
+    return parse(text, fields_of(command))
+
+
+def parse(text: str, fields: list[str] | None = None) -> ParseResult:
+    """Parse the CSV; ``fields`` (the query's field list) stands in for a missing header line.
+
+    >>> rows = parse("0, 33, 1980\\n1, 35, 1980\\n", ["index", "temperature.gpu", "clocks.sm"]).rows("gpu_query")
+    >>> [(r["index"], r["temp_c"], r["sm_clock_mhz"]) for r in rows]
+    [(0, 33.0, 1980), (1, 35.0, 1980)]
+    """
     require_text(text)
     result = ParseResult()
-    header: list[str] | None = None
+    header: list[str] | None = [f.strip().lower() for f in fields] if fields else None
     headerless = False
     for no, raw in enumerate(text.splitlines(), start=1):
         line = strip_prefix(raw).strip()
