@@ -1,11 +1,11 @@
-"""File-system usage from ``df`` (``-P``, ``-T``, ``-h``, 1K-blocks, ``-B1``, ``-i``).
+"""File-system usage from ``df`` (``-P``, ``-T``, ``-h``, ``-H``, ``-k``, 1K-blocks, ``-B1``, ``-i``).
 
 Commands whose output it reads (collector.sh runs ``df -P -T`` and ``df -P -i`` as this kind, and keeps
 ``df -h`` for people with kind ``-``)::
 
     df -P -T
     df -P -i         # inodes: same table, inode columns
-    df -h
+    df -h            # -H (powers of 1000) read too: see below
 
 Sample (lines of tests/fixtures/df/hyperpod-workshop-controller-opt-sagemaker-fsx.txt)::
 
@@ -15,13 +15,24 @@ Sample (lines of tests/fixtures/df/hyperpod-workshop-controller-opt-sagemaker-fs
     /dev/nvme1n1               500G  711M  500G   1% /opt/sagemaker
     10.1.71.197@tcp:/oyuutbev  1.2T  5.5G  1.2T   1% /fsx
 
-Columns are found by the header (``Size``/``Avail`` = human sizes, powers of 1024; ``1K-blocks``,
-``1024-blocks``, ``1B-blocks``, ``1-blocks``, ``512-blocks``, ``1M-blocks`` = that many bytes per
-unit; ``Inodes``/``IUsed``/``IFree``/``IUse%`` with ``-i``; ``Use%`` or ``Capacity``), and each row
-is read from the ``Use%`` cell outwards, so a device name that pushes the columns out of alignment,
-or one that wraps onto its own line (``df`` without ``-P``), still parses.  A paste prefix in front of
-the header (``# ``, indentation) is removed from every line.  A ``df: /fsx: ...`` error line (a hung or
-stale mount) becomes a row carrying ``error``.
+Columns are found by the header (``Size``/``Avail`` = human sizes; ``1K-blocks``, ``1024-blocks``,
+``1B-blocks``, ``1-blocks``, ``512-blocks``, ``1M-blocks``, ``1kB-blocks`` = that many bytes per unit, ``kB``
+meaning 1000; ``Inodes``/``IUsed``/``IFree``/``IUse%`` with ``-i``, human counts with ``-ih``; ``Use%`` or
+``Capacity``), and each row is read from the ``Use%`` cell outwards, so a device name that pushes the
+columns out of alignment, or one that wraps onto its own line (``df`` without ``-P``), still parses.
+
+``-h`` and ``-H`` print the same header; ``-h`` means powers of 1024, ``-H`` (``--si``) powers of 1000.
+Which one is decided, first match wins, by: the ``command`` given to :func:`parse`; a file named after its
+flags (:func:`parse_with_name`: ``df-H.txt``, ``df_-hT.txt``); a ``df -H`` command line pasted above the
+header; a cell with a lowercase ``k`` (only ``-H`` writes kilo so); else powers of 1024 (collector.sh runs
+``df -h``).  A row keeps each cell as printed (``size_printed``...) beside the bytes, with the size column's
+header and the powers used.
+
+A paste prefix in front of the header (``# ``, indentation) is removed from every line; a launcher's host
+prefix (pdsh ``node-1: ``, kubectl ``--prefix`` ``[pod/name/ctr] ``) is removed and kept in ``host``, each
+host read on its own (interleaved output, wrapped names).  A ``df: /fsx: ...`` error line (a hung or stale
+mount) becomes a row carrying ``error``.  A line that looks like data but does not read is an issue at
+its line; a header whose data lines all fail is a ParseError.
 
 Schema
 ------
@@ -38,6 +49,12 @@ Schema
 - ``is_network`` bool — a client mount of Lustre, NFS/SMB/FUSE-network types, or a ``host:/path``/``//host``
   device (a Lustre server's own targets, ``mgspool/mgt``, are not)
 - ``error`` str — the ``df:`` message for a mount df could not read (other columns null)
+- ``host`` str — the pdsh/kubectl host prefix of the line (null without one)
+- ``size_header`` str — the size column's header as printed (``Size``, ``1K-blocks``, ``Inodes``)
+- ``unit_bytes`` int — bytes per block of a ``*-blocks`` column (null for human sizes)
+- ``human_base`` int — 1024 (``-h``) or 1000 (``-H``), the powers of a human cell's unit letter
+- ``size_printed``, ``used_printed``, ``avail_printed``, ``use_printed`` str — the cells as printed
+- ``inodes_printed``, ``iused_printed``, ``ifree_printed``, ``iuse_printed`` str — the same with ``-i``
 
 Examples
 --------
@@ -63,14 +80,14 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import human_to_bytes, percent, strip_prefix, to_int
+from parsers._text import percent, strip_prefix, to_float
 
 SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="df",
     title="File-system usage (df)",
-    commands=("df -P -T", "df -P -i", "df -h"),
+    commands=("df -P -T", "df -P -i", "df -h", "df -H", "df -k", "df -Th", "df -ih"),
     tables=("filesystem_usage",),
     versions_seen=("GNU coreutils df: -h, -Th, -P, 1K-blocks, -B1, -i",),
 )
@@ -92,6 +109,18 @@ SCHEMA = {
         Column("is_lustre", "bool", "a Lustre mount"),
         Column("is_network", "bool", "a network file system"),
         Column("error", "str", "df error message for this mount"),
+        Column("host", "str", "pdsh/kubectl host prefix of the line"),
+        Column("size_header", "str", "the size column's header as printed (Size, 1K-blocks, Inodes)"),
+        Column("unit_bytes", "int", "bytes per block of a *-blocks column"),
+        Column("human_base", "int", "1024 (-h) or 1000 (-H): powers of a human size's unit letter"),
+        Column("size_printed", "str", "Size / *-blocks cell as printed"),
+        Column("used_printed", "str", "Used cell as printed"),
+        Column("avail_printed", "str", "Avail / Available cell as printed"),
+        Column("use_printed", "str", "Use% / Capacity cell as printed"),
+        Column("inodes_printed", "str", "Inodes cell as printed (-i)"),
+        Column("iused_printed", "str", "IUsed cell as printed (-i)"),
+        Column("ifree_printed", "str", "IFree cell as printed (-i)"),
+        Column("iuse_printed", "str", "IUse% cell as printed (-i)"),
     )
 }
 
@@ -99,13 +128,21 @@ HEADER = re.compile(
     r"^(?P<prefix>.*?)Filesystem\s+(?P<type>Type\s+)?(?P<size>Size|Inodes|\S*-blocks)\s+"
     r"\S+\s+\S+\s+(?:Use%|Capacity|IUse%)\s+Mounted on\s*$"
 )
-_BLOCKS = re.compile(r"^(\d+)([KMGTPE]?)B?-blocks$", re.IGNORECASE)
+_BLOCKS = re.compile(r"^(\d+)([kKMGTPEZY]?)(i?B)?-blocks$")
 _PCT = re.compile(r"^(?:\d+%|-)$")
 _DF_ERROR = re.compile(r"^df: (?:[‘'`]?(?P<path>/[^:’']*)[’'`]?: )?(?P<msg>.+)$")
 _LUSTRE_NID = re.compile(r"@(?:tcp|o2ib|efa|kfi)\d*[:,]", re.IGNORECASE)
 _NETWORK_TYPES = re.compile(
     r"^(?:lustre|nfs\d*|cifs|smb\d*|ceph|glusterfs|fuse\.(?:sshfs|s3fs|glusterfs|ceph.*)|wekafs|gpfs|beegfs|9p)$"
 )
+#: A launcher's per-line host prefix: pdsh/clush ``node-1: ``, kubectl --prefix ``[pod/name/ctr] ``.
+_HOST_PREFIX = re.compile(r"^(?P<host>\[[^\]\s]+\]|[A-Za-z0-9][\w.\-]*:)\s+(?P<rest>.*)$")
+#: A df command line pasted with its output (``$ df -H``, ``[root@x ~]# df -hT /fsx``).
+_COMMAND = re.compile(r"(?:^|[\s$#>])df(?P<args>(?:\s+-{1,2}[\w-]+(?:=\S+)?)+)")
+#: A capture file named after its flags (``df-H.txt``, ``cmd/df_-hT.txt``).
+_NAME_FLAGS = re.compile(r"(?:^|[/\\])df[-_]+-?(?P<flags>[aBhHiklmPTx]{1,6})(?:\.\w+)?$")
+_HUMAN = re.compile(r"^([0-9]+(?:[.,][0-9]+)?)([kKMGTPEZY]?)$")
+_POWERS = "_KMGTPEZY"
 
 
 def detect(text: str) -> int:
@@ -114,18 +151,70 @@ def detect(text: str) -> int:
     return 80 if any(HEADER.match(line) for line in lines) else 0
 
 
-def parse(text: str) -> ParseResult:
+def human_base(command: str | None) -> int | None:
+    """Powers that ``Size`` cells use by the command's flags: 1000 for ``-H``/``--si``, 1024 for ``-h``.
+
+    >>> human_base("df -H"), human_base("df -PhT /fsx"), human_base("df --si"), human_base("df -P")
+    (1000, 1024, 1000, None)
+    """
+    m = _COMMAND.search(command or "")
+    if not m:
+        return None
+    base = None
+    for arg in m.group("args").split():
+        if arg in ("--si", "--si=yes"):
+            base = 1000
+        elif arg == "--human-readable":
+            base = 1024
+        elif re.match(r"^-[A-Za-z]+$", arg):
+            for flag in arg[1:]:
+                base = 1000 if flag == "H" else 1024 if flag == "h" else base
+    return base
+
+
+def parse_with_name(text: str, filename: str) -> ParseResult:
+    """Parse, taking ``-H``/``-h`` from a file named after its flags (``df-H.txt``)."""
+    m = _NAME_FLAGS.search(filename or "")
+    return parse(text, command=f"df -{m.group('flags')}" if m else None)
+
+
+def parse_with_command(text: str, command: str) -> ParseResult:
+    """Parse, taking ``-H``/``-h`` from the command line the manifest recorded (the reader passes it).
+
+    >>> text = "Filesystem Size Used Avail Use% Mounted on\\n/dev/root 2.0G 1.0G 1.0G 50% /\\n"
+    >>> parse_with_command(text, "df -H").rows("filesystem_usage")[0]["size_bytes"]
+    2000000000
+    >>> parse_with_command(text, "df -h").rows("filesystem_usage")[0]["size_bytes"]
+    2147483648
+    """
+    return parse(text, command=command)
+
+
+def parse(text: str, *, command: str | None = None) -> ParseResult:
+    """Parse df output; ``command`` (the command line that produced it) decides ``-H`` from ``-h``."""
     if not text.strip():
         raise NoData("empty input")
     result = ParseResult()
-    fmt: dict[str, Any] | None = None
-    pending: tuple[int, str] | None = None  # a device name that wrapped onto its own line
+    base = human_base(command)
+    states: dict[str | None, dict[str, Any]] = {}  # per host prefix: fmt and a wrapped device
     errors: list[str] = []
-    for no, raw in enumerate(text.splitlines(), start=1):
-        line = strip_prefix(raw).rstrip()
+    lines = [strip_prefix(raw).rstrip() for raw in text.splitlines()]
+    hosted = any((m := _HOST_PREFIX.match(line)) and HEADER.match(m.group("rest")) for line in lines)
+    si_hint = _si_hint(lines)
+    for no, (raw, line) in enumerate(zip(text.splitlines(), lines, strict=True), start=1):
+        host = None
+        if hosted and (hm := _HOST_PREFIX.match(line)) and hm.group("host") != "df:":
+            host, line = hm.group("host").strip("[]:"), hm.group("rest")
+        state = states.setdefault(host, {"fmt": None, "pending": None})
         if m := HEADER.match(line):
-            fmt = {"prefix": m.group("prefix"), "type": bool(m.group("type")), "size": m.group("size")}
+            state["fmt"] = {
+                "prefix": m.group("prefix"),
+                "type": bool(m.group("type")),
+                "size": m.group("size"),
+                "base": base or (1000 if si_hint else 1024),
+            }
             continue
+        fmt = state["fmt"]
         if fmt and fmt["prefix"].strip() and line.startswith(fmt["prefix"].rstrip()):
             line = line[len(fmt["prefix"].rstrip()) :]
         line = line.strip()
@@ -134,34 +223,58 @@ def parse(text: str) -> ParseResult:
         if m := _DF_ERROR.match(line):
             errors.append(line)
             if m.group("path"):
-                result.add("filesystem_usage", _error_row(no, m.group("path"), line))
+                result.add("filesystem_usage", _error_row(no, m.group("path"), line, host))
             continue
         if fmt is None:
+            if human_base(line) is not None or _COMMAND.search(line):
+                base = human_base(line) or base
+                continue
             result.issue(no, raw, "line before the df header")
             continue
-        row = _row(no, line.split(), fmt)
+        pending = state["pending"]
+        row = _row(no, line.split(), fmt, host)
         if row is None and pending is not None:  # the values of a wrapped device name
-            row = _row(pending[0], f"{pending[1]} {line}".split(), fmt)
+            row = _row(pending[0], f"{pending[1]} {line}".split(), fmt, host)
         elif pending is not None:
             result.issue(pending[0], pending[1], "device name without its values")
-        pending = None
+        state["pending"] = None
         if row is not None:
             result.add("filesystem_usage", row)
+        elif _COMMAND.search(line) and not re.search(r"\d%", line):  # the next command, pasted
+            base = human_base(line) or base
         elif len(line.split()) == 1:
-            pending = (no, line)
+            state["pending"] = (no, line)
         else:
             result.issue(no, raw, "expected device, sizes, use% and mount point")
-    if pending is not None:
-        result.issue(pending[0], pending[1], "device name without its values (truncated)")
-    if fmt is None:
+    for state in states.values():
+        if state["pending"] is not None:
+            no, device = state["pending"]
+            result.issue(no, device, "device name without its values (truncated)")
+    if not any(state["fmt"] for state in states.values()):
         if errors:
             raise CollectorError(errors[0][:300])
         require_text(text)
         raise ParseError("no df header line ('Filesystem ... Mounted on') found")
+    if not result.rows("filesystem_usage"):
+        if errors:
+            raise CollectorError(errors[0][:300])
+        if result.issues:
+            raise ParseError(f"no df row read: {len(result.issues)} line(s) not understood")
+        raise NoData("a df header without rows")
     return result
 
 
-def _row(no: int, tokens: list[str], fmt: dict[str, Any]) -> dict[str, Any] | None:
+def _si_hint(lines: list[str]) -> bool:
+    """``df -H`` writes kilo as ``k``; ``df -h`` never does (it writes ``K``)."""
+    for line in lines:
+        tokens = line.split()
+        pct_at = next((i for i, t in enumerate(tokens) if i >= 4 and _PCT.match(t)), None)
+        if pct_at is not None and any(re.match(r"^\d+(?:[.,]\d)?k$", t) for t in tokens[pct_at - 3 : pct_at]):
+            return True
+    return False
+
+
+def _row(no: int, tokens: list[str], fmt: dict[str, Any], host: str | None) -> dict[str, Any] | None:
     first = 4 + fmt["type"]  # index of the earliest possible Use% cell
     pct_at = next((i for i in range(first, len(tokens)) if _PCT.match(tokens[i])), None)
     if pct_at is None or pct_at + 1 >= len(tokens):
@@ -169,33 +282,55 @@ def _row(no: int, tokens: list[str], fmt: dict[str, Any]) -> dict[str, Any] | No
     size, used, avail = tokens[pct_at - 3 : pct_at]
     device = " ".join(tokens[: pct_at - 3 - fmt["type"]])
     fstype = tokens[pct_at - 4] if fmt["type"] else None
-    row = _error_row(no, " ".join(tokens[pct_at + 1 :]), None)
-    row.update(device=device, fstype=fstype, is_lustre=is_lustre(device, fstype))
+    row = _error_row(no, " ".join(tokens[pct_at + 1 :]), None, host)
+    row.update(device=device, fstype=fstype, is_lustre=is_lustre(device, fstype), size_header=fmt["size"])
     row["is_network"] = _is_network(device, fstype) or bool(_LUSTRE_NID.search(device))
-    if fmt["size"] == "Inodes":
-        row.update(inodes_total=to_int(size), inodes_used=to_int(used), inodes_free=to_int(avail))
-        row["inode_use_pct"] = percent(tokens[pct_at])
-        return row
-    values = [_bytes(v, fmt["size"]) for v in (size, used, avail)]
+    unit, human = _unit(fmt["size"], fmt["base"])
+    row.update(unit_bytes=unit, human_base=human)
+    values = [_count(v, unit, human) for v in (size, used, avail)]
     if any(v is None and t != "-" for v, t in zip(values, (size, used, avail), strict=True)):
         return None
+    if fmt["size"] == "Inodes":
+        row.update(inodes_printed=size, iused_printed=used, ifree_printed=avail, iuse_printed=tokens[pct_at])
+        row.update(inodes_total=values[0], inodes_used=values[1], inodes_free=values[2])
+        row["inode_use_pct"] = percent(tokens[pct_at])
+        return row
+    row.update(size_printed=size, used_printed=used, avail_printed=avail, use_printed=tokens[pct_at])
     row.update(size_bytes=values[0], used_bytes=values[1], avail_bytes=values[2])
     row["use_pct"] = percent(tokens[pct_at])
     return row
 
 
-def _error_row(no: int, mountpoint: str, error: str | None) -> dict[str, Any]:
+def _error_row(no: int, mountpoint: str, error: str | None, host: str | None = None) -> dict[str, Any]:
     row: dict[str, Any] = {c.name: None for c in SCHEMA["filesystem_usage"]}
-    row.update(line=no, mountpoint=mountpoint, error=error, is_lustre=False, is_network=False)
+    row.update(line=no, mountpoint=mountpoint, error=error, is_lustre=False, is_network=False, host=host)
     return row
 
 
-def _bytes(value: str, size_label: str) -> int | None:
-    """A size cell in bytes: human ('1.2T') under Size, else count x block size."""
+def _unit(size_label: str, base: int) -> tuple[int | None, int | None]:
+    """(bytes per block, None) for a ``*-blocks`` column; (None, 1024 or 1000) for human cells.
+
+    >>> _unit("1K-blocks", 1024), _unit("1kB-blocks", 1024), _unit("1M-blocks", 1024), _unit("Size", 1000)
+    ((1024, None), (1000, None), (1048576, None), (None, 1000))
+    """
     m = _BLOCKS.match(size_label)
-    if m and value.isdigit():
-        return int(value) * int(m.group(1)) * 1024 ** "_KMGTPE".index(m.group(2).upper() or "_")
-    return human_to_bytes(value)
+    if not m:
+        return None, base
+    power = _POWERS.index(m.group(2).upper() or "_")
+    return int(m.group(1)) * (1000 if m.group(3) == "B" else 1024) ** power, None
+
+
+def _count(value: str, unit: int | None, base: int | None) -> int | None:
+    """A cell as a number: blocks x unit, or a human size ('1.2T', '4.1k') in powers of ``base``."""
+    if unit is not None and value.isdigit():
+        return int(value) * unit
+    m = _HUMAN.match(value)
+    if not m:
+        return None
+    number = to_float(m.group(1))
+    if number is None:
+        return None
+    return int(number * (base or 1024) ** _POWERS.index(m.group(2).upper() or "_"))
 
 
 def is_lustre(device: str | None, fstype: str | None) -> bool:
