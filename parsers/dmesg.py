@@ -14,11 +14,23 @@ Sample (hand-written: one event each from the nvsentinel-155, gpud-readme and og
     [Fri Aug 30 11:43:14 2024] NVRM: Xid (PCI:0000:cb:00): 109, pid=1797828, name=pt_main_thread, Ch 00000008
     kernel: NVRM: Xid (PCI:0000:dc:00): 45, pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149
 
-Timestamp styles accepted: ``[ 1843.308145]`` (seconds since boot), ``[Fri Aug 30 11:43:09 2024]``
-(``-T``/``--ctime``), ``[  +0.000316]`` (``--reltime``, kept raw), syslog ``Aug 30 11:43:09 host kernel:``,
-ISO journal ``2024-08-30T11:43:09+0000 host kernel:`` and a bare ``kernel:``.  Lines quoted by a
-markdown ``> `` are unquoted.  Indented lines without a timestamp continue the message above.
-Lines that are no event of interest are skipped silently: a kernel log is mostly noise.
+Timestamp styles accepted (``ts_raw`` keeps each as printed): ``[ 1843.308145]`` (seconds since boot),
+``[Fri Aug 30 11:43:09 2024]`` (``-T``/``--ctime``), ``[  +0.000316]`` (``--reltime``, kept raw),
+``2024-01-05T10:11:12,123456+00:00`` (``--time-format iso``, comma fraction), ``-x``/``--decode``
+prefixes (``kern  :err   : ``), syslog and ``journalctl -k`` ``-o short``/``short-precise``
+(``Aug 30 11:43:09[.123456] host kernel:``, with or without the host, the rsyslog ``[  885.24]`` after
+``kernel:`` giving ``uptime_s``), ``-o short-iso`` (``2024-08-30T11:43:09+0000 host kernel:``),
+``/dev/kmsg`` records (``4,1234,5678901,-;message``: microseconds since boot; the `` KEY=value``
+dictionary lines are skipped), a bare ``kernel:`` and lines without any stamp (bare ``NVRM:`` lines).
+Lines quoted by a markdown ``> `` are unquoted.  Indented lines without a timestamp continue the message
+above, and so do stamped ``NVRM:`` lines that name no GPU of their own while the message above has not
+ended its sentence (the device named on the first line belongs to the event).  GPU addresses are read
+in every spelling: ``GPU 0000:18:00.0``, ``GPU 18:00.0``, ``GPU at 0000:01:00.0``, ``GPU at
+PCI:0000:01:00``, ``Xid (PCI:0000:b7:00 GPU-I:13)`` (MIG); text that is no address inside ``Xid (...)``
+(``PCI:...``) is no Xid event.  One fault is one event: the Xid 79 line and the "GPU has fallen off the
+bus" text the driver prints with it, on the same GPU within a few lines, are one row (the Xid's).
+Lines that are no event of interest are skipped silently: a kernel log is mostly noise, so each line
+meets cheap substring tests first and only the regexes those select.
 
 Schema
 ------
@@ -29,8 +41,11 @@ Schema
 - ``uptime_s`` float, seconds — seconds since boot when printed that way
 - ``ts`` ts — wall-clock time when printed (``-T`` or ISO); host time, UTC when the collector ran it
 - ``event_type`` str — xid, sxid, fallen_off_bus, pcie_aer, nvlink_error, efa_error, oom_kill,
-  hung_task, soft_lockup, kernel_panic, mce, nmi, nvrm_driver_loaded (message = driver version),
-  nvrm_message (another NVRM line naming a GPU)
+  hung_task, soft_lockup, kernel_panic, mce, nmi, nvrm_driver_loaded (message = driver version,
+  proprietary or open banner), nvrm_message (another NVRM line naming a GPU: RmInitAdapter failed,
+  "Device is currently unavailable", GSP RPC timeouts, rate-limit notices), efa_driver_loaded (message =
+  EFA driver version), link_down / link_up (NIC or bond slave link, mlx5/ena/efa/...), bond_failover
+  (a bond made another slave active); OOM kills in the global and memory-cgroup wordings are oom_kill
 - ``pci`` str — PCI address normalised to ``dddd:bb:dd.f``
 - ``xid`` int — the Xid (or SXid) code
 - ``caused_by_xid`` int — "caused by previous Xid N"
@@ -38,6 +53,7 @@ Schema
 - ``severity`` str — AER severity (Corrected, Uncorrected (Fatal), ...) or SXid fatality
 - ``message`` str — the text after the code, continuation lines joined
 - ``raw`` str — the first line as printed
+- ``interface`` str — the network interface of a link event (for bonding: the slave)
 
 Examples
 --------
@@ -82,28 +98,42 @@ SCHEMA = {
         Column("severity", "str", "AER severity or SXid fatality"),
         Column("message", "str", "message text"),
         Column("raw", "str", "first line as printed"),
+        Column("interface", "str", "network interface of a link event"),
     )
 }
 
 _STAMP = re.compile(
-    r"""^(?:
+    r"""^(?:[a-z]+\s*:[a-z]+\s*:\s)?(?:                          # dmesg -x: "kern  :err   : "
         \[\s*(?P<up>\d+\.\d+)\]\s?                                   # [ 1843.308145]
       | \[(?P<rel>\s*[+-]\d+\.\d+)\]\s?                              # [  +0.000316]
       | \[(?P<ctime>\w{3}\s+\w{3}\s+\d+\s+\d\d:\d\d:\d\d\s+\d{4})\]\s?  # [Fri Aug 30 11:43:09 2024]
-      | (?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:?\d\d|Z)?)\s+\S+\s+kernel:\s?
-      | (?P<syslog>\w{3}\s+\d+\s+\d\d:\d\d:\d\d)\s+\S+\s+kernel:\s?
+      | (?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[+-]\d\d:?\d\d|Z)?)
+        (?:\s+(?:\S+\s+)?kernel:|\s)\s?                               # journal short-iso, dmesg --time-format iso
+      | (?P<syslog>\w{3}\s+\d+\s+\d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:\S+\s+)?kernel:\s?  # syslog, short(-precise)
+      | (?P<kmsg>\d+),\d+,(?P<usec>\d+),[^;]*;                         # /dev/kmsg: prio,seq,usec,flags;
       | kernel:\s?
     )""",
     re.VERBOSE,
 )
+#: ``[  885.242168]`` after a syslog or journal stamp (rsyslog kern.log keeps the dmesg stamp)
+_INNER_UP = re.compile(r"\[\s*(\d+\.\d+)\]\s?")
+#: an address as the driver prints it inside ``Xid (...)``, with MIG instance suffixes
+_XID_ADDR = re.compile(
+    r"(?:PCI:)?(?P<addr>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)(?:\s+GPU-C?I:\s*\w+)*\s*"
+)
 _XID = re.compile(
-    r"NVRM: Xid \((?:PCI:)?(?P<pci>[^)]*)\): (?P<xid>\d+)"
+    r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)"
     r"(?:, pid=(?P<pid>'[^']*'|[^,]*))?(?:, name=(?P<name>'[^']*'|[^,]*))?,?\s*(?P<msg>.*)"
 )
 _SXID = re.compile(r"nvswitch\d*: SXid \((?:PCI:)?(?P<pci>[^)]*)\): (?P<xid>\d+),\s*(?P<msg>.*)")
 _CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
 _FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
-_GPU_PCI = re.compile(r"GPU (?:at PCI:)?([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.\d)?)")
+_GPU_PCI = re.compile(
+    r"GPU (?:at )?(?:PCI:)?((?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-7])?)(?![0-9a-fA-F])"
+)
+#: a GPU named by index or address ("GPU0 _kgspRpcRecvPoll", "GPU 0000:41:00.0:"): a line of its own
+_NAMES_GPU = re.compile(r"GPU(?:\d|\s+(?:at\s+)?(?:PCI:)?[0-9a-fA-F]{2,8}:)")
+_GSP_TIMEOUT = re.compile(r"GSP.*(?:timed out|timeout)|(?:timed out|timeout).*GSP", re.IGNORECASE)
 _AER = re.compile(
     r"(?P<dev>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d).*PCIe Bus Error: severity=(?P<sev>[^,]+)"
 )
@@ -112,8 +142,10 @@ _AER_FATAL = re.compile(
 )
 _NVLINK = re.compile(r"NVRM:.*nvlink.*(?:error|fatal|fail)", re.IGNORECASE)
 _EFA = re.compile(r"^(?:infiniband )?efa[_ ]\S*.*(?:error|fail|timeout|reset)", re.IGNORECASE)
+_EFA_LOADED = re.compile(r"Elastic Fabric Adapter \(EFA\) v(?P<ver>\d+(?:\.\d+)+\w*)")
 _OOM = re.compile(
-    r"Out of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<name>[^)]*)\)|(?P<inv>\S+) invoked oom-killer"
+    r"out of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<name>[^)]*)\)|(?P<inv>\S+) invoked oom-killer",
+    re.IGNORECASE,
 )
 _HUNG = re.compile(r"INFO: task (?P<name>.+?):(?P<pid>\d+) blocked for more than (?P<s>\d+) seconds")
 _LOCKUP = re.compile(r"soft lockup|hard LOCKUP|watchdog: BUG", re.IGNORECASE)
@@ -122,8 +154,28 @@ _MCE = re.compile(r"mce: \[Hardware Error\]")
 _NMI = re.compile(
     r"NMI received for unknown reason|Uhhuh\. NMI received|NMI: PCI system error|NMI: IOCK error"
 )
-_DRIVER = re.compile(r"NVRM: loading NVIDIA .*Kernel Module for \S+\s+(?P<ver>\d+\.\d+(?:\.\d+)?)")
+_DRIVER = re.compile(r"NVRM: loading NVIDIA .*Kernel Module(?: for \S+)?\s+(?P<ver>\d+\.\d+(?:\.\d+)?)(?!\S)")
+#: NIC driver link lines: mlx5 ``ens1f0np0: Link down`` / ``mlx5_5: Port: 1 Link DOWN``,
+#: ena/ixgbe-style ``eth0: Link is Down`` / ``NIC Link is Up 100 Gbps``
+_NIC_LINK = re.compile(
+    r"^(?P<drv>mlx5_core|mlx5_ib|ena|efa|ixgbe|i40e|ice|bnxt_en)\b\S*\s+(?:(?P<dev>[0-9a-fA-F]{4}:[0-9a-fA-F:.]+)\s+)?"
+    r"(?P<ifname>[\w.@-]+):\s+(?:Port: \d+\s+)?(?:NIC )?Link (?:is )?(?P<state>up|down|active)\b",
+    re.IGNORECASE,
+)
+#: bonding: ``bond0: link status definitely down for interface eth0`` (old) and
+#: ``bond0: (slave eth0): link status definitely down`` (new); the failover line names the new active one
+_BOND_LINK = re.compile(
+    r"^(?P<bond>[\w.-]+): (?:\(slave (?P<slave>[\w.@-]+)\): )?link status (?:definitely )?"
+    r"(?P<state>up|down)(?: for interface (?P<ifname>[\w.@-]+))?"
+)
+_BOND_ACTIVE = re.compile(
+    r"^(?P<bond>[\w.-]+): (?:\(slave (?P<slave>[\w.@-]+)\): )?making interface (?:(?P<ifname>[\w.@-]+) )?"
+    r"the new active one"
+)
+_KMSG_DICT = re.compile(r"^ [A-Z_]+=")  # /dev/kmsg dictionary lines (" SUBSYSTEM=pci")
 _UNKNOWN = {"'<unknown>'", "<unknown>", ""}
+#: lines between a fault's "fallen off the bus" lines that still belong to the same fault
+_FALLEN_WINDOW = 50
 
 
 def detect(text: str) -> int:
@@ -137,31 +189,89 @@ def detect(text: str) -> int:
 def parse(text: str) -> ParseResult:
     require_text(text)
     result = ParseResult()
+    events: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     stamped = 0
     for no, raw_line in enumerate(text.splitlines(), start=1):
         line = strip_prefix(raw_line)
         m = _STAMP.match(line)
-        if m is None and current is not None and line[:1].isspace() and line.strip():
-            current["message"] = f"{current['message']} {_body(line.strip())}".strip()
-            _classify_continuation(current)
+        if m is None and line[:1].isspace():
+            if current is not None and line.strip() and not _KMSG_DICT.match(line):
+                current["message"] = f"{current['message']} {_body(line.strip())}".strip()
+                _classify_continuation(current)
             continue
         if m is not None:
             stamped += 1
-        current = None
         body = line[m.end() :] if m else line.strip()
+        inner = _INNER_UP.match(body) if m is not None and (m.group("syslog") or m.group("iso")) else None
+        if inner:
+            body = body[inner.end() :]
+        if current is not None and current.get("_open") and _continues(current, body, m):
+            current["message"] = f"{current['message']} {_body(body)}".strip()
+            _classify_continuation(current)
+            continue
+        current = None
         event = _event(body)
         if event is None:
             continue
         event.update(_stamp(m) if m else {"ts_raw": None, "uptime_s": None, "ts": None})
+        if inner:
+            event["uptime_s"] = float(inner.group(1))
         event.update(line=no, raw=raw_line.rstrip())
         current = event
-        result.add("kernel_event", event)
-    if stamped == 0 and not result.rows("kernel_event"):
+        events.append(event)
+    if stamped == 0 and not events:
         raise ParseError("no kernel log lines found (no timestamps, no NVRM lines)")
-    for ev in result.rows("kernel_event"):
+    for ev in _one_event_per_fault(events):
         ev.pop("_open", None)  # internal marker of a message that may continue
+        ev.setdefault("interface", None)
+        result.add("kernel_event", ev)
     return result
+
+
+def _continues(event: dict[str, Any], body: str, m: re.Match[str] | None) -> bool:
+    """A stamped ``NVRM:`` line that goes on with an open multi-line message: it names no GPU of its own,
+    the message so far has not ended its sentence ("The NVIDIA GPU 0000:b3:00.0" / "... has" /
+    "fallen off the bus ...") and it was printed at the same time (within 50 ms since boot)."""
+    if not body.startswith("NVRM:") or body.startswith("NVRM: Xid") or _NAMES_GPU.search(body):
+        return False
+    if event["message"].rstrip().endswith((".", "!", ")")):
+        return False
+    stamp = _stamp(m) if m else {"ts_raw": None, "uptime_s": None}
+    if event["uptime_s"] is not None and stamp["uptime_s"] is not None:
+        return abs(stamp["uptime_s"] - event["uptime_s"]) < 0.05
+    return stamp["ts_raw"] == event["ts_raw"]
+
+
+def _is_fallen(ev: dict[str, Any]) -> bool:
+    return ev["event_type"] == "fallen_off_bus" or (ev["event_type"] == "xid" and ev["xid"] == 79)
+
+
+def _one_event_per_fault(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Xid 79 and the "GPU has fallen off the bus" text the driver prints with it are one fault: the
+    second of them on the same GPU, within a few lines and without a driver load in between, is
+    dropped (the Xid line is kept when both come; it carries pid and name)."""
+    out: list[dict[str, Any]] = []
+    last: dict[str | None, int] = {}  # pci -> index in out of its latest fallen event
+    for ev in events:
+        if ev["event_type"] == "nvrm_driver_loaded":
+            last.clear()
+        if not _is_fallen(ev):
+            out.append(ev)
+            continue
+        i = last.get(ev["pci"])
+        prev = out[i] if i is not None else None
+        if (
+            prev is not None
+            and ev["line"] - prev["line"] <= _FALLEN_WINDOW
+            and prev["event_type"] != ev["event_type"]
+        ):
+            if ev["event_type"] == "xid":  # the Xid line wins: replace the text event in place
+                out[i] = ev
+            continue
+        last[ev["pci"]] = len(out)
+        out.append(ev)
+    return out
 
 
 def _body(line: str) -> str:
@@ -169,65 +279,97 @@ def _body(line: str) -> str:
 
 
 def _row(event_type: str, message: str, **fields: Any) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(("pci", "xid", "caused_by_xid", "pid", "process", "severity"), None)
+    row: dict[str, Any] = dict.fromkeys(
+        ("pci", "xid", "caused_by_xid", "pid", "process", "severity", "interface"), None
+    )
     row.update(event_type=event_type, message=message.strip(), **fields)
     return row
 
 
 def _event(body: str) -> dict[str, Any] | None:
-    if m := _XID.search(body):
+    """The event one line starts, or None.  Cheap substring tests pick the few regexes a line can
+    match: most lines of a kernel log are noise and meet none of them."""
+    if "NVRM" in body:
+        return _nvrm_event(body)
+    if "SXid" in body:
+        if m := _SXID.search(body):
+            sev = m.group("msg").split(",")[0].strip()
+            return _row(
+                "sxid",
+                m.group("msg"),
+                pci=pci_address(m.group("pci")),
+                xid=int(m.group("xid")),
+                severity=sev if sev.lower() in ("fatal", "non-fatal") else None,
+            )
+        return None
+    if ("AER" in body or "PCIe Bus Error" in body) and (m := _AER.search(body) or _AER_FATAL.search(body)):
+        return _row("pcie_aer", body, pci=pci_address(m.group("dev")), severity=m.group("sev").strip())
+    if ("of memory" in body or "oom-killer" in body) and (m := _OOM.search(body)):
+        if m.group("inv"):
+            return None  # the "Killed process" line that follows carries pid and name
+        return _row("oom_kill", body, pid=int(m.group("pid")), process=m.group("name"))
+    if ("ink " in body or "new active" in body) and (event := _link_event(body)):
+        return event
+    if "blocked for more" in body and (m := _HUNG.search(body)):
+        return _row("hung_task", body, pid=int(m.group("pid")), process=m.group("name"))
+    if ("BUG" in body or "panic" in body) and _PANIC.search(body):
+        return _row("kernel_panic", body)
+    if ("ockup" in body or "LOCKUP" in body or "watchdog" in body) and _LOCKUP.search(body):
+        return _row("soft_lockup", body)
+    if "mce:" in body and _MCE.search(body):
+        return _row("mce", body)
+    if "NMI" in body and _NMI.search(body):
+        return _row("nmi", body)
+    if "Elastic Fabric Adapter" in body and (m := _EFA_LOADED.search(body)):
+        return _row("efa_driver_loaded", m.group("ver"))
+    if (body[:3].lower() == "efa" or body.startswith("infiniband efa")) and _EFA.search(body):
+        return _row("efa_error", body)
+    return None
+
+
+def _nvrm_event(body: str) -> dict[str, Any] | None:
+    if "Xid" in body and (m := _XID.search(body)):
+        addr = _XID_ADDR.fullmatch(m.group("pci"))
+        if addr is None:
+            return None  # "Xid (PCI:...)": no address inside, no Xid event
         msg = m.group("msg")
         caused = _CAUSED.search(msg)
         return _row(
             "xid",
             msg,
-            pci=pci_address(m.group("pci")),
+            pci=pci_address(addr.group("addr")),
             xid=int(m.group("xid")),
             caused_by_xid=int(caused.group(1)) if caused else None,
             pid=_pid(m.group("pid")),
             process=_name(m.group("name")),
         )
-    if m := _SXID.search(body):
-        sev = m.group("msg").split(",")[0].strip()
-        return _row(
-            "sxid",
-            m.group("msg"),
-            pci=pci_address(m.group("pci")),
-            xid=int(m.group("xid")),
-            severity=sev if sev.lower() in ("fatal", "non-fatal") else None,
-        )
-    if m := _DRIVER.search(body):
+    if "loading NVIDIA" in body and (m := _DRIVER.search(body)):
         return _row("nvrm_driver_loaded", m.group("ver"))
-    if body.startswith("NVRM:"):
-        if _FALLEN.search(body) or _GPU_PCI.search(body) and "NVIDIA GPU" in body:
-            gpu = _GPU_PCI.search(body)
-            row = _row("nvrm_message", _body(body), pci=pci_address(gpu.group(1)) if gpu else None)
-            _classify_continuation(row)
-            row["_open"] = True
-            return row
-        if _NVLINK.search(body):
-            return _row("nvlink_error", _body(body))
+    if not body.startswith("NVRM:"):
         return None
-    if m := _AER.search(body):
-        return _row("pcie_aer", body, pci=pci_address(m.group("dev")), severity=m.group("sev").strip())
-    if m := _AER_FATAL.search(body):
-        return _row("pcie_aer", body, pci=pci_address(m.group("dev")), severity=m.group("sev").strip())
-    if m := _OOM.search(body):
-        if m.group("inv"):
-            return None  # the "Killed process" line that follows carries pid and name
-        return _row("oom_kill", body, pid=int(m.group("pid")), process=m.group("name"))
-    if m := _HUNG.search(body):
-        return _row("hung_task", body, pid=int(m.group("pid")), process=m.group("name"))
-    if _PANIC.search(body):
-        return _row("kernel_panic", body)
-    if _LOCKUP.search(body):
-        return _row("soft_lockup", body)
-    if _MCE.search(body):
-        return _row("mce", body)
-    if _NMI.search(body):
-        return _row("nmi", body)
-    if _EFA.search(body):
-        return _row("efa_error", body)
+    gpu = _GPU_PCI.search(body) if "GPU" in body else None
+    if gpu or _FALLEN.search(body) or (("GSP" in body or "gsp" in body) and _GSP_TIMEOUT.search(body)):
+        row = _row("nvrm_message", _body(body), pci=pci_address(gpu.group(1)) if gpu else None)
+        _classify_continuation(row)
+        row["_open"] = True
+        return row
+    if "nvlink" in body.lower() and _NVLINK.search(body):
+        return _row("nvlink_error", _body(body))
+    return None
+
+
+def _link_event(body: str) -> dict[str, Any] | None:
+    """NIC link down/up (mlx5, ena, efa, ...) and bonding link/failover lines; ``interface`` is the
+    port whose link changed (for bonding: the slave), ``pci`` the NIC's address when printed."""
+    if m := _NIC_LINK.search(body):
+        state = "up" if m.group("state").lower() in ("up", "active") else "down"
+        return _row(f"link_{state}", body, interface=m.group("ifname"), pci=pci_address(m.group("dev")))
+    if "bond" not in body and "slave" not in body:
+        return None
+    if m := _BOND_LINK.search(body):
+        return _row(f"link_{m.group('state')}", body, interface=m.group("slave") or m.group("ifname"))
+    if m := _BOND_ACTIVE.search(body):
+        return _row("bond_failover", body, interface=m.group("slave") or m.group("ifname"))
     return None
 
 
@@ -251,13 +393,15 @@ def _stamp(m: re.Match[str]) -> dict[str, Any]:
     if m.group("iso"):
         iso = m.group("iso")
         return {"ts_raw": iso, "uptime_s": None, "ts": _iso_utc(iso)}
+    if m.group("kmsg"):  # /dev/kmsg: microseconds since boot
+        return {"ts_raw": m.group("usec"), "uptime_s": int(m.group("usec")) / 1e6, "ts": None}
     raw = m.group("rel") or m.group("syslog")
     return {"ts_raw": raw.strip() if raw else None, "uptime_s": None, "ts": None}
 
 
 def _iso_utc(iso: str) -> str | None:
     """ISO time with any offset (``+0000``, ``+00:00``, ``Z``) as naive UTC."""
-    text = re.sub(r"([+-]\d\d)(\d\d)$", r"\1:\2", iso.replace("Z", "+00:00"))
+    text = re.sub(r"([+-]\d\d)(\d\d)$", r"\1:\2", iso.replace("Z", "+00:00").replace(",", "."))
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:
