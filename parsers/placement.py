@@ -35,6 +35,9 @@ Schema
   node_name, hostname; any other key or label as printed
 - ``value`` str — the value as printed
 - ``source`` str — imds, k8s-label, k8s-node (Name, providerID), ec2-topology
+- ``node_name`` str — the Kubernetes node the fact belongs to (``metadata.name``, the describe
+  ``Name:``, the get-nodes NAME), so each node of a ``kind: List`` keeps its own facts and lines;
+  null for IMDS and EC2 topology facts
 
 ``topology_member`` (one row per node a switch or block lists; one row with a null node for a
 switch that lists only switches):
@@ -90,6 +93,7 @@ SCHEMA = {
         Column("key", "str", "normalised key, or the key as printed"),
         Column("value", "str", "value as printed"),
         Column("source", "str", "imds, k8s-label, k8s-node, ec2-topology"),
+        Column("node_name", "str", "Kubernetes node the fact belongs to (null when not known)"),
     ),
     "topology_member": (
         Column("line", "int", "line of the switch/block entry"),
@@ -164,7 +168,7 @@ def parse(text: str) -> ParseResult:
     return result
 
 
-def _fact(result: ParseResult, line: int, key: str, value: Any, source: str) -> None:
+def _fact(result: ParseResult, line: int, key: str, value: Any, source: str, node: str | None = None) -> None:
     value = "" if value is None else str(value).strip()
     if not value or _MISSING.search(value):
         return
@@ -175,11 +179,14 @@ def _fact(result: ParseResult, line: int, key: str, value: Any, source: str) -> 
     elif "ultraserver" in k.lower() and k.lower().endswith("id"):
         norm = "ultraserver_id"
     elif k.lower() in ("networknodes", "network-nodes"):  # EC2 lists them top-down
-        for n, node in enumerate(re.findall(r"nn-\w+", value), start=1):
-            _fact(result, line, f"network_node_layer_{n}", node, source)
+        for n, nn in enumerate(re.findall(r"nn-\w+", value), start=1):
+            _fact(result, line, f"network_node_layer_{n}", nn, source, node)
         return
-    row = {"line": line, "key": norm or k, "value": value, "source": source}
-    if norm and any(r["key"] == norm and r["value"] == value for r in result.rows("placement_fact")):
+    row = {"line": line, "key": norm or k, "value": value, "source": source, "node_name": node}
+    if norm and any(
+        r["key"] == norm and r["value"] == value and r["node_name"] == node
+        for r in result.rows("placement_fact")
+    ):
         return
     result.add("placement_fact", row)
 
@@ -197,28 +204,30 @@ def _imds(lines: list[str], result: ParseResult) -> None:
 
 def _describe(lines: list[str], result: ParseResult) -> None:
     in_labels = False
+    node: str | None = None
     for no, line in enumerate(lines, start=1):
         if re.match(r"^\s*[A-Z][A-Za-z ]*:(?:\s|$)", line):  # the next "Annotations:", "Taints:" ... field
             in_labels = False
         s = line.strip()
         if m := re.match(r"^(Name|ProviderID):\s+(\S+)", s):
             if m.group(1) == "Name":
-                _fact(result, no, "node_name", m.group(2), "k8s-node")
+                node = m.group(2)
+                _fact(result, no, "node_name", node, "k8s-node", node)
             else:
-                _provider(result, no, m.group(2))
+                _provider(result, no, m.group(2), node)
         elif m := re.match(r"^Labels:\s+(.*)$", s):
             in_labels = True
             s = m.group(1)
         if in_labels and "=" in s:
             key, _, value = s.partition("=")
-            _fact(result, no, key, value, "k8s-label")
+            _fact(result, no, key, value, "k8s-label", node)
 
 
-def _provider(result: ParseResult, no: int, provider_id: str) -> None:
+def _provider(result: ParseResult, no: int, provider_id: str, node: str | None = None) -> None:
     """aws:///us-west-2a/i-0123456789abcdef0 carries the zone and the instance id."""
     if m := re.match(r"aws:///([\w-]+)/(i-[0-9a-f]+)", provider_id):
-        _fact(result, no, "availability_zone", m.group(1), "k8s-node")
-        _fact(result, no, "instance_id", m.group(2), "k8s-node")
+        _fact(result, no, "availability_zone", m.group(1), "k8s-node", node)
+        _fact(result, no, "instance_id", m.group(2), "k8s-node", node)
 
 
 def _get_nodes(lines: list[str], result: ParseResult) -> None:
@@ -233,10 +242,10 @@ def _get_nodes(lines: list[str], result: ParseResult) -> None:
         if len(cols) < 2 or "=" not in cols[-1]:
             result.issue(no, line, "node row without a LABELS column")
             continue
-        _fact(result, no, "node_name", cols[0], "k8s-node")
+        _fact(result, no, "node_name", cols[0], "k8s-node", cols[0])
         for label in cols[-1].split(","):
             key, _, value = label.partition("=")
-            _fact(result, no, key, value, "k8s-label")
+            _fact(result, no, key, value, "k8s-label", cols[0])
 
 
 def _json(text: str, result: ParseResult) -> None:
@@ -245,36 +254,64 @@ def _json(text: str, result: ParseResult) -> None:
     except json.JSONDecodeError as exc:
         raise ParseError(f"placement JSON does not parse: {exc}") from exc
 
-    def line_of(key: str) -> int:
-        pos = text.find(json.dumps(key))
+    def line_of(key: str, start: int = 0) -> int:
+        """Line of the first ``"key"`` at or after ``start`` (the item's own offset in a List)."""
+        pos = text.find(json.dumps(key), start)
+        if pos < 0:
+            pos = text.find(json.dumps(key))
         return text.count("\n", 0, pos) + 1 if pos >= 0 else 1
 
     items = doc.get("items") if isinstance(doc, dict) and isinstance(doc.get("items"), list) else [doc]
+    starts = _item_offsets(text, len(items)) if items is not doc and isinstance(doc, dict) else [0]
     if isinstance(doc, dict) and isinstance(doc.get("Instances"), list):
         for inst in (i for i in doc["Instances"] if isinstance(i, dict)):
             for key, value in inst.items():
                 joined = " ".join(map(str, value)) if isinstance(value, list) else value
                 _fact(result, line_of(key), key, joined, "ec2-topology")
         return
-    for item in items:
+    for n, item in enumerate(items):
         if not isinstance(item, dict):
             continue
+        at = starts[n] if n < len(starts) else 0
         meta = item.get("metadata")
+        node: str | None = None
         if isinstance(meta, dict):
-            _fact(result, line_of("name"), "node_name", meta.get("name"), "k8s-node")
+            node = str(meta["name"]) if meta.get("name") else None
+            _fact(result, line_of("name", at), "node_name", node, "k8s-node", node)
             spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
-            _provider(result, line_of("providerID"), str(spec.get("providerID", "")))
+            _provider(result, line_of("providerID", at), str(spec.get("providerID", "")), node)
             labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
         elif "instanceId" in item or "availabilityZone" in item:
             for key, value in item.items():
                 if isinstance(value, (str, int, float)):
-                    _fact(result, line_of(key), key, value, "imds")
+                    _fact(result, line_of(key, at), key, value, "imds")
             continue
         else:
             labels = item
         for key, value in labels.items():
             if isinstance(value, (str, int, float, bool)):
-                _fact(result, line_of(key), key, value, "k8s-label")
+                _fact(result, line_of(key, at), key, value, "k8s-label", node)
+
+
+def _item_offsets(text: str, count: int) -> list[int]:
+    """Character offset where each element of the top-level ``"items"`` array starts.
+
+    Walks the array with ``raw_decode`` so an item's keys are looked up inside that item only; falls
+    back to offset 0 (first occurrence in the file) when the layout is not what it expects."""
+    decoder = json.JSONDecoder()
+    m = re.search(r'"items"\s*:\s*\[', text)
+    offsets: list[int] = []
+    pos = m.end() if m else -1
+    while m and len(offsets) < count:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        try:
+            _, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            break
+        offsets.append(pos)
+        pos = end
+    return offsets if len(offsets) == count else [0] * count
 
 
 def _slurm(lines: list[str], result: ParseResult) -> None:
