@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 #: Prefixes that pastes and launchers add in front of every line of a capture:
 #: markdown quotes ("> "), mpirun tags ("[1,0]<stdout>:"), shell prompts are not stripped.
@@ -174,3 +176,119 @@ def pci_address(value: str | None) -> str | None:
         return None
     domain = int(m.group("domain") or "0", 16)
     return f"{domain:04x}:{m.group('bus').lower()}:{m.group('dev').lower()}.{m.group('fn') or '0'}"
+
+
+# --- one normalisation of how outputs travel: launchers, prompts, pastes ------------------------------
+
+#: ``srun -l`` rank tags ("0: ", "  12: "), mpirun tags ("[1,0]<stdout>:"), kubectl --prefix tags
+#: ("[pod/trainer-0/main] "), pdsh/clush host tags ("ip-10-1-2-3: ", "node001: ").
+_SRUN = re.compile(r"^\s{0,4}(\d{1,5}): ")
+_MPIRUN = re.compile(r"^\[(\d+,\d+)\]<std(?:out|err)>: ?")
+_KUBECTL = re.compile(r"^\[((?:pod/)?[a-z0-9][a-z0-9.-]*/[A-Za-z0-9._-]+)\] ")
+_PDSH = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*[0-9.-][A-Za-z0-9._-]*|[A-Za-z][A-Za-z0-9-]*\d): ")
+#: Names that look like a host tag but are what a kernel or a tool itself prints first.
+_NOT_HOST = re.compile(
+    r"^(?:nv|NV|mlx|efa|ena|eth|ens|enp|eno|ib|bond|rdma|lo\d|xhci|usb|pci|acpi|sd[a-z]|nvme|md\d|dm-|"
+    r"kernel|systemd|audit|cgroup|CPU|cpu|GPU|gpu|Xid|NCCL|libfabric|\d+\.\d+)",
+)
+_MARKDOWN_QUOTE = re.compile(r"^> ?")
+_PROMPT = re.compile(
+    r"^\s*(?:\$|[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s?[$#]|\[[\w.-]+@[\w.-]+[^\]]*\]\s?[$#]|\(\S+\)\s*\$)\s+(?P<cmd>\S.*)$"
+)
+_JOB_NOISE = re.compile(r"^\s*(?:\^[A-Z\\]|\[\d+\][+-]?\s+(?:Stopped|Done|Killed|Terminated|Running)\b.*)$")
+_FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+_ELISION = re.compile(r"^\s*(?:\.{3,}|…+|\[\s*(?:\.{3,}|…|snip\w*|truncated|cut)\s*\]|<snip\w*>)\s*$", re.I)
+_ANNOTATION = re.compile(r"\s+(?:<-{2,}|<={2,}|←).*$")
+
+
+@dataclass
+class Cleaned:
+    """A capture with the travel noise taken off, line for line.
+
+    ``lines[i]`` is input line ``i + 1`` (so evidence line numbers stay those of the file): CR and
+    trailing blanks gone, a launcher tag, a markdown quote or glued backticks taken off, an annotation
+    after a row (``<-----``) cut; prompt lines, job-control noise, markdown fences and author elisions
+    (``...``) become empty.  ``hosts[i]`` is the launcher's tag of that line (a pdsh host, an srun
+    rank, a pod) or None; ``hosts`` is None when the file has no tags at all.  ``commands`` are the
+    command lines of the prompts seen, with their line numbers; ``noise`` the numbers of the lines
+    blanked.
+    """
+
+    lines: list[str]
+    hosts: list[str | None] | None = None
+    commands: list[tuple[int, str]] = field(default_factory=list)
+    noise: list[int] = field(default_factory=list)
+
+    def numbered(self) -> Iterator[tuple[int, str, str | None]]:
+        """(line number, cleaned line, host tag) of every line that is not empty."""
+        hosts = self.hosts
+        for i, line in enumerate(self.lines):
+            if line:
+                yield i + 1, line, hosts[i] if hosts else None
+
+
+def _tag_kind(lines: list[str]) -> re.Pattern[str] | None:
+    """The launcher tag most lines of the file carry, when at least half of the lines that are not
+    blank do (tags are a property of the capture, never of one line: ``Driver Version: 535`` alone
+    is not a host tag)."""
+    sample = [line for line in lines[:400] if line.strip()]
+    if not sample:
+        return None
+    for pattern in (_MPIRUN, _KUBECTL, _SRUN, _PDSH):
+        hits = [m.group(1) for line in sample if (m := pattern.match(line))]
+        if pattern is _PDSH:
+            hits = [h for h in hits if not _NOT_HOST.match(h)]
+        if len(hits) * 2 >= len(sample) and len(hits) >= 2:
+            return pattern
+        if len(hits) == len(sample) == 1 and pattern is not _PDSH:
+            return pattern
+    return None
+
+
+_QUICK = ("\r", "`", "<-", "<=", "←", "$ ", "# ", "...", "…", "^", "]+", "]-", "> ")
+
+
+def clean_lines(text: str, *, tags: bool = True) -> Cleaned:
+    """Take the noise of how an output travelled off a capture, once per file (see ``Cleaned``).
+
+    >>> c = clean_lines("0: GPU 0\\n1: GPU 1   <----- slow\\n$ nvidia-smi -L\\n...\\n")
+    >>> c.lines, c.hosts, c.commands
+    (['GPU 0', 'GPU 1', '', ''], ['0', '1', None, None], [(3, 'nvidia-smi -L')])
+    >>> clean_lines("NVRM: Xid (PCI:0000:cb:00): 79\\nNVRM: GPU at PCI:0000:cb:00").hosts is None
+    True
+    """
+    raw = text.splitlines()
+    pattern = _tag_kind(raw) if tags else None
+    head = text[:65536]
+    if pattern is None and not any(q in head for q in _QUICK) and not any(q in text for q in _QUICK[:3]):
+        return Cleaned([line.rstrip() for line in raw])  # the common case: nothing travelled with it
+    out: list[str] = []
+    hosts: list[str | None] | None = [] if pattern is not None else None
+    cleaned = Cleaned(out, hosts)
+    for no, line in enumerate(raw, start=1):
+        line = line.rstrip()
+        host = None
+        if line.startswith(">"):
+            line = _MARKDOWN_QUOTE.sub("", line, count=1)
+        if pattern is not None and (m := pattern.match(line)):
+            if pattern is not _PDSH or not _NOT_HOST.match(m.group(1)):
+                host, line = m.group(1), line[m.end() :]
+        elif line.startswith("[") and (m := _MPIRUN.match(line)):
+            line = line[m.end() :]
+        if hosts is not None:
+            hosts.append(host)
+        if "`" in line:
+            line = line.strip("`").rstrip() if not _FENCE.match(line) else line
+        if _FENCE.match(line) or _JOB_NOISE.match(line) or _ELISION.match(line):
+            out.append("")
+            cleaned.noise.append(no)
+            continue
+        if ("$" in line or "#" in line) and (m := _PROMPT.match(line)):
+            out.append("")
+            cleaned.noise.append(no)
+            cleaned.commands.append((no, m.group("cmd").strip()))
+            continue
+        if "<" in line or "←" in line:
+            line = _ANNOTATION.sub("", line)
+        out.append(line)
+    return cleaned

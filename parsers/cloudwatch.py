@@ -18,7 +18,9 @@ Inputs accepted:
 - ``get-metric-statistics`` JSON: Datapoints in any order (rows are sorted by time), Label
   before or after, every statistic present (Sum/Average/Minimum/Maximum/SampleCount and
   ExtendedStatistics such as p99) gives a row, lost indentation, Python-2 float noise.
-- ``get-metric-data`` JSON (MetricDataResults: Id, Label, Timestamps, Values); a
+- one response, a JSON list of responses, or several JSON documents one after the other (CLI v1 and
+  v2 layouts; epoch or ISO timestamps);
+- ``get-metric-data`` JSON (MetricDataResults: Id, Label, Timestamps, Values, StatusCode); a
   ``MetricDataQueries`` document in the same file names the metric of each Id.  TRUNCATED JSON is
   salvaged: complete values are kept, timestamps whose value was cut off give rows with a null
   value, and a ParseIssue says so.
@@ -28,6 +30,11 @@ Inputs accepted:
 - the console's wide CSV: a first column of timestamps and one column per series whose header
   reads like ``FileSystemId=fs-0123... DataReadBytes (Sum)`` or ``fs-0123... DataReadBytes``;
   optional rows starting Namespace/MetricName/Statistic/Unit/Period/Dimensions give the rest.
+
+A boto3 response printed with ``print()`` (a Python repr: single-quoted keys, ``datetime.datetime(...)``,
+``True``/``None``) is refused with a ParseError that says so.  Travel noise (launcher prefixes,
+prompts, fences, CRLF) is taken off by ``parsers._text.clean_lines``; a prompt's command line still
+gives hints.
 
 What the content does not say (namespace, metric, dimension, statistic, period) comes from
 hints: a ``--namespace/--metric-name/--dimensions/--statistics/--period`` command line or a
@@ -48,6 +55,10 @@ Schema
 - ``unit`` str — CloudWatch unit (Bytes, Percent, Count, ...)
 - ``period_s`` int, seconds — as given, else the smallest gap between the series' timestamps
 - ``label`` str — Label / column header as printed
+- ``query_id`` str — get-metric-data result ``Id`` (``m1``), else null
+- ``status_code`` str — get-metric-data ``StatusCode`` (``Complete``, ``PartialData``, ...), else null
+- ``extra`` str — JSON object of the datapoint's / result's other keys as printed (``Messages``, keys
+  not seen before), else null
 
 Examples
 --------
@@ -71,7 +82,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import strip_prefix, to_float, to_int
+from parsers._text import clean_lines, to_float, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -80,7 +91,10 @@ INFO = ParserInfo(
     title="CloudWatch metric datapoints (CLI JSON, CSV exports)",
     commands=("aws cloudwatch get-metric-statistics ...", "aws cloudwatch get-metric-data ..."),
     tables=("cw_metric",),
-    versions_seen=("AWS CLI v1 (2014 example, 2020 get-metric-data)",),
+    versions_seen=(
+        "AWS CLI v1 (2014 example, 2020 get-metric-data)",
+        "AWS CLI v2 get-metric-data (docs example)",
+    ),
     not_collected_because=(
         "it calls no AWS API (its only network access is the instance metadata service, with --imds);"
         " CloudWatch exports come from the user's --add files or a cluster bundle's extra/,"
@@ -101,10 +115,18 @@ SCHEMA = {
         Column("unit", "str", "CloudWatch unit"),
         Column("period_s", "int", "period in seconds"),
         Column("label", "str", "label as printed"),
+        Column("query_id", "str", "get-metric-data result Id"),
+        Column("status_code", "str", "get-metric-data StatusCode"),
+        Column("extra", "str", "JSON object of other keys as printed"),
     )
 }
 
-_INFO_KEYS = tuple(c.name for c in SCHEMA["cw_metric"] if c.name not in ("line", "ts", "value"))
+_INFO_KEYS = tuple(c.name for c in SCHEMA["cw_metric"] if c.name not in ("line", "ts", "value", "extra"))
+_DP_KEYS = {"Timestamp", "Sum", "Average", "Minimum", "Maximum", "SampleCount", "Unit", "ExtendedStatistics"}
+_RESULT_KEYS = {"Id", "Label", "Timestamps", "Values", "StatusCode"}
+_PY_REPR = re.compile(
+    r"datetime\.datetime\(|[{,]\s*'(?:Datapoints|MetricDataResults|Label|Timestamp|Id)'\s*:"
+)
 _STATS = {"sum": "Sum", "average": "Average", "avg": "Average", "minimum": "Minimum", "min": "Minimum"}
 _STATS.update({"maximum": "Maximum", "max": "Maximum", "samplecount": "SampleCount"})
 _ID_PREFIX = (("FileSystemId", "fs"), ("VolumeId", "vol"), ("InstanceId", "i"))
@@ -141,6 +163,8 @@ def detect(text: str) -> int:
     """Confidence that text is CloudWatch metric data."""
     if re.search(r'"(?:Datapoints|MetricDataResults)"\s*:', text):
         return 85
+    if re.search(r"'(?:Datapoints|MetricDataResults)'\s*:", text):
+        return 80  # a Python repr: parse says so
     head = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
     cols = {re.sub(r"[^a-z0-9]", "", c.lower()) for c in re.split(r"[,;\t]", head)}
     if "value" in cols and cols & {"metricname", "metric"} and cols & {"timestamp", "time", "ts", "date"}:
@@ -160,11 +184,30 @@ def parse_with_name(text: str, filename: str) -> ParseResult:
     """Parse, taking what the content does not say from hints in the text, then from the file name."""
     require_text(text)
     text = text.lstrip("\ufeff")
+    if m := _PY_REPR.search(text):
+        seen = [
+            w
+            for w, pat in (
+                ("single-quoted keys", r"'\w+'\s*:"),
+                ("datetime.datetime(...)", r"datetime\.datetime\("),
+                ("True/False/None", r"[:\[,]\s*(?:True|False|None)\b"),
+            )
+            if re.search(pat, text)
+        ]
+        raise ParseError(
+            f"Python repr, not JSON ({', '.join(seen)}; first at {m.group(0)[:40]!r}): save the response with"
+            " json.dumps(response, default=str) or the AWS CLI's --output json"
+        )
+    cleaned = clean_lines(text)
+    commands = "\n".join(cmd for _, cmd in cleaned.commands)
+    original = text
+    if cleaned.hosts is not None or cleaned.noise:  # prefixes, prompts, fences: the same lines without them
+        text = "\n".join(cleaned.lines)
     brace = text.find("{")
     if brace < 0 and _AWS_ERROR.search(text):
         raise CollectorError(next(ln for ln in text.splitlines() if _AWS_ERROR.search(ln)).strip()[:300])
     name = re.sub(r"\.(?:json|csv|txt|out|log)$", "", filename.rsplit("/", 1)[-1], flags=re.I)
-    hints = _hints(text[: max(brace, 0)] + "\n" + _comments(text))
+    hints = _hints(text[: max(brace, 0)] + "\n" + _comments(original) + "\n" + commands)
     base = _merge(hints, _hints(name, words=True, filename=True))
     result = ParseResult()
     result.tables["cw_metric"] = []
@@ -173,7 +216,7 @@ def parse_with_name(text: str, filename: str) -> ParseResult:
     elif text.lstrip().startswith("{"):
         raise ParseError("JSON without Datapoints or MetricDataResults")
     else:
-        _csv(text, base, result)
+        _csv(text, original, base, result)
     _finish(result)
     return result
 
@@ -200,16 +243,22 @@ def _json_docs(text: str, start: int, base: dict[str, Any], result: ParseResult)
             line = find(json.dumps(dp.get("Timestamp")))
             stats = {k: dp[k] for k in ("Sum", "Average", "Minimum", "Maximum", "SampleCount") if k in dp}
             stats.update(dp["ExtendedStatistics"] if isinstance(dp.get("ExtendedStatistics"), dict) else {})
+            other = {k: v for k, v in dp.items() if k not in _DP_KEYS}
             for stat, value in stats.items():
                 dp_info = _merge({"statistic": stat, "unit": dp.get("Unit")}, info)
-                _add(result, line, dp.get("Timestamp"), value, dp_info)
+                _add(result, line, dp.get("Timestamp"), value, dp_info, extra=other)
         for res in _dicts(doc.get("MetricDataResults")):
             label = res.get("Label")
             query = _query_info(queries.get(_text(res.get("Id"))))
             info = _merge(query, {"label": label}, _hints(str(label or ""), words=True), base)
+            info.update(query_id=res.get("Id"), status_code=res.get("StatusCode"))
+            other = {k: v for k, v in res.items() if k not in _RESULT_KEYS}
+            if doc.get("Messages"):
+                other["Messages"] = doc["Messages"]
             values = _list(res.get("Values"))
             for i, ts in enumerate(_list(res.get("Timestamps"))):
-                _add(result, find(json.dumps(ts)), ts, values[i] if i < len(values) else None, info)
+                value = values[i] if i < len(values) else None
+                _add(result, find(json.dumps(ts)), ts, value, info, extra=other)
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -237,11 +286,12 @@ def _query_info(query: dict[str, Any] | None) -> dict[str, Any]:
     return info
 
 
-def _csv(text: str, base: dict[str, Any], result: ParseResult) -> None:
-    raw = {no: strip_prefix(ln).strip() for no, ln in enumerate(text.splitlines(), start=1)}
+def _csv(text: str, original: str, base: dict[str, Any], result: ParseResult) -> None:
+    printed = original.splitlines()
+    raw = {no: ln.strip() for no, ln, _ in clean_lines(text).numbered()}
     raw = {no: ln for no, ln in raw.items() if ln and not ln.startswith(("#", "$ ", "```"))}
     if not raw:
-        raise ParseError("no CloudWatch data")
+        raise ParseError("no CloudWatch data: expected Datapoints / MetricDataResults JSON or a CSV export")
     first = next(iter(raw.values()))
     parsed = csv.reader(raw.values(), delimiter=max(",;\t", key=first.count))
     rows = [(no, [c.strip() for c in cells]) for no, cells in zip(raw, parsed, strict=False)]
@@ -251,7 +301,7 @@ def _csv(text: str, base: dict[str, Any], result: ParseResult) -> None:
             got = dict(zip(header, cells, strict=False))
             value = to_float(got["value"]) if len(cells) == len(header) else None
             if value is None:
-                result.issue(no, raw[no], "CSV row without a numeric value")
+                result.issue(no, printed[no - 1], "CSV row without a numeric value")
                 continue
             info = {k: got.get(k) or None for k in _INFO_KEYS}
             for dim in (d for d in _NS_BY_DIM if got.get(d) and not info["dimension_name"]):
@@ -275,13 +325,19 @@ def _csv(text: str, base: dict[str, Any], result: ParseResult) -> None:
             continue
         for info, cell in zip(series, cells[1:], strict=False):
             if cell and to_float(cell) is None:
-                result.issue(no, raw[no], f"not a number: {cell!r}")
+                result.issue(no, printed[no - 1], f"not a number: {cell!r}")
             elif cell:
                 _add(result, no, cells[0], to_float(cell), _merge(info, base), raw[no])
 
 
 def _add(
-    result: ParseResult, line: int, ts_raw: Any, value: Any, info: dict[str, Any], raw: str = ""
+    result: ParseResult,
+    line: int,
+    ts_raw: Any,
+    value: Any,
+    info: dict[str, Any],
+    raw: str = "",
+    extra: dict[str, Any] | None = None,
 ) -> None:
     ts = _ts(ts_raw)
     if ts is None:
@@ -293,6 +349,7 @@ def _add(
     row["period_s"] = to_int(row["period_s"])
     if row["namespace"] is None:
         row["namespace"] = _NS_BY_DIM.get(row["dimension_name"] or "")
+    row["extra"] = json.dumps(extra, default=str) if extra else None
     result.add("cw_metric", {c.name: row.get(c.name) for c in SCHEMA["cw_metric"]})
 
 

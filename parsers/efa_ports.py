@@ -19,9 +19,17 @@ Sample (hand-written: sysfs lines, then ibstat lines of the amzn-drivers-114 fix
      Physical state: LinkUp
      Rate: 100
 
-Device names: ``efa_N`` (old kernels) or ``rdmapXsY`` (current).  ibstat indentation may be
-collapsed by a paste; ``ibv_devinfo`` is TAB-indented.  Lines that belong to none of the three formats
-(a prompt, dmesg lines) are skipped.  ``No IB devices found`` raises CollectorError.
+Device names: ``efa_N`` (old kernels) or ``rdmapXsY`` (current).  Other RDMA devices (soft-RoCE
+``rxe0``, Mellanox ``mlx5_0``/``mlx4_0``, ``irdma``, ...) are read too, with ``provider`` naming the
+driver family and ``is_efa`` false: a node whose only RDMA devices are those has no EFA device.  ibstat
+indentation may be collapsed by a paste; ``ibv_devinfo`` is TAB-indented (``-v`` adds device
+attributes, flag lists on their own lines, ``key = value`` and tab-separated ``key<TAB>value`` lines).
+``grep . /sys/class/infiniband/*/ports/*/state`` lines (``path:4: ACTIVE``) are sysfs lines.  Travel
+noise (launcher prefixes, prompts, fences, ``<---`` annotations, CRLF) is taken off by
+``parsers._text.clean_lines``; dmesg lines and prompts are skipped; any other line that looks like
+data is a ParseIssue.  Every key printed for a device or port that has no column is kept in
+``extra``.  ``No IB devices found`` raises CollectorError.  The efa driver version (``modinfo efa``,
+``/sys/module/efa/version``) and installed packages are the ``versions`` kind.
 
 Schema
 ------
@@ -37,21 +45,30 @@ Schema
 - ``source`` str — ``sysfs``, ``ibstat`` or ``ibv_devinfo``
 - ``rcv_errors``, ``xmit_discards`` int — sysfs ``counters/port_rcv_errors`` / ``port_xmit_discards``
 - ``fw_ver`` str — the device's firmware (sysfs ``fw_ver``, ibstat "Firmware version", ibv_devinfo ``fw_ver``)
+- ``provider`` str — driver family from the device name or vendor id: ``efa``, ``rxe`` (soft-RoCE),
+  ``mlx5``, ``mlx4``, ``irdma``, ... (the name's letters)
+- ``is_efa`` bool — an EFA device (``efa_N``, ``rdmapXsY`` not of another vendor, vendor_id 0x1d0f)
+- ``extra`` str — JSON object of every other key printed for the device and the port, as printed
+  (``transport``, ``vendor_id``, ``max_mtu``, ``Base lid``, ``state`` as printed ``PORT_ACTIVE (4)``, ...)
+- ``host`` str — launcher tag of the port's first line (pdsh host, srun rank, pod), else null
 
 Examples
 --------
 >>> rows = parse(SAMPLE).rows("efa_port")
 >>> [(r["device"], r["port"], r["state"], r["phys_state"], r["rate_gbps"], r["source"]) for r in rows]
 [('rdmap79s0', 1, 'ACTIVE', 'LINK_UP', 100.0, 'sysfs'), ('efa_0', 1, 'ACTIVE', 'LINK_UP', 100.0, 'ibstat')]
+>>> rows[0]["is_efa"], rows[0]["extra"]
+(True, '{"state": "4: ACTIVE", "phys_state": "5: LinkUp", "rate": "100 Gb/sec (4X EDR)"}')
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import key_value, leading_number, strip_prefix
+from parsers._text import clean_lines, key_value, leading_number
 
 SAMPLE = sample_of(__doc__)
 
@@ -60,7 +77,12 @@ INFO = ParserInfo(
     title="EFA / RDMA port state (sysfs, ibstat, ibv_devinfo)",
     commands=("grep -H . /sys/class/infiniband/*/ports/*/state ...", "ibstat", "ibv_devinfo"),
     tables=("efa_port",),
-    versions_seen=("rdma-core 25 (efa_N)", "current kernels (rdmapXsY)"),
+    versions_seen=(
+        "rdma-core 25 (efa_N)",
+        "current kernels (rdmapXsY)",
+        "soft-RoCE rxe0 (ibv_devinfo)",
+        "Mellanox mlx4 (ibv_devinfo, -v)",
+    ),
 )
 
 SCHEMA = {
@@ -78,14 +100,29 @@ SCHEMA = {
         Column(
             "fw_ver", "str", "device firmware (sysfs fw_ver, ibstat Firmware version, ibv_devinfo fw_ver)"
         ),
+        Column("provider", "str", "driver family: efa, rxe, mlx5, mlx4, irdma, ..."),
+        Column("is_efa", "bool", "an EFA device"),
+        Column("extra", "str", "JSON object of the other keys printed for the device and port"),
+        Column("host", "str", "launcher tag of the port's first line"),
     )
 }
 
 _SYSFS = re.compile(
-    r"/sys/class/infiniband/(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/(?:counters/)?"
-    r"(?P<attr>state|phys_state|rate|link_layer|port_rcv_errors|port_xmit_discards)\s*:\s*(?P<value>.*)"
+    r"/sys/class/infiniband/(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/(?P<path>(?:[\w-]+/)*)"
+    r"(?P<attr>[\w-]+)\s*:\s*(?P<value>.*)"
 )
+_SYSFS_KNOWN = {"state", "phys_state", "rate", "link_layer", "port_rcv_errors", "port_xmit_discards"}
 _SYSFS_FW = re.compile(r"/sys/class/infiniband/(?P<dev>[^/\s]+)/fw_ver\s*:\s*(?P<value>\S*)")
+_SYSFS_DEV = re.compile(r"/sys/class/infiniband/(?P<dev>[^/\s]+)/(?P<attr>[\w-]+)\s*:\s*(?P<value>.*)")
+_DMESG = re.compile(r"^\[\s*\d+\.\d+\]|^\[\w{3} \w{3} [ \d]\d ")
+#: "ip-172-30-4-150:~ # ibstat", "#ibv_devinfo", a bare "grep . /sys/..." echo: prompts and command
+#: lines clean_lines leaves (no user@, no space after '#', no prompt at all).
+_HOST_PROMPT = re.compile(
+    r"^[\w.-]+:[~/][^\s#$]*\s?[#$]\s+\S|^#?\s?(?:sudo\s+)?(?:ibv_devinfo|ibstat|grep|cat|ls|for)(?:\s|$)"
+)
+_LOOKS_LIKE_DATA = re.compile(r"\d|infiniband|\b(?:efa|rdmap|mlx|rxe|port|state|ACTIVE|DOWN)", re.I)
+#: vendor_id (ibv_devinfo) -> driver family, where the device name does not say.
+_VENDORS = {"0x1d0f": "efa", "0x02c9": "mlx", "0x15b3": "mlx", "0x8086": "irdma", "0x14e4": "bnxt_re"}
 _IBSTAT = {"State": "state", "Physical state": "phys_state", "Rate": "rate", "Link layer": "link_layer"}
 _DEVINFO = {"state": "state", "phys_state": "phys_state", "link_layer": "link_layer"}
 _DEVINFO_RATE = ("active_width", "active_speed")
@@ -101,7 +138,8 @@ _PHYS = {
 
 
 def detect(text: str) -> int:
-    """Confidence that text is EFA port state."""
+    """Confidence that text is EFA/RDMA port state (launcher prefixes and prompts taken off first)."""
+    text = "\n".join(clean_lines(text[:65536]).lines)
     if re.search(r"/sys/class/infiniband/[^/\s]+/ports/\d+/(?:state|phys_state|rate)", text):
         return 85
     if re.search(r"^\W*CA '[^']+'", text, re.MULTILINE) and re.search(r"Port \d+:", text):
@@ -114,56 +152,120 @@ def detect(text: str) -> int:
 def parse(text: str) -> ParseResult:
     require_text(text)
     result = ParseResult(tables={"efa_port": []})
+    cleaned = clean_lines(text)
+    raw_lines = text.splitlines()
     ports: dict[tuple[str, str, int], dict[str, Any]] = {}
+    extras: dict[int, dict[str, str]] = {}  # id(port row) -> printed keys
+    devices: dict[str, dict[str, str]] = {}  # device -> printed device-level keys
     device: str | None = None
     current: dict[str, Any] | None = None
     source = ""
     firmware: dict[str, str] = {}
-    for no, raw in enumerate(text.splitlines(), start=1):
-        line = strip_prefix(raw.strip()).strip()
+    last: tuple[dict[str, str], str] | None = None  # where a continuation line (a flag list) goes
+    for no, line, host in cleaned.numbered():
+        raw = raw_lines[no - 1]
+        line = line.strip()
+        if _DMESG.match(line) or _HOST_PROMPT.match(line):
+            continue
         if m := _SYSFS_FW.search(line):
             firmware[m["dev"]] = m["value"]
             continue
         if m := _SYSFS.search(line):
-            row = _port(result, ports, "sysfs", m["dev"], int(m["port"]), no)
-            _set(result, row, m["attr"], m["value"], no, raw)
+            row = _port(result, ports, "sysfs", m["dev"], int(m["port"]), no, host)
+            attr, value = m["attr"], m["value"].strip()
+            extras.setdefault(id(row), {})[m["path"] + attr] = value
+            if attr in _SYSFS_KNOWN and (m["path"] in ("", "counters/")):
+                _set(result, row, attr, value, no, raw)
+            continue
+        if m := _SYSFS_DEV.search(line):
+            devices.setdefault(m["dev"], {})[m["attr"]] = m["value"].strip()
             continue
         if m := re.match(r"CA '([^']+)'", line):
             device, current, source = m.group(1), None, "ibstat"
+            last = None
             continue
         if m := re.match(r"Port (\d+):$", line):
             if device is None or source != "ibstat":
                 result.issue(no, raw, "port outside a CA block")
             else:
-                current = _port(result, ports, source, device, int(m.group(1)), no)
+                current = _port(result, ports, source, device, int(m.group(1)), no, host)
             continue
-        kv = key_value(line)
+        kv = key_value(line) or key_value(line, "=")
+        if kv is None and "\t" in line:  # ibv_devinfo -v: "log max atomic inline\t\t3"
+            name, _, value = line.partition("\t")
+            kv = (name.strip(), value.strip())
         if kv is None:
+            if last is not None and device is not None and not re.search(r"\d", line):
+                # a flag on its own line (BAD_PKEY_CNTR, NO SUPPORT), a note (tag matching not supported)
+                store, key = last
+                store[key] = f"{store[key]} | {line}" if store.get(key) else line
+            elif _LOOKS_LIKE_DATA.search(line):
+                result.issue(no, raw, "not a sysfs, ibstat or ibv_devinfo line")
             continue
         key, value = kv
-        if key in ("fw_ver", "Firmware version") and device:
-            firmware[device] = value
-            continue
         if key == "hca_id":
             device, current, source = value, None, "ibv_devinfo"
-        elif key == "port" and source == "ibv_devinfo" and device and value.isdigit():
-            current = _port(result, ports, source, device, int(value), no)
-        elif (attr := (_IBSTAT if source == "ibstat" else _DEVINFO).get(key)) or key in _DEVINFO_RATE:
-            if current is None:
+            last = None
+            continue
+        if device is None:
+            if _LOOKS_LIKE_DATA.search(line):
+                result.issue(no, raw, f"{key} outside a device block")
+            continue
+        if key in ("fw_ver", "Firmware version"):
+            firmware[device] = value
+            continue
+        if key == "port" and source == "ibv_devinfo" and value.isdigit():
+            current = _port(result, ports, source, device, int(value), no, host)
+            last = None
+            continue
+        attr = (_IBSTAT if source == "ibstat" else _DEVINFO).get(key)
+        if current is None:
+            if attr is not None or key in _DEVINFO_RATE:
                 result.issue(no, raw, f"{key} outside a port block")
-            else:
+            store = devices.setdefault(device, {})
+        else:
+            store = extras.setdefault(id(current), {})
+            if attr or key in _DEVINFO_RATE:
                 _set(result, current, attr or key, value, no, raw)
+        if key != "Device ports":
+            store[key] = value
+            last = (store, key)
     rows = result.rows("efa_port")
     if not rows:
         if re.search(r"No IB devices found|ibpanic|cannot access '?/sys/class/infiniband", text):
             raise CollectorError(text.strip().splitlines()[0][:300])
-        raise ParseError("no sysfs port lines, ibstat CA block or ibv_devinfo hca_id found")
+        first = next((ln for _, ln, _ in cleaned.numbered()), "")
+        raise ParseError(
+            "expected sysfs port lines (/sys/class/infiniband/DEV/ports/N/state: 4: ACTIVE), an ibstat"
+            f" CA block or an ibv_devinfo hca_id; first line seen: {first.strip()[:120]!r}"
+        )
     for row in rows:
         row["fw_ver"] = firmware.get(row["device"]) or None
         width, speed = row.pop("active_width", None), row.pop("active_speed", None)
         if row["rate_gbps"] is None and width and speed:
             row["rate_gbps"] = leading_number(width) * speed  # "4X (2)" x "25.0 Gbps (32)"
+        dev = devices.get(row["device"], {})
+        row["provider"] = _provider(row["device"], dev.get("vendor_id"))
+        row["is_efa"] = row["provider"] == "efa"
+        extra = {**dev, **extras.get(id(row), {})}
+        row["extra"] = json.dumps(extra) if extra else None
     return result
+
+
+def _provider(device: str, vendor_id: str | None) -> str:
+    """Driver family of an RDMA device: efa, rxe, mlx5, ...; the vendor id wins over a renamed device."""
+    vendor = _VENDORS.get((vendor_id or "").lower())
+    name = re.match(r"[A-Za-z]+(?:_re)?", device)
+    family = name.group(0).lower() if name else device
+    if re.fullmatch(r"efa_?\d+", device) or (family == "rdmap" and vendor in (None, "efa")):
+        return "efa"
+    if vendor == "efa":
+        return "efa"
+    if vendor == "mlx" and not family.startswith("mlx"):
+        return "mlx"
+    if family.startswith("mlx") and (m := re.match(r"mlx\d", device)):
+        return m.group(0)
+    return family
 
 
 def _port(
@@ -173,11 +275,12 @@ def _port(
     dev: str,
     port: int,
     no: int,
+    host: str | None = None,
 ) -> dict[str, Any]:
     key = (source, dev, port)
     if key not in ports:
         ports[key] = {c.name: None for c in SCHEMA["efa_port"]}
-        ports[key].update(line=no, device=dev, port=port, source=source)
+        ports[key].update(line=no, device=dev, port=port, source=source, host=host)
         result.add("efa_port", ports[key])
     return ports[key]
 

@@ -27,7 +27,13 @@ pastes), uniform indentation, markdown ``> ``, the verbose ``-v`` layout.  Old E
 ``efa_N``, current ones ``rdmapXsY``; fabrics ``EFA-fe80::...`` (old), ``efa``, ``efa-direct``
 (libfabric 2.x).  Newer libfabric prints up to three entries per device (efa-direct RDM, efa RDM,
 efa DGRAM): count distinct ``device`` values, not rows, to count NICs.
-``fi_getinfo: -61 (No data available)`` (no provider found) raises CollectorError.
+``fi_getinfo: -61 (No data available)`` (FI_ENODATA: libfabric found no provider matching the
+request, e.g. ``fi_info -p efa`` on a node without a usable EFA device) is an ANSWER, not a failed
+tool: the result has no ``fi_provider`` row and one ``fi_info_status`` row ``no_provider`` (so the node
+counts as examined and net.fi_info.no_efa can flag it).  Other ``fi_getinfo`` errors (``-22``, ...)
+raise CollectorError.  Travel noise (launcher prefixes, prompts, fences, ``...``) is taken off by
+``parsers._text.clean_lines``; a line that is not ``key: value`` is a ParseIssue.  Keys this parser has
+no column for (``caps``, ``mode``, verbose attributes) are kept in ``extra``.
 
 Schema
 ------
@@ -42,6 +48,17 @@ Schema
 - ``protocol`` str — ``FI_PROTO_EFA``, ...
 - ``type`` str — endpoint type ``FI_EP_RDM`` / ``FI_EP_DGRAM`` / ``FI_EP_MSG``
 - ``device`` str — the domain without its ``-rdm`` / ``-dgrm`` suffix (``rdmap47s0``)
+- ``extra`` str — JSON object of the entry's other keys as printed (verbose: ``section.key``), else null
+- ``host`` str — launcher tag of the entry's first line (pdsh host, srun rank, pod), else null
+
+``fi_info_status`` (one row per file):
+
+- ``line`` int — line of the ``fi_getinfo`` message, else of the first entry
+- ``status`` str — ``providers`` (entries listed) or ``no_provider`` (``fi_getinfo: -61``)
+- ``entries`` int — number of provider entries
+- ``efa_listed`` bool — an ``efa`` provider entry is listed
+- ``requested_provider`` str — ``-p NAME`` of a prompt line in the capture, else null
+- ``message`` str — the ``fi_getinfo`` line as printed, else null
 
 Examples
 --------
@@ -52,11 +69,12 @@ Examples
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import key_value, strip_prefix
+from parsers._text import clean_lines, key_value
 
 SAMPLE = sample_of(__doc__)
 
@@ -64,8 +82,14 @@ INFO = ParserInfo(
     kind="fi-info",
     title="libfabric providers (fi_info)",
     commands=("fi_info -p efa", "fi_info", "fi_info --version", "fi_info -p efa -v"),
-    tables=("fi_provider",),
-    versions_seen=("efa 2.0", "efa 111.0", "efa 121.0", "efa 201.0 (efa-direct)"),
+    tables=("fi_provider", "fi_info_status"),
+    versions_seen=(
+        "efa 2.0",
+        "efa 111.0",
+        "efa 121.0",
+        "efa 201.0 (efa-direct)",
+        "fi_getinfo: -61 (no provider)",
+    ),
 )
 
 SCHEMA = {
@@ -79,7 +103,17 @@ SCHEMA = {
         Column("protocol", "str", "endpoint protocol"),
         Column("type", "str", "endpoint type"),
         Column("device", "str", "domain without -rdm/-dgrm"),
-    )
+        Column("extra", "str", "JSON object of the entry's other keys as printed"),
+        Column("host", "str", "launcher tag of the entry's first line"),
+    ),
+    "fi_info_status": (
+        Column("line", "int", "line of the fi_getinfo message or of the first entry"),
+        Column("status", "str", "providers or no_provider"),
+        Column("entries", "int", "provider entries listed"),
+        Column("efa_listed", "bool", "an efa provider entry is listed"),
+        Column("requested_provider", "str", "-p NAME of a prompt line, else null"),
+        Column("message", "str", "fi_getinfo line as printed"),
+    ),
 }
 
 #: (verbose section, key) -> column; the plain layout has no section.
@@ -99,10 +133,14 @@ _KEYS = {
     ("fi_ep_attr", "protocol"): "protocol",
 }
 _GETINFO_ERROR = re.compile(r"fi_getinfo:?\s*-?\d+|fi_getinfo failed", re.IGNORECASE)
+#: FI_ENODATA: no provider matches the request (an answer: "none here").
+_NO_PROVIDER = re.compile(r"fi_getinfo:?\s*-61\b|No data available|no provider found", re.IGNORECASE)
+_REQUESTED = re.compile(r"\bfi_info\b.*?(?:-p|--provider)[= ]?\s*['\"]?([\w;-]+)")
 
 
 def detect(text: str) -> int:
-    """Confidence that text is fi_info output."""
+    """Confidence that text is fi_info output (launcher prefixes and prompts taken off first)."""
+    text = "\n".join(clean_lines(text[:65536]).lines)
     if re.search(r"^\W*provider: \S+\s*$", text, re.MULTILINE) and re.search(r"\bdomain: \S", text):
         return 85
     if "fi_fabric_attr:" in text:
@@ -112,17 +150,21 @@ def detect(text: str) -> int:
 
 def parse(text: str) -> ParseResult:
     require_text(text)
-    result = ParseResult(tables={"fi_provider": []})
+    result = ParseResult(tables={"fi_provider": [], "fi_info_status": []})
+    cleaned = clean_lines(text)
+    raw_lines = text.splitlines()
     entry: dict[str, Any] | None = None
+    extras: dict[int, dict[str, str]] = {}
     section: str | None = None
     verbose = False
     api_version: str | None = None
     errors: list[tuple[int, str]] = []
-    for no, raw in enumerate(text.splitlines(), start=1):
-        line = strip_prefix(raw.strip()).strip()
+    for no, line, host in cleaned.numbered():
+        raw = raw_lines[no - 1]
+        line = line.strip()
         if not line or line in ("...", "---", "…"):
             continue
-        if _GETINFO_ERROR.search(line):
+        if _GETINFO_ERROR.search(line) or _NO_PROVIDER.search(line):
             errors.append((no, raw))
             continue
         if m := re.match(r"libfabric api:\s*(\S+)", line):
@@ -130,45 +172,74 @@ def parse(text: str) -> ParseResult:
             continue
         kv = key_value(line)
         if kv is None:
-            result.issue(no, raw, "not a 'key: value' line")
+            if not re.fullmatch(r"[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)*|\[\s*\]", line):
+                result.issue(no, raw, "not a 'key: value' line")
+            elif entry is not None:  # a verbose list value on its own line: "FI_MSG", "[ ]"
+                _keep(extras.setdefault(id(entry), {}), section or "value", line)
             continue
         key, value = kv
         if key in ("fi_info", "libfabric") and value[:1].isdigit():
             continue  # the --version banner: "fi_info: 1.18.2amzn1.0", "libfabric: 1.18.2amzn1.0"
         if key == "fi_info" and not value:  # a verbose entry starts
             verbose, section = True, None
-            entry = _new_entry(result, no)
+            entry = _new_entry(result, no, host)
             continue
         if verbose and not value:
             section = key
             continue
         column = _KEYS.get((section if verbose else None, key))
         if column == "provider" and not verbose:
-            entry = _new_entry(result, no)
+            entry = _new_entry(result, no, host)
         if entry is None:
             if column is not None or not verbose:
                 result.issue(no, raw, "value outside any provider entry")
             continue
         if column is not None and entry[column] is None:
             entry[column] = value
+        else:
+            _keep(extras.setdefault(id(entry), {}), f"{section}.{key}" if verbose and section else key, value)
     rows = result.rows("fi_provider")
+    requested = next((m.group(1) for _, cmd in cleaned.commands if (m := _REQUESTED.search(cmd))), None)
     if not rows:
+        no_provider = [(no, raw) for no, raw in errors if _NO_PROVIDER.search(raw)]
+        if no_provider:
+            no, raw = no_provider[0]
+            result.issues = [i for i in result.issues if i.line_no != no]
+            status = {"line": no, "status": "no_provider", "entries": 0, "efa_listed": False}
+            status.update(requested_provider=requested, message=cleaned.lines[no - 1].strip()[:300])
+            result.add("fi_info_status", status)
+            return result
         if errors:
             raise CollectorError(errors[0][1].strip()[:300])
         if api_version is not None:
             raise ParseError("fi_info --version only: no provider entries")
-        raise ParseError("no fi_info provider entries found")
+        first = next((ln for _, ln, _ in cleaned.numbered()), "")
+        raise ParseError(
+            "expected fi_info provider entries ('provider: efa' then 'fabric:', 'domain:', ...) or a"
+            f" 'fi_getinfo: -61' line; first line seen: {first.strip()[:120]!r}"
+        )
     for row in rows:
         row["api_version"] = row["api_version"] or api_version
         if row["domain"]:
             row["device"] = re.sub(r"-(?:rdm|dgrm|dgram|msg)$", "", row["domain"])
+        extra = extras.get(id(row))
+        row["extra"] = json.dumps(extra, sort_keys=False) if extra else None
     for no, raw in errors:
         result.issue(no, raw, "fi_getinfo error next to provider entries")
+    efa = any((r["provider"] or "").startswith("efa") for r in rows)
+    status = {"line": rows[0]["line"], "status": "providers", "entries": len(rows), "efa_listed": efa}
+    status.update(requested_provider=requested, message=None)
+    result.add("fi_info_status", status)
     return result
 
 
-def _new_entry(result: ParseResult, no: int) -> dict[str, Any]:
+def _keep(extra: dict[str, str], key: str, value: str) -> None:
+    """Keep a key with no column; a repeated key (verbose lists) joins its values with ' | '."""
+    extra[key] = f"{extra[key]} | {value}" if key in extra else value
+
+
+def _new_entry(result: ParseResult, no: int, host: str | None = None) -> dict[str, Any]:
     entry: dict[str, Any] = {c.name: None for c in SCHEMA["fi_provider"]}
-    entry["line"] = no
+    entry["line"], entry["host"] = no, host
     result.add("fi_provider", entry)
     return entry

@@ -16,8 +16,12 @@ Sample (lines of tests/fixtures/lfs-df/fsx-workshop-mnt-fsx-3ost.txt)::
 Also read: plain ``lfs df`` (``1K-blocks``), ``lfs df -i``/``-ih`` (``Inodes IUsed IFree IUse%``),
 several file systems in one output (one summary each), the status letters ``-v`` appends after the
 mount path (``D`` degraded, ``R`` read-only, ``N`` no-precreate, ``S``/``I`` out of space/inodes,
-``f`` flash) and ``OST0003 : inactive device`` lines.  ``-H`` (SI units) prints the same header as
-``-h`` and cannot be told apart: sizes are always read as powers of 1024.
+``f`` flash) and ``OST0003 : inactive device`` lines, old clients' ``filesystem summary:`` (a space),
+outputs without any summary line (``lfs df | grep OST``).  ``-H`` (SI units) prints the same header
+as ``-h``: sizes are read as powers of 1000 only when a prompt line of the capture shows ``lfs df -H``,
+else as powers of 1024.  Travel noise (launcher prefixes, prompts, fences, ``<---`` annotations,
+CRLF) is taken off by ``parsers._text.clean_lines``; a line that is not a header, target or summary
+is a ParseIssue.
 
 Schema
 ------
@@ -35,6 +39,11 @@ Schema
 - ``mountpoint`` str — without the ``[OST:2]`` suffix
 - ``flags`` str — status letters printed after the mount path (``DR``), else null
 - ``status`` str — ``inactive device`` or another message printed instead of numbers, else null
+- ``size_header`` str — the size column's header as printed (``bytes``, ``1K-blocks``, ``Inodes``)
+- ``size_printed``, ``used_printed``, ``avail_printed``, ``use_printed`` str — the four cells as
+  printed (``1.1T``, ``4.5M``, ``1.1T``, ``0%``; with ``-i`` the Inodes/IUsed/IFree/IUse% cells)
+- ``human_base`` int — 1024 (``-h``) or 1000 (``-H``) for a size with a unit letter, else null
+- ``host`` str — launcher tag of the line (pdsh host, srun rank, pod), else null
 
 Examples
 --------
@@ -51,16 +60,19 @@ import re
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import human_to_bytes, percent, strip_prefix
+from parsers._text import clean_lines, percent, to_float
 
 SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="lfs-df",
     title="Lustre target usage (lfs df)",
-    commands=("lfs df -h",),
+    commands=("lfs df -h", "lfs df", "lfs df -i", "lfs df -H"),
     tables=("lustre_target",),
-    versions_seen=("Lustre 2.10-2.15 clients (FSx for Lustre, IML)",),
+    versions_seen=(
+        "Lustre 2.10-2.15 clients (FSx for Lustre, IML)",
+        "Cray Sonexion client, 1K-blocks, 'filesystem summary:' (pytokio fixture)",
+    ),
 )
 
 SCHEMA = {
@@ -81,6 +93,13 @@ SCHEMA = {
         Column("mountpoint", "str", "mount point without [OST:n]"),
         Column("flags", "str", "status letters (D, R, N, S, I, f)"),
         Column("status", "str", "message printed instead of numbers"),
+        Column("size_header", "str", "size column header as printed (bytes, 1K-blocks, Inodes)"),
+        Column("size_printed", "str", "size / Inodes cell as printed"),
+        Column("used_printed", "str", "Used / IUsed cell as printed"),
+        Column("avail_printed", "str", "Available / IFree cell as printed"),
+        Column("use_printed", "str", "Use% / IUse% cell as printed"),
+        Column("human_base", "int", "1024 (-h) or 1000 (-H) for a size with a unit letter"),
+        Column("host", "str", "launcher tag of the line"),
     )
 }
 
@@ -96,44 +115,96 @@ _STATUS = re.compile(r"^(?P<name>\S+)\s*:\s+(?P<msg>\D.*)$")
 
 
 def detect(text: str) -> int:
-    """Confidence that text is lfs df output."""
-    if re.search(r"^\s*UUID\s+(?:bytes|1K-blocks|Inodes)\s+I?Used\s", text, re.MULTILINE):
+    """Confidence that text is lfs df output (a grep'd excerpt of target lines is still recognised)."""
+    if re.search(r"^\S*\s*UUID\s+(?:bytes|1K-blocks|Inodes)\s+I?Used\s", text, re.MULTILINE):
         return 85
-    if re.search(r"\S+-(?:OST|MDT)[0-9a-f]{4}_UUID\s.*\[(?:OST|MDT):\d+\]", text):
+    if re.search(r"\S+-(?:OST|MDT)[0-9a-fA-F]{4}_UUID\s.*\[(?:OST|MDT):\d+\]", text):
         return 80
+    if re.search(r"^\S*\s*filesystem[_ ]summary:\s+\S+\s+\S+\s+\S+\s+\d+%", text, re.MULTILINE):
+        return 70
     return 0
+
+
+_SUMMARY = re.compile(r"^filesystem summary:")
+_H_FLAG = re.compile(r"\blfs\s+df\b.*\s-[a-zA-Z]*H")
+_HUMAN = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]?)$", re.IGNORECASE)
+_POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 
 def parse(text: str) -> ParseResult:
     require_text(text)
     result = ParseResult()
-    unit: str | None = None
+    cleaned = clean_lines(text)
+    raw_lines = text.splitlines()
+    base = 1000 if any(_H_FLAG.search(cmd) for _, cmd in cleaned.commands) else 1024
+    unit: str | None = _unit_of_command(cleaned.commands)
+    warned = False
     fsname: str | None = None
-    for no, raw in enumerate(text.splitlines(), start=1):
-        line = strip_prefix(raw).strip()
+    for no, line, host in cleaned.numbered():
+        raw = raw_lines[no - 1]
+        line = line.strip()
         if not line or set(line) <= set("-=.…[]"):
             continue
         if m := _HEADER.match(line):
             unit, fsname = m.group("unit"), None
             continue
-        row = _row(no, line, unit)
+        row = _row(no, _SUMMARY.sub("filesystem_summary:", line), unit, base)
         if row is None:
-            result.issue(no, raw, "not an lfs df target or summary line")
+            result.issue(no, raw, "not an lfs df header, target or summary line")
             continue
+        row["host"] = host
+        if unit is None and row["size_bytes"] is None and row["inodes_total"] is None and not warned:
+            warned = True
+            result.issue(
+                no,
+                raw,
+                "no lfs df header or command: unit of plain numbers unknown (1K-blocks or"
+                " inodes), printed cells kept",
+            )
         if row["target_type"] == "summary":
             row["fsname"] = fsname
             fsname = None  # the next file system's targets follow
         else:
             fsname = row["fsname"] = row["fsname"] or fsname
         result.add("lustre_target", row)
-    if unit is None and not result.rows("lustre_target"):
-        raise ParseError("no lfs df header ('UUID bytes Used ...') or target line found")
+    if not result.rows("lustre_target"):
+        if unit is None:
+            raise ParseError(
+                "expected an lfs df header ('UUID bytes|1K-blocks|Inodes Used ...') or target lines"
+                f" ('fsname-OST0000_UUID ...'); first line seen: {text.strip().splitlines()[0][:120]!r}"
+            )
+        if not result.issues:
+            raise ParseError("lfs df header without any MDT/OST or summary line")
     return result
 
 
-def _row(no: int, line: str, unit: str | None) -> dict[str, Any] | None:
+def _unit_of_command(commands: list[tuple[int, str]]) -> str | None:
+    """The size column an ``lfs df`` prompt line implies: Inodes (-i), bytes (-h/-H), else 1K-blocks."""
+    for _, cmd in commands:
+        if m := re.search(r"\blfs\s+df\b((?:\s+-\w+)*)", cmd):
+            flags = "".join(f.lstrip("-") for f in m.group(1).split())
+            return "Inodes" if "i" in flags else "bytes" if ("h" in flags or "H" in flags) else "1K-blocks"
+    return None
+
+
+def _size(cell: str, unit: str | None, base: int) -> tuple[int | None, int | None]:
+    """(value, human base used) of one cell: 1K-blocks x1024, '1.1T' in powers of base, plain counts."""
+    if unit == "1K-blocks" and cell.isdigit():
+        return int(cell) * 1024, None
+    m = _HUMAN.match(cell)
+    if m is None or (unit is None and not m.group(2)):  # no header: a plain number has no known unit
+        return None, None
+    number = to_float(m.group(1))
+    if number is None:
+        return None, None
+    letter = m.group(2).upper()
+    return int(number * base ** _POWERS[letter]), (base if letter else None)
+
+
+def _row(no: int, line: str, unit: str | None, base: int = 1024) -> dict[str, Any] | None:
     row: dict[str, Any] = {c.name: None for c in SCHEMA["lustre_target"]}
     row["line"] = no
+    row["size_header"] = unit
     m = _ROW.match(line)
     if m is None:
         s = _STATUS.match(line)
@@ -147,13 +218,18 @@ def _row(no: int, line: str, unit: str | None) -> dict[str, Any] | None:
         row["target_index"] = int(m.group("bidx"))
     row["mountpoint"], row["flags"] = m.group("mount").strip(), m.group("flags")
     cells = (m.group("size"), m.group("used"), m.group("avail"))
+    row.update(zip(("size_printed", "used_printed", "avail_printed"), cells, strict=True))
+    row["use_printed"] = m.group("pct")
+    known = unit or ("bytes" if any(c[-1:].isalpha() for c in cells) else None)  # '1.1T': -h, header lost
+    sized = [_size(c, known, base) for c in cells]
+    values = [v for v, _ in sized]
+    bases = {b for _, b in sized if b}
+    row["human_base"] = bases.pop() if bases else None
     if unit == "Inodes":
-        values = [human_to_bytes(c) for c in cells]
         keys = ("inodes_total", "inodes_used", "inodes_free", "inode_use_pct")
     else:
-        values = [int(c) * 1024 if unit == "1K-blocks" and c.isdigit() else human_to_bytes(c) for c in cells]
         keys = ("size_bytes", "used_bytes", "avail_bytes", "use_pct")
-    if None in values:
+    if None in values and known is not None:
         return None
     row.update(zip(keys, [*values, percent(m.group("pct"))], strict=True))
     return row

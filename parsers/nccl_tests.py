@@ -14,43 +14,70 @@ Sample (hand-written: lines of the a3mega-h100 fixture and one NCCL WARN of the 
     # Out of bounds values : 0 OK
     # Avg bus bandwidth    : 70.742
 
-Accepted: the new layout (``root`` and ``#wrong`` columns) and the old one (no ``root``, a float
-``error`` column); ``N/A`` cells; integer times above 10 ms; extra trailing columns (bitwise check,
-timestamps) are ignored.  Paste artefacts: markdown ``> `` and stripped ``#``, ``[1,0]<stdout>:``
-prefixes, indentation, ``...`` lines, NCCL log lines from several hosts interleaved with the table,
-a log cut mid-table (``truncated``).
+Accepted: the new layout (``root`` and ``#wrong`` columns), the old one (no ``root``, a float ``error``
+column) and the old rooted one (``root``, no ``redop``: broadcast, reduce); the table header, when seen,
+names the columns of its rows.  ``N/A`` cells; integer times above 10 ms; extra trailing columns are kept
+(``extra``).  Travel noise goes through ``parsers._text.clean_lines``: ``srun -l`` / pdsh / kubectl /
+``[1,0]<stdout>:`` prefixes (indented too), prompt lines (their command names the collective), ``^Z``,
+job-control lines, fences, glued backticks, ``...`` elisions, ``<-----`` annotations, CRLF, tabs; markdown
+that ate the ``#``; NCCL log lines from several hosts interleaved with the table; a log that starts at the
+column header or at the rows (a grep'd excerpt); a log cut mid-table (``truncated``, and an issue for the
+cut row).  A line that looks like a result or rank line but does not parse, and a Channel/Ring line
+without its ``via``, are ParseIssues.
+
+Several tests in one log are separate runs (``run``, 1-based): a new run starts at ``# nccl-tests
+version`` / ``# Collective test starting`` / a ``nThread`` header once the current run has its header, at
+rank lines or a column header once it has a table, and at rows after a ``# Avg bus bandwidth`` summary.
 
 Schema
 ------
-``nccl_run`` (exactly one row):
+Every table has ``run`` int — the test within the file (1 for a log holding one test).
 
-- ``line`` int — line of the ``nThread`` header (else the first rank/result line, else 1)
-- ``collective`` str — ``all_reduce``, ``all_gather``, ... from the banner or command line; null if absent
+``nccl_run`` (one row per test):
+
+- ``line`` int — line of the ``nThread`` header (else the first rank/result/event line of the run, else 1)
+- ``collective`` str — ``all_reduce``, ``all_gather``, ... from the banner, ``Collective test concluded``,
+  a command or prompt line; null if absent
+- ``tests_version`` str — from ``# nccl-tests version 2.13.9 ...``
 - ``nthread``, ``ngpus`` int; ``min_bytes``, ``max_bytes`` int, bytes; ``step`` str as printed (``2(factor)``)
-- ``iters``, ``warmup_iters`` int; ``check`` int — the ``validation:`` flag
+- ``iters``, ``warmup_iters``, ``agg_iters`` int; ``check`` int — the ``validation:`` flag; ``graph`` int
 - ``n_ranks`` int — rank lines printed; ``n_hosts`` int; ``hosts`` str — distinct hosts, comma-joined,
   in rank order
 - ``nccl_version`` str — ``2.18.3`` (from ``NCCL version`` or ``nccl-library=21803``)
-- ``net_transport`` str — ``ofi-efa``, ``ofi-tcp``, ``ofi``, ``socket``, ``ib``; null when the log does not say
+- ``net_transport`` str — ``ofi-efa``, ``ofi-tcp``, ``ofi``, ``socket``, ``ib``; null when the log does not
+  say (a run whose own lines do not say takes what the file's other runs say)
 - ``net_provider`` str — libfabric provider named by aws-ofi-nccl (``efa``, ``tcp;ofi_rxm``)
 - ``avg_busbw_gbps`` float, GB/s — the ``# Avg bus bandwidth`` line (averages tiny sizes in: use results)
-- ``oob_values`` int — ``# Out of bounds values``; ``truncated`` bool — no ``Avg bus bandwidth`` line
+- ``oob_values`` int — ``# Out of bounds values``; ``n_results`` int — result rows of the run;
+  ``error_code`` str — code of the run's first error event (a failed run: ``SYSTEM_ERROR``, ...);
+  ``truncated`` bool — no ``Avg bus bandwidth`` line
 
-``nccl_rank`` (one row per ``Rank`` line): ``line`` int, ``rank`` int, ``group`` int (null on old
-output), ``pid`` int, ``host`` str, ``device`` int, ``bus_id`` str (``dddd:bb:dd.f`` when printed as a
+``nccl_rank`` (one row per ``Rank`` line): ``line`` int, ``run`` int, ``rank`` int, ``group`` int (null on
+old output), ``pid`` int, ``host`` str, ``device`` int, ``bus_id`` str (``dddd:bb:dd.f`` when printed as a
 PCI address, else as printed, e.g. ``0x10``), ``gpu_name`` str.
 
-``nccl_result`` (one row per size): ``line`` int, ``size_bytes`` int, ``count`` int, ``dtype`` str,
-``redop`` str, ``root`` int (null on the old layout); for out-of-place (``oop_``) and in-place (``ip_``):
-``time_us`` float, µs; ``algbw_gbps`` / ``busbw_gbps`` float, GB/s; ``wrong`` int (null for ``N/A``
-and on the old layout); ``error`` float (old layout only).
+``nccl_result`` (one row per size): ``line`` int, ``run`` int, ``size_bytes`` int, ``count`` int, ``dtype``
+str, ``redop`` str (null when the layout has none), ``root`` int (null on the old layout); for
+out-of-place (``oop_``) and in-place (``ip_``): ``time_us`` float, µs; ``algbw_gbps`` / ``busbw_gbps``
+float, GB/s; ``wrong`` int (``#wrong``; null for ``N/A`` and on the old layouts); ``error`` float (old
+layouts only); ``extra`` str — JSON object of cells after the two sides, under their header names
+(``colN`` when unnamed), else null.
 
 ``nccl_log_event`` (NCCL WARN lines, error lines, and the first INFO line of each informative kind per
-host): ``line`` int, ``host`` str, ``level`` str (INFO/WARN/ERROR; ERROR = a non-NCCL line matching an
-error pattern), ``code`` str, ``message`` str.  Codes follow rules-facts §5: TCP_FALLBACK, OFI_EFA,
-NCCL_VERSION, WATCHDOG_TIMEOUT, TIMEOUT_RENDEZVOUS, SYSTEM_ERROR, CUDA_ERROR, CONNECT_FAIL,
-CONN_REFUSED, EFA_INIT_FAIL, OFI_LOAD_FAIL, RDMA_REG_FAIL, ... and WARN for any other warning.
-``NET/Socket : Using`` lines count as TCP_FALLBACK only when the run's transport resolved to socket.
+host and run): ``line`` int, ``run`` int, ``host`` str (the log line's host, else a pdsh/kubectl tag),
+``level`` str (INFO/WARN/ERROR; ERROR = a non-NCCL line matching an error pattern), ``code`` str,
+``message`` str.  Codes follow rules-facts §5: TCP_FALLBACK, OFI_EFA, NCCL_VERSION, WATCHDOG_TIMEOUT,
+TIMEOUT_RENDEZVOUS, SYSTEM_ERROR, CUDA_ERROR, CONNECT_FAIL, CONN_REFUSED, EFA_INIT_FAIL, OFI_LOAD_FAIL,
+RDMA_REG_FAIL, TEST_FAILURE, ... and WARN for any other warning.  ``NET/Socket : Using`` lines count as
+TCP_FALLBACK only when the run's transport resolved to socket.
+
+``nccl_transport`` (one row per NCCL ``Channel``/``Ring`` connection line): ``line`` int, ``run`` int,
+``host`` str, ``channel`` int, ``conn`` int (the ``/N`` after the channel; null when not printed),
+``src_rank`` / ``dst_rank`` int, ``src_dev`` / ``dst_dev`` str — as printed in the brackets (a device
+index ``7``, or a busId ``201d0`` on older NCCL; null when not printed), ``direction`` str (``send``,
+``receive``, null), ``transport`` str — normalised (``P2P/IPC``, ``P2P/CUMEM``, ``P2P/direct``, ``SHM``,
+``NET/IB/0``, ``NET/Socket/1``, ``NET/OFI/0`` for ``NET/OFI``, ``NET/Libfabric`` and ``NET/AWS
+Libfabric``), ``via`` str — the text after ``via`` as printed (``NET/AWS Libfabric/0/GDRDMA``).
 
 Examples
 --------
@@ -67,11 +94,12 @@ Examples
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import pci_address, strip_prefix, to_float, to_int
+from parsers._text import clean_lines, pci_address, to_float, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -79,8 +107,13 @@ INFO = ParserInfo(
     kind="nccl-tests",
     title="nccl-tests output (all_reduce_perf, ...) with NCCL log lines",
     commands=("mpirun ... all_reduce_perf -b 8 -e 16G -f 2 -g 1",),
-    tables=("nccl_run", "nccl_rank", "nccl_result", "nccl_log_event"),
-    versions_seen=("nccl-tests 2019 (error column)", "nccl-tests 2.x (root, #wrong)", "NCCL 2.7-2.23"),
+    tables=("nccl_run", "nccl_rank", "nccl_result", "nccl_log_event", "nccl_transport"),
+    versions_seen=(
+        "nccl-tests 2019 (error column; broadcast with root and no redop)",
+        "nccl-tests 2.x (root, #wrong)",
+        "NCCL 2.7-2.23 (Ring/Channel lines: P2P/IPC, P2P/CUMEM, P2P/direct pointer, SHM, NET/IB, NET/Socket,"
+        " NET/AWS Libfabric, NET/Libfabric, NET/OFI)",
+    ),
     not_collected_because=(
         "it runs no benchmark (it is read-only and bounded in time); nccl-tests logs come from the"
         " user's --add files or a cluster bundle's extra/, recognised by content"
@@ -96,37 +129,55 @@ def _cols(spec: str) -> tuple[Column, ...]:
 
 SCHEMA = {
     "nccl_run": _cols(
-        "line:int collective:str nthread:int ngpus:int min_bytes:int max_bytes:int step:str iters:int "
-        "warmup_iters:int check:int n_ranks:int n_hosts:int hosts:str nccl_version:str net_transport:str "
-        "net_provider:str avg_busbw_gbps:float oob_values:int truncated:bool"
+        "line:int run:int collective:str tests_version:str nthread:int ngpus:int min_bytes:int max_bytes:int "
+        "step:str iters:int warmup_iters:int agg_iters:int check:int graph:int n_ranks:int n_hosts:int "
+        "hosts:str nccl_version:str net_transport:str net_provider:str avg_busbw_gbps:float:GB/s "
+        "oob_values:int n_results:int error_code:str truncated:bool"
     ),
-    "nccl_rank": _cols("line:int rank:int group:int pid:int host:str device:int bus_id:str gpu_name:str"),
+    "nccl_rank": _cols(
+        "line:int run:int rank:int group:int pid:int host:str device:int bus_id:str gpu_name:str"
+    ),
     "nccl_result": _cols(
-        "line:int size_bytes:int count:int dtype:str redop:str root:int "
+        "line:int run:int size_bytes:int count:int dtype:str redop:str root:int "
         + " ".join(f"{side}_{col}" for side in ("oop", "ip") for col in _SIDE_COLS.split())
+        + " extra:str"
     ),
-    "nccl_log_event": _cols("line:int host:str level:str code:str message:str"),
+    "nccl_log_event": _cols("line:int run:int host:str level:str code:str message:str"),
+    "nccl_transport": _cols(
+        "line:int run:int host:str channel:int conn:int src_rank:int src_dev:str dst_rank:int dst_dev:str "
+        "direction:str transport:str via:str"
+    ),
 }
 
 _HEADER = re.compile(
     r"nThread (?P<nthread>\d+) nGpus (?P<ngpus>\d+) minBytes (?P<min_bytes>\d+) maxBytes (?P<max_bytes>\d+) "
     r"step: (?P<step>\S+) warmup iters: (?P<warmup_iters>\d+) iters: (?P<iters>\d+)"
-    r"(?: agg iters: \d+)? validation: (?P<check>\d+)"
+    r"(?: agg iters: (?P<agg_iters>\d+))? validation: (?P<check>\d+)(?: graph: (?P<graph>\d+))?"
 )
+_BANNER = re.compile(r"^nccl-tests version (\S+)|^Collective test starting:?\s*(\S+)?")
 _RANK = re.compile(
     r"Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
     r"\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*)"
 )
+#: A ``[N] `` rank tag before nccl-tests' own lines (a launcher clean_lines does not know).
+_RANK_TAG = re.compile(r"^\[\d{1,5}\]\s+(?=#|\d)")
 _ROW = re.compile(r"^\d+\s+\d+\s+[A-Za-z]\w*\s+\S+")
+#: A line that starts like a result row (two numbers) but is not one: loud, never dropped.
+_ROWISH = re.compile(r"^\d+\s+\d+(?:\s+\S+)+")
 _NCCL = re.compile(
     r"^(?:(?P<host>[\w.-]+):\d+:\d+\s+\[\d+\]\s+)?(?:.*?\s)?NCCL (?P<level>INFO|WARN|ERROR)\b\s*(?P<msg>.*)"
+)
+#: ``Channel 00/0 : 7[7] -> 8[0] [send] via NET/OFI/0/GDRDMA``; ``Ring 00 : 15 -> 0 [send] via NET/Socket/0``.
+_CHANNEL = re.compile(
+    r"^(?:Channel|Ring)\s+(?P<ch>\d+)(?:/(?P<conn>\d+))?\s*:\s*(?P<src>\d+)(?:\[(?P<sdev>[^\]]*)\])?\s*->\s*"
+    r"(?P<dst>\d+)(?:\[(?P<ddev>[^\]]*)\])?\s*(?:\[(?P<dir>send|receive|recv)\]\s*)?via\s+(?P<via>.*\S)"
 )
 _COLLECTIVE = re.compile(r"\b([a-z][a-z_]*?)_perf(?:_mpi)?\b")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
 _LIB_CODE = re.compile(r"nccl-library=(\d{5,})")
 _PROVIDER = re.compile(r"NET/OFI (?:Using provider:?|Selected [Pp]rovider is:?)\s*(\S+)")
 _NETWORK = re.compile(r"Using network (AWS Libfabric|Libfabric|Socket|IB)\b", re.IGNORECASE)
-_VIA = re.compile(r"via NET/(AWS Libfabric|Libfabric|Socket|IB)\b", re.IGNORECASE)
+_VIA = re.compile(r"via NET/(AWS Libfabric|Libfabric|OFI|Socket|IB)\b", re.IGNORECASE)
 #: (pattern, code) — first match wins; substrings from rules-facts §5, matched case-insensitively.
 _ERRORS = tuple(
     (re.compile(p, re.IGNORECASE), c)
@@ -151,7 +202,7 @@ _ERRORS = tuple(
         (r"failed to extend /dev/shm", "SHM_FULL"),
         (r"CUDA out of memory|cudaMalloc failed", "CUDA_OOM"),
         (r"\bENOMEM\b", "ENOMEM"),
-        (r"Test (?:NCCL|CUDA) failure", "TEST_FAILURE"),
+        (r"Test (?:NCCL |CUDA )?failure", "TEST_FAILURE"),
     )
 )
 _TCP = re.compile(r"NET/OFI Using TCP|Using network Socket|via NET/Socket", re.IGNORECASE)
@@ -160,38 +211,100 @@ _OFI_EFA = re.compile(
     r"NET/OFI (?:Using provider|Selected provider is):? ?efa\b|(?:Using network|via NET/)(?:AWS )?Libfabric",
     re.IGNORECASE,
 )
+#: The leading (key) columns a result row may have, by their header names.
+_LEAD = {"size": "size_bytes", "count": "count", "type": "dtype", "redop": "redop", "root": "root"}
+_NEW_LEAD = ("size", "count", "type", "redop", "root")
+_OLD_LEAD = ("size", "count", "type", "redop")
+_SIDE = ("time", "algbw", "busbw")
+_ROW_START = re.compile(
+    r"^[ \t]*(?:\S+:[ \t]*|\[[^\]]+\][ \t]*)?\d+[ \t]+\d+[ \t]+(?:float|half|bfloat16|double|u?int(?:8|32|64)|"
+    r"int|char|fp8\w*|f8\w*)[ \t]+\S+[ \t]+(?:-?\d+[ \t]+)?[\d.]+[ \t]+[\d.]+",
+    re.M,
+)
 
 
 def detect(text: str) -> int:
-    """Confidence that text is nccl-tests output or an NCCL log."""
+    """Confidence that text is nccl-tests output or an NCCL log (a grep'd excerpt or a prefixed capture too)."""
     if re.search(r"nThread \d+ nGpus \d+ minBytes", text):
         return 90
-    if re.search(r"Avg bus bandwidth|out-of-place\s+in-place|size\s+count\s+type\s+redop", text):
+    if re.search(
+        r"Avg bus bandwidth|out-of-place\s+in-place|size\s+count\s+type\s+(?:redop|root)|nccl-tests version",
+        text,
+    ):
         return 85
     if re.search(r"Rank\s+\d+ (?:Group\s+\d+\s+)?Pid\s+\d+ on ", text):
         return 80
+    if len(_ROW_START.findall(text[:200000])) >= 2:
+        return 70  # result rows alone (a grep'd excerpt of the table)
     return 60 if re.search(r"\bNCCL (?:INFO|WARN)\b", text) else 0
 
 
 def parse(text: str) -> ParseResult:
+    return parse_with_command(text, None)
+
+
+def parse_with_command(text: str, command: str | None) -> ParseResult:
+    """Parse; the manifest's (or a prompt line's) command names the collective when the log does not."""
     require_text(text)
+    raw_lines = text.splitlines()
+    # clean_lines takes an mpirun tag off only at column 0: indentation (a doc paste) goes first
+    cleaned = clean_lines("\n".join(line.lstrip(" \t") for line in raw_lines))
     state = _State()
-    for no, raw in enumerate(text.splitlines(), start=1):
-        state.line(no, _clean(raw), raw)
-    return state.finish(text)
-
-
-def _clean(raw: str) -> str:
-    line = raw.strip()
-    for _ in range(3):
-        line, before = strip_prefix(line).strip(), line
-        if line == before:
+    commands = [command] if command else []
+    for no, cmd in cleaned.commands:
+        state.commands[no] = cmd
+    for no, line, tag in cleaned.numbered():
+        state.line(no, line.strip(), raw_lines[no - 1] if no <= len(raw_lines) else line, tag)
+    result = state.finish(text)
+    for cmd in commands + list(state.commands.values()):
+        if c := _COLLECTIVE.search(cmd):
+            for run in result.rows("nccl_run"):
+                run["collective"] = run["collective"] or c.group(1)
             break
-    return line
+    return result
 
 
 def _error_code(text: str) -> str | None:
     return next((code for pattern, code in _ERRORS if pattern.search(text)), None)
+
+
+def transport_name(via: str) -> str:
+    """The transport of a ``via`` text, without its flags: 'P2P/IPC', 'P2P/CUMEM', 'SHM', 'NET/OFI/0'.
+
+    >>> transport_name("P2P/IPC/read"), transport_name("NET/AWS Libfabric/1(2)/GDRDMA/Shared")
+    ('P2P/IPC', 'NET/OFI/1')
+    >>> transport_name("direct shared memory"), transport_name("SHM/direct/direct"), transport_name("NET/IB/0")
+    ('SHM', 'SHM', 'NET/IB/0')
+    >>> transport_name("P2P/direct pointer"), transport_name("NET/Socket/1")
+    ('P2P/direct', 'NET/Socket/1')
+    """
+    parts = [p.strip() for p in via.split("/")]
+    head = parts[0].upper()
+    if head == "SHM" or "shared memory" in via.lower():
+        return "SHM"
+    if head == "P2P" and len(parts) > 1:
+        return f"P2P/{parts[1].split()[0]}"
+    if head == "NET" and len(parts) > 1:
+        name = "OFI" if parts[1].lower() in ("aws libfabric", "libfabric", "ofi") else parts[1]
+        index = re.match(r"\d+", parts[2]) if len(parts) > 2 else None
+        return f"NET/{name}/{index.group(0)}" if index else f"NET/{name}"
+    return parts[0]
+
+
+class _Run:
+    """One test of the file: a banner or header block and what follows it until the next one."""
+
+    def __init__(self, number: int) -> None:
+        self.row: dict[str, Any] = {c.name: None for c in SCHEMA["nccl_run"]}
+        self.row["run"] = number
+        self.phase = 0  # 1 banner, 2 nThread header, 3 rank lines, 4 table, 5 summary
+        self.lead: tuple[str, ...] | None = None  # leading columns named by the table header
+        self.last: tuple[str, str] = ("wrong", "wrong")  # name of each side's 4th column
+        self.trailing: list[str] = []  # header names after the two sides
+        self.net: dict[str, str] = {}
+        self.socket_lines: list[dict[str, Any]] = []
+        self.results = 0
+        self.content = False
 
 
 class _State:
@@ -199,55 +312,103 @@ class _State:
 
     def __init__(self) -> None:
         self.result = ParseResult(tables={name: [] for name in SCHEMA})
-        self.run: dict[str, Any] = {c.name: None for c in SCHEMA["nccl_run"]}
-        self.net: dict[str, str] = {}
-        self.socket_lines: list[dict[str, Any]] = []
-        self.seen_info: set[tuple[str | None, str]] = set()
-        self.layout: str | None = None
+        self.runs = [_Run(1)]
+        self.seen_info: set[tuple[int, str | None, str]] = set()
         self.hits = 0
+        self.raw = ""
+        self.commands: dict[int, str] = {}
 
-    def line(self, no: int, line: str, raw: str) -> None:
+    @property
+    def cur(self) -> _Run:
+        return self.runs[-1]
+
+    def start(self, phase: int, after: int) -> _Run:
+        """The run a block opening ``phase`` belongs to: a new one when the current run is past ``after``."""
+        if self.cur.phase >= after:
+            self.runs.append(_Run(len(self.runs) + 1))
+        self.cur.phase = max(self.cur.phase, phase)
+        self.cur.content = True
+        return self.cur
+
+    def line(self, no: int, line: str, raw: str, tag: str | None) -> None:
+        self.raw = raw
+        if line.startswith("[") and (m := _RANK_TAG.match(line)):  # "[0] #  Rank ...": a rank tag
+            line = line[m.end() :]
         body = line.lstrip("#").strip()
-        if not body or body in ("...", "…"):
+        if not body:
             return
         self.hits += 1
         if m := _NCCL.match(line):
-            self.nccl_line(no, m)
+            self.nccl_line(no, m, tag)
         elif _ROW.match(line):
             self.hits -= not self.result_row(no, line, raw)
+        elif m := _BANNER.match(body):
+            run = self.start(1, 2).row
+            if m.group(1):
+                run["tests_version"] = m.group(1)
+            if m.group(2) and (c := _COLLECTIVE.search(m.group(2))):
+                run["collective"] = c.group(1)
+            self.other_line(no, line, body, tag)
         elif m := _HEADER.search(body):
-            self.run.update({k: v if k == "step" else int(v) for k, v in m.groupdict().items()}, line=no)
-        elif m := _RANK.match(body):
+            run = self.start(2, 2).row
+            run.update({k: v if k == "step" or v is None else int(v) for k, v in m.groupdict().items()})
+            run["line"] = no
+        elif m := _RANK.search(body):
+            run = self.start(3, 4)
             bus = m["bus"].strip()
             self.result.add("nccl_rank", {
-                "line": no, "rank": int(m["rank"]), "group": to_int(m["group"]), "pid": int(m["pid"]),
-                "host": m["host"], "device": int(m["device"]),
+                "line": no, "run": run.row["run"], "rank": int(m["rank"]), "group": to_int(m["group"]),
+                "pid": int(m["pid"]), "host": m["host"], "device": int(m["device"]),
                 "bus_id": (pci_address(bus) if ":" in bus else None) or bus or None,
                 "gpu_name": m["name"].strip() or None,
             })  # fmt: skip
         elif re.match(r"size\s+count\s+type", body):
-            self.layout = "new" if " root " in f" {body} " else "old"
+            self.table_header(body)
         elif m := re.match(r"Avg bus bandwidth\s*:\s*(\S+)", body):
-            self.run["avg_busbw_gbps"] = to_float(m.group(1))
+            self.cur.row["avg_busbw_gbps"] = to_float(m.group(1))
+            self.cur.phase = 5
         elif m := re.match(r"Out of bounds values\s*:\s*(\d+)", body):
-            self.run["oob_values"] = int(m.group(1))
+            self.cur.row["oob_values"] = int(m.group(1))
         else:
             self.hits -= 1
-            self.other_line(no, line, body)
+            self.other_line(no, line, body, tag)
+            if _ROWISH.match(body) or re.match(r"Rank\s+\d+\b", body):
+                self.result.issue(no, raw, "line looks like a result or rank line but does not parse")
+
+    def table_header(self, body: str) -> None:
+        run = self.cur
+        if run.results:
+            run = self.start(4, 4)
+        run.phase, run.content = max(run.phase, 4), True
+        names = [n.lstrip("#") for n in body.split()]
+        first = names.index("time") if "time" in names else len(names)
+        run.lead = tuple(n for n in names[:first] if n in _LEAD) or None
+        sides = names[first:]
+        fourth = [n for n in sides if n not in _SIDE]
+        run.last = (
+            (fourth[0] if fourth else "wrong"),
+            (fourth[1] if len(fourth) > 1 else fourth[0] if fourth else "wrong"),
+        )
+        run.trailing = sides[8:]
 
     def event(self, no: int, host: str | None, level: str, code: str, msg: str) -> None:
+        run = self.cur.row["run"]
         if level == "INFO":  # informative lines repeat per rank and channel: keep the first per host
-            if (host, code) in self.seen_info:
+            if (run, host, code) in self.seen_info:
                 return
-            self.seen_info.add((host, code))
+            self.seen_info.add((run, host, code))
+        elif self.cur.row["error_code"] is None and code not in ("WARN",):
+            self.cur.row["error_code"] = code
         self.result.add(
-            "nccl_log_event", {"line": no, "host": host, "level": level, "code": code, "message": msg}
+            "nccl_log_event",
+            {"line": no, "run": run, "host": host, "level": level, "code": code, "message": msg},
         )
 
-    def nccl_line(self, no: int, m: re.Match[str]) -> None:
-        host, level, msg, net = m["host"], m["level"], m["msg"].strip(), self.net
+    def nccl_line(self, no: int, m: re.Match[str], tag: str | None) -> None:
+        host, level, msg, net = m["host"] or _host_tag(tag), m["level"], m["msg"].strip(), self.cur.net
+        self.cur.content = True
         if v := _VERSION.search(msg):
-            self.run["nccl_version"] = self.run["nccl_version"] or v.group(1)
+            self.cur.row["nccl_version"] = self.cur.row["nccl_version"] or v.group(1)
         if p := _PROVIDER.search(msg):
             net.setdefault("provider", p.group(1).rstrip(",").lower())
         for key, pattern in (("network", _NETWORK), ("via", _VIA)):
@@ -255,6 +416,16 @@ class _State:
                 net.setdefault(key, n.group(1).lower())
         if re.search(r"NET/IB\s*: Using \[", msg):
             net.setdefault("ib", "yes")
+        if c := _CHANNEL.match(msg):
+            self.result.add("nccl_transport", {
+                "line": no, "run": self.cur.row["run"], "host": host, "channel": int(c["ch"]),
+                "conn": to_int(c["conn"]), "src_rank": int(c["src"]), "src_dev": c["sdev"],
+                "dst_rank": int(c["dst"]), "dst_dev": c["ddev"],
+                "direction": {"recv": "receive"}.get(c["dir"], c["dir"]),
+                "transport": transport_name(c["via"]), "via": c["via"],
+            })  # fmt: skip
+        elif re.match(r"(?:Channel|Ring)\s+\d+", msg) and "->" in msg:
+            self.result.issue(no, self.raw, "Channel/Ring connection line without a readable 'via' (cut?)")
         code = None if level == "INFO" else _error_code(m.group(0))
         if code is None:
             if _TCP.search(msg) or (p and "tcp" in p.group(1).lower()):
@@ -264,80 +435,149 @@ class _State:
             elif v:
                 code = "NCCL_VERSION"
             elif _SOCKET_INIT.search(msg):
-                self.socket_lines.append({"line": no, "host": host, "level": level, "message": msg})
+                self.cur.socket_lines.append({"line": no, "host": host, "level": level, "message": msg})
             elif level != "INFO":
                 code = "WARN"
         if code is not None:
             self.event(no, host, level, code, msg)
 
-    def other_line(self, no: int, line: str, body: str) -> None:
-        if self.run["collective"] is None and (c := _COLLECTIVE.search(body)):
-            self.run["collective"] = c.group(1)
+    def other_line(self, no: int, line: str, body: str, tag: str | None) -> None:
+        run = self.cur.row
+        if run["collective"] is None and (c := _COLLECTIVE.search(body)):
+            run["collective"] = c.group(1)
         if v := _VERSION.search(body):
-            self.run["nccl_version"] = self.run["nccl_version"] or v.group(1)
+            run["nccl_version"] = run["nccl_version"] or v.group(1)
         if v := _LIB_CODE.search(body):
             num = int(v.group(1))
             version = f"{num // 10000}.{num // 100 % 100}.{num % 100}"
-            self.run["nccl_version"] = self.run["nccl_version"] or version
+            run["nccl_version"] = run["nccl_version"] or version
         if code := _error_code(line):
-            host = re.match(r"([\w.-]+): Test (?:NCCL|CUDA) failure", body)
-            self.event(no, host.group(1) if host else None, "ERROR", code, body)
+            host = re.match(
+                r"(?:\.\.\s*)?([\w.-]+)(?::\s*|\s+pid\s+\d+:\s*)Test (?:NCCL |CUDA )?failure", body
+            )
+            self.cur.content = True
+            self.hits += 1
+            self.event(no, host.group(1) if host else _host_tag(tag), "ERROR", code, body)
 
     def result_row(self, no: int, line: str, raw: str) -> bool:
+        run = self.cur
+        if run.phase == 5:  # rows after a summary without a new header: another test
+            run = self.start(4, 4)
+        run.phase, run.content = max(run.phase, 4), True
         tokens = line.split()
-        new = self.layout == "new" or (
-            self.layout is None and len(tokens) >= 13 and to_int(tokens[4]) is not None
-        )
-        rest = tokens[5:] if new else tokens[4:]
+        lead = run.lead
+        if lead is None:
+            lead = _NEW_LEAD if len(tokens) >= 13 and to_int(tokens[4]) is not None else _OLD_LEAD
+        rest = tokens[len(lead) :]
         if len(rest) < 8:
             self.result.issue(no, raw, f"incomplete result row ({len(tokens)} columns)")
             return False
         row: dict[str, Any] = {c.name: None for c in SCHEMA["nccl_result"]}
-        row.update(line=no, size_bytes=int(tokens[0]), count=int(tokens[1]), dtype=tokens[2], redop=tokens[3])
-        row["root"] = to_int(tokens[4]) if new else None
-        for side, cells in (("oop", rest[0:4]), ("ip", rest[4:8])):
+        row.update(line=no, run=run.row["run"])
+        for name, cell in zip(lead, tokens, strict=False):
+            col = _LEAD[name]
+            row[col] = to_int(cell) if col in ("size_bytes", "count", "root") else cell
+        if row["size_bytes"] is None or row["count"] is None:
+            self.result.issue(no, raw, "non-numeric size or count in result row")
+            return False
+        for side, cells, last in (("oop", rest[0:4], run.last[0]), ("ip", rest[4:8], run.last[1])):
             values = [to_float(c) for c in cells]
             if any(v is None and c.upper() != "N/A" for v, c in zip(values, cells, strict=True)):
                 self.result.issue(no, raw, f"non-numeric {side} cell in result row")
                 return False
             for name, value in zip(("time_us", "algbw_gbps", "busbw_gbps"), values, strict=False):
                 row[f"{side}_{name}"] = value
-            row[f"{side}_wrong" if new else f"{side}_error"] = to_int(cells[3]) if new else values[3]
+            if last == "error" or (run.lead is None and lead == _OLD_LEAD):
+                row[f"{side}_error"] = values[3]
+            else:
+                row[f"{side}_wrong"] = to_int(cells[3])
+        if extra := rest[8:]:
+            names = run.trailing + [f"col{len(tokens) - len(extra) + i + 1}" for i in range(len(extra))]
+            row["extra"] = json.dumps(dict(zip(names, extra, strict=False)))
         self.result.add("nccl_result", row)
+        run.results += 1
         return True
 
-    def transport(self) -> str | None:
-        provider = self.net.get("provider", "")
+    @staticmethod
+    def transport(net: dict[str, str], socket_lines: list[dict[str, Any]]) -> str | None:
+        provider = net.get("provider", "")
         ofi = "ofi-tcp" if "tcp" in provider else "ofi-efa" if "efa" in provider or not provider else "ofi"
-        names = {"aws libfabric": ofi, "libfabric": ofi, "socket": "socket", "ib": "ib"}
-        if "network" in self.net:
-            return names[self.net["network"]]
+        names = {"aws libfabric": ofi, "libfabric": ofi, "ofi": ofi, "socket": "socket", "ib": "ib"}
+        if "network" in net:
+            return names[net["network"]]
         if provider:
             return ofi
-        if "via" in self.net:
-            return names[self.net["via"]]
-        return "ib" if "ib" in self.net else "socket" if self.socket_lines else None
+        if "via" in net:
+            return names[net["via"]]
+        return "ib" if "ib" in net else "socket" if socket_lines else None
 
     def finish(self, text: str) -> ParseResult:
-        result, run = self.result, self.run
-        if not (self.hits or self.net or self.socket_lines or result.rows("nccl_log_event")):
+        result = self.result
+        if (
+            not self.hits
+            and not any(r.net or r.socket_lines for r in self.runs)
+            and not result.rows("nccl_log_event")
+        ):
             if re.search(r"error while loading shared libraries|cannot open shared object", text):
                 raise CollectorError(text.strip().splitlines()[0][:300])
-            raise ParseError("no nccl-tests header, rank line, result row or NCCL log line found")
-        transport = self.transport()
-        if transport == "socket":  # NET/Socket was not just initialised: it carried the traffic
-            for ev in self.socket_lines:
-                self.event(ev["line"], ev["host"], ev["level"], "TCP_FALLBACK", ev["message"])
-            result.tables["nccl_log_event"].sort(key=lambda e: e["line"])
-        ranks = result.rows("nccl_rank")
-        hosts = list(dict.fromkeys(r["host"] for r in ranks))
-        firsts = [
-            t[0]["line"] for t in (ranks, result.rows("nccl_result"), result.rows("nccl_log_event")) if t
-        ]
-        run.update(line=run["line"] or min(firsts, default=1), n_ranks=len(ranks), n_hosts=len(hosts))
-        run.update(
-            hosts=",".join(hosts) or None, net_transport=transport, net_provider=self.net.get("provider")
-        )
-        run["truncated"] = run["avg_busbw_gbps"] is None
-        result.add("nccl_run", run)
+            first = next((line.strip() for line in text.splitlines() if line.strip()), "")[:120]
+            raise ParseError(
+                "expected nccl-tests output (a '# nThread ... nGpus' header, '#  Rank N ... Pid' lines, a"
+                f" 'size count type' table) or NCCL INFO/WARN lines; first line seen: {first!r}"
+            )
+        runs = [r for r in self.runs if r.content] or self.runs[:1]
+        if len(runs) < len(self.runs):  # renumber when an empty run was opened and never filled
+            renumber = {r.row["run"]: i for i, r in enumerate(runs, start=1)}
+            for table in SCHEMA:
+                for row in result.tables[table]:
+                    row["run"] = renumber.get(row["run"], row["run"])
+            for i, r in enumerate(runs, start=1):
+                r.row["run"] = i
+        file_net = {k: v for r in runs for k, v in reversed(list(r.net.items()))}
+        file_socket = [s for r in runs for s in r.socket_lines]
+        for r in runs:
+            own = self.transport(r.net, r.socket_lines)
+            transport = own or self.transport(file_net, file_socket)
+            if transport == "socket":  # NET/Socket was not just initialised: it carried the traffic
+                for ev in r.socket_lines:
+                    self.cur_run_event(r, ev)
+            r.row.update(
+                net_transport=transport, net_provider=r.net.get("provider") or file_net.get("provider")
+            )
+        result.tables["nccl_log_event"].sort(key=lambda e: e["line"])
+        for r in runs:
+            number = r.row["run"]
+            ranks = [k for k in result.rows("nccl_rank") if k["run"] == number]
+            hosts = list(dict.fromkeys(k["host"] for k in ranks))
+            firsts = [
+                t[0]["line"]
+                for t in (
+                    ranks,
+                    [x for x in result.rows("nccl_result") if x["run"] == number],
+                    [e for e in result.rows("nccl_log_event") if e["run"] == number],
+                )
+                if t
+            ]
+            run = r.row
+            run.update(line=run["line"] or min(firsts, default=1), n_ranks=len(ranks), n_hosts=len(hosts))
+            run.update(hosts=",".join(hosts) or None, n_results=r.results)
+            run["truncated"] = run["avg_busbw_gbps"] is None
+            result.add("nccl_run", run)
         return result
+
+    def cur_run_event(self, run: _Run, ev: dict[str, Any]) -> None:
+        key = (run.row["run"], ev["host"], "TCP_FALLBACK")
+        if key in self.seen_info:
+            return
+        self.seen_info.add(key)
+        self.result.add("nccl_log_event", {
+            "line": ev["line"], "run": run.row["run"], "host": ev["host"], "level": ev["level"],
+            "code": "TCP_FALLBACK", "message": ev["message"],
+        })  # fmt: skip
+
+
+def _host_tag(tag: str | None) -> str | None:
+    """A launcher tag that names a host (pdsh ``node1: ``, a pod), not an srun rank number."""
+    if not tag or tag.isdigit() or "," in tag:
+        return None
+    return tag.split("/")[-2] if tag.count("/") >= 1 else tag  # kubectl: pod/NAME/container -> NAME

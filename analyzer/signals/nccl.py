@@ -1,6 +1,7 @@
 """Shared reading of nccl-tests runs for the NCCL rules: one ``Run`` per parsed log.
 
-A run is one nccl-tests file (``bundle_id`` + ``source_file``): in a node bundle (``node`` set) or in a
+A run is one test of an nccl-tests file (``bundle_id`` + ``source_file`` + ``run``; a log may hold several
+tests, e.g. all_reduce_perf then all_gather_perf): in a node bundle (``node`` set) or in a
 cluster bundle's ``extra/`` (``node`` NULL).  Its hosts come from the rank lines and are matched back to
 node bundles with :mod:`analyzer.hosts`; an unmatched host keeps its printed name.  The large-message
 busbw is the highest busbw (out-of-place, else in-place) over sizes >= ``min_bytes``; a run that never
@@ -36,6 +37,7 @@ class Run:
     hosts: list[str]
     members: list[str]  # node names (matched) or host names (unmatched), in rank order
     instance_type: str | None
+    run: int = 1  # the test's number in its file (nccl_run.run): a log may hold several tests
     busbw: float | None = None
     size_bytes: int | None = None
     busbw_line: int | None = None
@@ -166,31 +168,31 @@ def load_runs(ctx: Context, min_bytes: int) -> list[Run]:
     nodes = node_rows(ctx)
     index = HostIndex(nodes)
     types = {n["node"]: n["instance_type"] for n in nodes}
-    hosts: dict[tuple[str, str], list[str]] = defaultdict(list)
+    hosts: dict[tuple[str, str, int], list[str]] = defaultdict(list)
     for r in ctx.rows(
-        "SELECT bundle_id, source_file, host, min(rank) AS first FROM nccl_rank "
-        "WHERE host IS NOT NULL GROUP BY ALL ORDER BY bundle_id, source_file, first"
+        "SELECT bundle_id, source_file, run, host, min(rank) AS first FROM nccl_rank "
+        "WHERE host IS NOT NULL GROUP BY ALL ORDER BY bundle_id, source_file, run, first"
     ):
-        hosts[(r["bundle_id"], r["source_file"])].append(r["host"])
-    best: dict[tuple[str, str], dict[str, Any]] = {}
+        hosts[(r["bundle_id"], r["source_file"], r["run"])].append(r["host"])
+    best: dict[tuple[str, str, int], dict[str, Any]] = {}
     for r in ctx.rows(
         """
-        SELECT bundle_id, source_file, size_bytes, line,
+        SELECT bundle_id, source_file, run, size_bytes, line,
                coalesce(oop_busbw_gbps, ip_busbw_gbps) AS busbw
         FROM nccl_result WHERE coalesce(oop_busbw_gbps, ip_busbw_gbps) IS NOT NULL AND size_bytes > 0
         """
     ):
-        key = (r["bundle_id"], r["source_file"])
+        key = (r["bundle_id"], r["source_file"], r["run"])
         old = best.get(key)
         large = r["size_bytes"] >= min_bytes
         if old is None or _better(r, large, old, old["size_bytes"] >= min_bytes):
             best[key] = r
     runs = []
     for r in ctx.rows(
-        "SELECT bundle_id, node, source_file, line, collective, net_transport FROM nccl_run "
-        "ORDER BY bundle_id, source_file"
+        "SELECT bundle_id, node, source_file, run, line, collective, net_transport FROM nccl_run "
+        "ORDER BY bundle_id, source_file, run"
     ):
-        key = (r["bundle_id"], r["source_file"])
+        key = (r["bundle_id"], r["source_file"], r["run"])
         printed = hosts.get(key, [])
         members = [index.match(h) or h for h in printed]
         if r["node"] and len(printed) == 1 and members[0] not in types:
@@ -205,6 +207,7 @@ def load_runs(ctx: Context, min_bytes: int) -> list[Run]:
             source_file=r["source_file"],
             node=r["node"],
             line=r["line"],
+            run=r["run"],
             collective=r["collective"],
             transport=r["net_transport"],
             hosts=printed,

@@ -164,7 +164,7 @@ CONTRACTS: dict[str, Contract] = {
     ),
     "fi-info": Contract(
         tool_errors={
-            "fi_getinfo: -61 (No data available)\n": "-61",
+            "fi_getinfo: -22 (Invalid argument)\n": "-22",
             "bash: fi_info: command not found\n": "",
         },
         garbage={"some text\nwithout any provider\n": ""},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import parsers
@@ -11,7 +13,12 @@ from tests.conftest import fixture_files, fixture_text
 
 def test_ibstat_with_collapsed_indentation_after_dmesg_lines() -> None:
     result = efa_ports.parse(fixture_text("efa-ports", "amzn-drivers-114-dmesg-ibstat-efa0-indent-lost.txt"))
-    assert result.rows("efa_port") == [
+    [row] = result.rows("efa_port")
+    extra = json.loads(row.pop("extra"))
+    assert (row.pop("provider"), row.pop("is_efa"), row.pop("host")) == ("efa", True, None)
+    assert extra["Port GUID"] == "0x100bf5fffe02e2b0" and extra["State"] == "Active"
+    assert extra["Number of ports"] == "1" and extra["CA type"] == ""
+    assert [row] == [
         {
             "line": 12, "device": "efa_0", "port": 1, "state": "ACTIVE", "phys_state": "LINK_UP",
             "rate_gbps": 100.0, "link_layer": "Unknown", "source": "ibstat",

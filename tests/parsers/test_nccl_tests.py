@@ -24,7 +24,7 @@ def test_a3mega_two_nodes_new_layout_integer_times() -> None:
     assert run["net_transport"] is None and run["line"] == 1
     ranks = r.rows("nccl_rank")
     assert ranks[10] == {
-        "line": 14, "rank": 10, "group": 0, "pid": 6735, "host": "ztan-mig-gq73", "device": 2,
+        "line": 14, "run": 1, "rank": 10, "group": 0, "pid": 6735, "host": "ztan-mig-gq73", "device": 2,
         "bus_id": "0000:0b:00.0", "gpu_name": "NVIDIA H100 80GB HBM3",
     }  # fmt: skip
     rows = r.rows("nccl_result")

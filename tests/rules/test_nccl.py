@@ -358,3 +358,25 @@ def test_localise_two_bad_nodes_and_a_partial_matrix() -> None:
     values = {("node-01", "node-02"): 200.0, **{(a, b): 400.0 for a, b in combinations(nodes[1:], 2)}}
     loc = localise(values, {}, t)
     assert loc.suspects == [] and loc.left == [("node-01", "node-02")]
+
+
+# -- several tests in one log (nccl_run.run) ----------------------------------------------------------
+
+
+def test_two_tests_in_one_log_are_judged_apart(tmp_path: Path) -> None:
+    # the real a3mega log twice in one file, a fast re-run (x1.2) then the real (slow) run: one finding,
+    # on the second run, not a merge of both
+    fast = "# Collective test starting: all_reduce_perf\n" + nccl_log(HOST_A, HOST_B, 1.2, large_only=False)
+    slow = "# Collective test starting: all_reduce_perf\n" + fixture("nccl-tests", A3)
+    res = analyze(one_node(tmp_path, fast + slow))
+    (found,) = res.of("nccl.busbw.below_expected")
+    assert found.params["busbw_gbps"] == 338.82
+    assert found.evidence[0].line is not None and found.evidence[0].line > len(fast.splitlines())
+
+
+def test_wrong_results_in_the_second_test_only(tmp_path: Path) -> None:
+    good = fixture("nccl-tests", A3)
+    bad = fixture("nccl-tests", A3, {"338.82      0    47743": "338.82      5    47743"})
+    (found,) = analyze(one_node(tmp_path, good + bad)).of("nccl.test.wrong")
+    assert found.params["wrong"] == 5
+    assert found.evidence[0].line is not None and found.evidence[0].line > len(good.splitlines())

@@ -84,6 +84,23 @@ def test_count_matches_passes(tmp_path: Path) -> None:
     assert analyze(node(tmp_path, files)).outcome("net.efa.count_low") == "pass"
 
 
+def test_only_soft_roce_or_mellanox_devices_say_no_efa_device(tmp_path: Path) -> None:
+    # real ibv_devinfo of a soft-RoCE rxe0 (SoftRoCE/rxe-dev#46) on an EFA instance type
+    files = {
+        "cmd/efa-ports.txt": ("efa-ports", fixture("efa-ports", "softroce-rxe-dev-46-ibv_devinfo-rxe0.txt"))
+    }
+    (found,) = analyze(node(tmp_path, files)).of("net.efa.count_low")
+    assert (found.params["found"], found.params["expected"], found.params["via"]) == (0, 4, "efa_port")
+    assert found.params["other_rdma"] == "rxe0 (rxe)"
+    assert "shows no EFA device (RDMA devices seen: rxe0 (rxe))" in found.message
+    # a real mlx4 capture with DOWN ports: no EFA device, and its ports are not EFA ports
+    mlx = fixture("efa-ports", "heioy-ibv_devinfo-mlx4-2hca-port-down.txt")
+    res = analyze(node(tmp_path, {"cmd/efa-ports.txt": ("efa-ports", mlx)}, name="node-02"))
+    (found,) = res.of("net.efa.count_low")
+    assert found.params["other_rdma"] == "mlx4_0 (mlx4), mlx4_1 (mlx4)" and found.params["found"] == 0
+    assert res.outcome("net.efa.port_down") == "pass"
+
+
 # -- net.fi_info.no_efa ----------------------------------------------------------------------------------
 
 
@@ -94,11 +111,15 @@ def test_no_efa_provider_is_critical(tmp_path: Path) -> None:
     assert found.evidence[0].file == "node-01/cmd/fi-info.txt"
 
 
-def test_fi_getinfo_error_counts_as_no_efa(tmp_path: Path) -> None:
-    # what fi_info prints when no provider matches (see parsers/fi_info.py): a tool error, still an answer
+def test_fi_getinfo_no_data_is_examined_and_flagged_as_no_efa(tmp_path: Path) -> None:
+    # what fi_info prints when no provider matches (see parsers/fi_info.py): parsed, 0 providers, an answer
     files = {"cmd/fi-info.txt": ("fi-info", "fi_getinfo: -61 (No data available)\n")}
-    (found,) = analyze(node(tmp_path, files, "p5.48xlarge")).of("net.fi_info.no_efa")
-    assert found.params["status"] == "tool-error" and found.params["providers"] is None
+    res = analyze(node(tmp_path, files, "p5.48xlarge"))
+    (found,) = res.of("net.fi_info.no_efa")
+    assert found.params["status"] == "parsed" and found.params["providers"] is None
+    assert found.params["no_provider"] == "fi_getinfo: -61 (No data available)"
+    assert "fi_info answered 'fi_getinfo: -61 (No data available)'" in found.message
+    assert (found.evidence[0].file, found.evidence[0].line) == ("node-01/cmd/fi-info.txt", 1)
 
 
 def test_efa_provider_present_or_no_efa_instance_passes(tmp_path: Path) -> None:

@@ -100,5 +100,5 @@ def check(ctx: Context) -> Iterable[Finding]:
             },
             evidence=[busbw_evidence(ctx, run)],
             bundle_id=run.bundle_id,
-            key=(run.source_file,),
+            key=(run.source_file,) if run.run == 1 else (run.source_file, run.run),
         )

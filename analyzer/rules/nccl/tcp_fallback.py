@@ -43,7 +43,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         )
         SELECT r.bundle_id, r.node, r.source_file, r.line, r.net_transport, r.net_provider,
                coalesce(ev.events, 0) AS events, ev.first_line, ev.hosts
-        FROM nccl_run r LEFT JOIN ev USING (bundle_id, source_file)
+        FROM (SELECT * FROM nccl_run WHERE run = 1) r LEFT JOIN ev USING (bundle_id, source_file)
         WHERE r.net_transport IN {TCP_TRANSPORTS} OR ev.events > 0
         ORDER BY r.bundle_id, r.source_file
         """

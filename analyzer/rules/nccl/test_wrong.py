@@ -34,20 +34,20 @@ def check(ctx: Context) -> Iterable[Finding]:
     rows = ctx.rows(
         """
         WITH w AS (
-            SELECT bundle_id, source_file, count(*) AS rows_wrong,
+            SELECT bundle_id, source_file, run, count(*) AS rows_wrong,
                    sum(coalesce(oop_wrong, 0) + coalesce(ip_wrong, 0)) AS wrong, min(line) AS first_line
             FROM nccl_result WHERE coalesce(oop_wrong, 0) + coalesce(ip_wrong, 0) > ?
             GROUP BY ALL
         ), h AS (
-            SELECT bundle_id, source_file, string_agg(DISTINCT host, ',' ORDER BY host) AS hosts
+            SELECT bundle_id, source_file, run, string_agg(DISTINCT host, ',' ORDER BY host) AS hosts
             FROM nccl_rank GROUP BY ALL
         )
-        SELECT r.bundle_id, r.node, r.source_file, r.line, coalesce(r.oob_values, 0) AS oob,
+        SELECT r.bundle_id, r.node, r.source_file, r.run, r.line, coalesce(r.oob_values, 0) AS oob,
                coalesce(w.wrong, 0) AS wrong, coalesce(w.rows_wrong, 0) AS rows_wrong, w.first_line, h.hosts
         FROM nccl_run r
-        LEFT JOIN w USING (bundle_id, source_file) LEFT JOIN h USING (bundle_id, source_file)
+        LEFT JOIN w USING (bundle_id, source_file, run) LEFT JOIN h USING (bundle_id, source_file, run)
         WHERE coalesce(w.wrong, 0) > 0 OR coalesce(r.oob_values, 0) > ?
-        ORDER BY r.bundle_id, r.source_file
+        ORDER BY r.bundle_id, r.source_file, r.run
         """,
         max_wrong,
         max_oob,
@@ -76,5 +76,5 @@ def check(ctx: Context) -> Iterable[Finding]:
             },
             evidence=evidence,
             bundle_id=r["bundle_id"],
-            key=(r["source_file"],),
+            key=(r["source_file"],) if r["run"] == 1 else (r["source_file"], r["run"]),
         )

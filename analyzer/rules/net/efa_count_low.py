@@ -5,6 +5,9 @@ Why it matters: a missing EFA device does not stop NCCL; it silently runs at red
 preferred: fi_info can list several endpoints per card) else distinct ``fi_provider.device`` of the
 efa provider, and compared with sku.toml ``efa_devices``.  Critical when that figure is verified;
 warning when it is not (p5en: 16 per NC-DBG/NC-DIAG/TORCHX vs 32 per MFU-NET) and the message says so.
+Only EFA devices count (``efa_port.is_efa``): a node whose RDMA capture lists only other devices
+(soft-RoCE ``rxe0``, Mellanox ``mlx5_0``) shows 0 EFA devices and the message says "no EFA device",
+naming what it has instead.
 False positives: a capture limited to some devices (``ibstat efa_0``, ``fi_info -d ...``, or taken
 inside an EKS pod that requested fewer ``vpc.amazonaws.com/efa`` devices than the node has); nodes of an
 instance type missing from sku.toml are not judged.  The rule needs only the node table, so it reports
@@ -34,15 +37,22 @@ def check(ctx: Context) -> Iterable[Finding]:
     rows = ctx.rows(
         """
         WITH p AS (
-            SELECT bundle_id, count(DISTINCT device) AS n, arg_min(source_file, line) AS f, min(line) AS l
+            SELECT bundle_id,
+                   count(DISTINCT device) FILTER (WHERE coalesce(is_efa, true)) AS n,
+                   string_agg(DISTINCT device || ' (' || coalesce(provider, '?') || ')', ', '
+                              ORDER BY device || ' (' || coalesce(provider, '?') || ')')
+                       FILTER (WHERE NOT coalesce(is_efa, true)) AS other,
+                   arg_min(source_file, line) AS f, min(line) AS l
             FROM efa_port WHERE device IS NOT NULL GROUP BY bundle_id
         ), fi AS (
             SELECT bundle_id, count(DISTINCT device) AS n, arg_min(source_file, line) AS f, min(line) AS l
             FROM fi_provider WHERE provider LIKE 'efa%' AND device IS NOT NULL GROUP BY bundle_id
         )
-        SELECT n.bundle_id, n.node, n.instance_type,
-               coalesce(p.n, fi.n) AS found, CASE WHEN p.n IS NOT NULL THEN 'efa_port' ELSE 'fi_info' END AS via,
-               coalesce(p.f, fi.f) AS source_file, coalesce(p.l, fi.l) AS line
+        SELECT n.bundle_id, n.node, n.instance_type, p.other,
+               CASE WHEN p.n > 0 OR fi.n IS NULL THEN p.n ELSE fi.n END AS found,
+               CASE WHEN p.n > 0 OR fi.n IS NULL THEN 'efa_port' ELSE 'fi_info' END AS via,
+               CASE WHEN p.n > 0 OR fi.n IS NULL THEN p.f ELSE fi.f END AS source_file,
+               CASE WHEN p.n > 0 OR fi.n IS NULL THEN p.l ELSE fi.l END AS line
         FROM node n LEFT JOIN p USING (bundle_id) LEFT JOIN fi USING (bundle_id)
         WHERE coalesce(p.n, fi.n) IS NOT NULL ORDER BY n.node
         """
@@ -53,10 +63,13 @@ def check(ctx: Context) -> Iterable[Finding]:
         if not expected or r["found"] >= expected:
             continue
         verified = bool(sku.get("efa_devices_verified", True))
-        message = (
-            f"{r['node']} ({r['instance_type']}) shows {r['found']} EFA devices ({r['via']}); "
-            f"{r['instance_type']} has {expected}"
-            + ("" if verified else " (unverified expectation: sources disagree on this figure)")
+        shows = (
+            f"shows no EFA device (RDMA devices seen: {r['other']})"
+            if r["found"] == 0 and r["other"]
+            else f"shows {r['found']} EFA devices ({r['via']})"
+        )
+        message = f"{r['node']} ({r['instance_type']}) {shows}; {r['instance_type']} has {expected}" + (
+            "" if verified else " (unverified expectation: sources disagree on this figure)"
         )
         yield RULE.finding(
             severity=Severity.CRITICAL if verified else Severity.WARNING,
@@ -66,6 +79,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "found": r["found"],
                 "expected": expected,
                 "via": r["via"],
+                "other_rdma": r["other"],
                 "verified": verified,
                 "instance_type": r["instance_type"],
             },

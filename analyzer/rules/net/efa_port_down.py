@@ -3,6 +3,8 @@
 Why it matters: a port that is DOWN, INIT or ARMED carries no traffic; NCCL then runs on the remaining
 devices at reduced bandwidth or falls back to TCP.  Read from sysfs ``ports/*/state``, ``ibstat`` or
 ``ibv_devinfo``; one finding per node, device and port even when several sources list it.
+Only EFA devices (``efa_port.is_efa``): a DOWN port of a soft-RoCE or Mellanox device is not an EFA
+port (net.efa.count_low says when a node has no EFA device at all).
 False positives: a capture taken while the driver was still loading (INIT right after boot).
 Reference: rules-facts § 1.3 EFA-PORT-DOWN (MFU-NET, MFU-2C: anything other than ``4: ACTIVE``).
 """
@@ -37,7 +39,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                list(DISTINCT source ORDER BY source) AS sources,
                arg_min(source_file, line) AS source_file, min(line) AS line
         FROM efa_port
-        WHERE state IS NOT NULL AND state <> 'ACTIVE'
+        WHERE state IS NOT NULL AND state <> 'ACTIVE' AND coalesce(is_efa, true)
         GROUP BY ALL ORDER BY node, device, port
         """
     )

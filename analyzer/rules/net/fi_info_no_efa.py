@@ -1,9 +1,11 @@
 """fi_info ran on an EFA instance type but listed no ``efa`` provider.
 
 Why it matters: without the libfabric efa provider aws-ofi-nccl cannot use EFA and NCCL falls back to
-TCP (10-100x slower) or fails.  Fires for a node whose fi-info file was parsed (or where fi_info
-answered ``fi_getinfo: -61``, a tool error) but whose providers include no efa, on an instance type
-whose sku.toml ``efa_devices`` is above zero.  False positives: ``fi_info -p tcp`` captures (only the
+TCP (10-100x slower) or fails.  Fires for a node whose fi-info file was parsed but whose providers
+include no efa, on an instance type whose sku.toml ``efa_devices`` is above zero.  ``fi_getinfo: -61
+(No data available)`` (no provider matches ``-p efa``) parses to zero provider rows and an
+``fi_info_status`` row ``no_provider``: the node is examined and flagged, the message quoting that line
+(older bundles, where the store kept it as a tool error, are still read).  False positives: ``fi_info -p tcp`` captures (only the
 requested provider is listed); a container without the EFA device plugin (then it is a real problem
 for jobs in that container).  Reference: rules-facts § 1.3 EFA-PROVIDER-MISSING (NC-DIAG, ND-CAT 1.2).
 """
@@ -34,7 +36,12 @@ def check(ctx: Context) -> Iterable[Finding]:
                string_agg(DISTINCT f.status, ',' ORDER BY f.status) AS status,
                (SELECT string_agg(DISTINCT p.provider, ',' ORDER BY p.provider) FROM fi_provider p
                 WHERE p.bundle_id = f.bundle_id) AS providers,
-               (SELECT min(p.line) FROM fi_provider p WHERE p.source_file = min(f.source_file)) AS line
+               coalesce(
+                   (SELECT min(p.line) FROM fi_provider p WHERE p.source_file = min(f.source_file)),
+                   (SELECT min(s.line) FROM fi_info_status s WHERE s.source_file = min(f.source_file))
+               ) AS line,
+               (SELECT min(s.message) FROM fi_info_status s
+                WHERE s.bundle_id = f.bundle_id AND s.status = 'no_provider') AS no_provider
         FROM file f JOIN node n USING (bundle_id)
         WHERE f.kind = 'fi-info' AND f.status IN ('parsed', 'tool-error')
           AND NOT EXISTS (SELECT 1 FROM fi_provider p WHERE p.bundle_id = f.bundle_id AND p.provider LIKE 'efa%')
@@ -45,9 +52,12 @@ def check(ctx: Context) -> Iterable[Finding]:
         sku = ctx.settings.instance(r["instance_type"]) or {}
         if not sku.get("efa_devices"):
             continue
+        answer = (
+            f"fi_info answered {r['no_provider']!r}" if r["no_provider"] else "fi_info lists no efa provider"
+        )
         message = (
-            f"{r['node']} ({r['instance_type']}, {sku['efa_devices']} EFA devices expected): fi_info lists "
-            f"no efa provider (providers: {r['providers'] or 'none'}; file {r['status']})"
+            f"{r['node']} ({r['instance_type']}, {sku['efa_devices']} EFA devices expected): {answer} "
+            f"(providers: {r['providers'] or 'none'}; file {r['status']})"
         )
         yield RULE.finding(
             node=r["node"],
@@ -55,6 +65,7 @@ def check(ctx: Context) -> Iterable[Finding]:
             params={
                 "providers": r["providers"],
                 "status": r["status"],
+                "no_provider": r["no_provider"],
                 "instance_type": r["instance_type"],
                 "efa_devices": sku["efa_devices"],
             },

@@ -94,7 +94,7 @@ def _tcp_fallback(ctx: Context) -> dict[str, tuple[str, int]]:
         SELECT node, host, source_file, line FROM nccl_log_event WHERE code = 'TCP_FALLBACK'
         UNION ALL
         SELECT r.node, k.host, r.source_file, r.line FROM nccl_run r
-        LEFT JOIN nccl_rank k USING (bundle_id, source_file)
+        LEFT JOIN nccl_rank k USING (bundle_id, source_file, run)
         WHERE r.net_transport IN ('socket', 'ofi-tcp')
         ORDER BY source_file, line
         """
