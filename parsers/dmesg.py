@@ -54,6 +54,7 @@ Schema
 - ``message`` str — the text after the code, continuation lines joined
 - ``raw`` str — the first line as printed
 - ``interface`` str — the network interface of a link event (for bonding: the slave)
+- ``host`` str — the launcher's tag of the event's line (pdsh/clush host, ``srun -l`` rank, pod), else null
 
 Examples
 --------
@@ -68,10 +69,11 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from itertools import product
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import pci_address, strip_prefix, to_int
+from parsers._text import clean_lines, pci_address, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -99,6 +101,7 @@ SCHEMA = {
         Column("message", "str", "message text"),
         Column("raw", "str", "first line as printed"),
         Column("interface", "str", "network interface of a link event"),
+        Column("host", "str", "launcher tag of the line (pdsh host, srun rank, pod), else null"),
     )
 }
 
@@ -179,29 +182,65 @@ _FALLEN_WINDOW = 50
 
 
 def detect(text: str) -> int:
-    """Confidence that text is a kernel log."""
+    """Confidence that text is a kernel log (launcher tags and prompts taken off first)."""
     if re.search(r"NVRM: Xid|SXid \(PCI|NVRM: loading NVIDIA", text):
         return 80
-    stamped = sum(1 for line in text.splitlines()[:200] if _STAMP.match(strip_prefix(line)))
+    lines = clean_lines(text[:65536]).lines[:200]
+    stamped = sum(1 for line in lines if _STAMP.match(line))
     return 30 if stamped >= 3 else 0
+
+
+#: Every substring that ``_event`` (and an NVRM continuation) tests before its regexes: a line holding
+#: none of them is no event and cannot continue one, so it is never looked at again.
+CANDIDATE_KEYS = (
+    "NVRM", "SXid", "AER", "PCIe Bus Error", "of memory", "oom-killer", "ink ", "new active",
+    "blocked for more", "BUG", "panic", "ockup", "LOCKUP", "watchdog", "mce:", "NMI",
+    "Elastic Fabric Adapter",
+    *("".join(c) for c in product("eE", "fF", "aA")),  # a line that starts "efa" in any case
+)  # fmt: skip
+#: Above this size the candidate lines are found by one vectorised RE2 pass (pyarrow) instead of a
+#: substring loop in Python (1 MB, 14k lines: ~3 ms against ~12 ms; see benchmarks/RESULTS.md).
+VECTOR_BELOW = 256 * 1024
+
+
+def candidate_lines(lines: list[str]) -> list[int]:
+    """Indices of the lines that hold one of ``CANDIDATE_KEYS``, in order."""
+    if sum(map(len, lines)) >= VECTOR_BELOW:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            column = pa.array(lines, pa.large_string())
+        except (UnicodeError, pa.ArrowException):  # text that is not valid UTF-8: the loop below
+            pass
+        else:
+            return pc.indices_nonzero(pc.match_substring_regex(column, _CANDIDATE_RE2)).to_pylist()
+    return [i for i, line in enumerate(lines) if any(k in line for k in CANDIDATE_KEYS)]
+
+
+_CANDIDATE_RE2 = "|".join(re.escape(k) for k in CANDIDATE_KEYS)
 
 
 def parse(text: str) -> ParseResult:
     require_text(text)
     result = ParseResult()
+    cleaned = clean_lines(text)
+    lines, hosts = cleaned.lines, cleaned.hosts
+    originals: list[str] | None = None  # the lines as printed, split only when an event needs one
     events: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
-    stamped = 0
-    for no, raw_line in enumerate(text.splitlines(), start=1):
-        line = strip_prefix(raw_line)
+    consumed = -1  # index of the last line that belongs to ``current`` (or was looked at)
+    n = len(lines)
+    for i in candidate_lines(lines):
+        if i <= consumed:
+            continue  # an indented continuation line, already joined to its event
+        if i != consumed + 1:
+            current = None  # a line that is no event came between: nothing continues across it
+        line = lines[i]
+        consumed = i
+        if line[:1].isspace():
+            continue  # indented, with no event above it
         m = _STAMP.match(line)
-        if m is None and line[:1].isspace():
-            if current is not None and line.strip() and not _KMSG_DICT.match(line):
-                current["message"] = f"{current['message']} {_body(line.strip())}".strip()
-                _classify_continuation(current)
-            continue
-        if m is not None:
-            stamped += 1
         body = line[m.end() :] if m else line.strip()
         inner = _INNER_UP.match(body) if m is not None and (m.group("syslog") or m.group("iso")) else None
         if inner:
@@ -209,18 +248,27 @@ def parse(text: str) -> ParseResult:
         if current is not None and current.get("_open") and _continues(current, body, m):
             current["message"] = f"{current['message']} {_body(body)}".strip()
             _classify_continuation(current)
-            continue
-        current = None
-        event = _event(body)
-        if event is None:
-            continue
-        event.update(_stamp(m) if m else {"ts_raw": None, "uptime_s": None, "ts": None})
-        if inner:
-            event["uptime_s"] = float(inner.group(1))
-        event.update(line=no, raw=raw_line.rstrip())
-        current = event
-        events.append(event)
-    if stamped == 0 and not events:
+        else:
+            current = _event(body)
+            if current is None:
+                continue
+            current.update(_stamp(m) if m else {"ts_raw": None, "uptime_s": None, "ts": None})
+            if inner:
+                current["uptime_s"] = float(inner.group(1))
+            if originals is None:
+                originals = text.splitlines()
+            current.update(line=i + 1, raw=originals[i].rstrip(), host=hosts[i] if hosts else None)
+            events.append(current)
+        # indented lines without a timestamp continue the message above (dictionary lines of
+        # /dev/kmsg records are skipped without ending it)
+        j = i + 1
+        while j < n and lines[j][:1].isspace():
+            if lines[j].strip() and not _KMSG_DICT.match(lines[j]):
+                current["message"] = f"{current['message']} {_body(lines[j].strip())}".strip()
+                _classify_continuation(current)
+            j += 1
+        consumed = j - 1
+    if not events and not any(_STAMP.match(line) for line in lines):
         raise ParseError("no kernel log lines found (no timestamps, no NVRM lines)")
     for ev in _one_event_per_fault(events):
         ev.pop("_open", None)  # internal marker of a message that may continue
