@@ -232,14 +232,17 @@ class _NodeReader:
             self._file(name, kind, kind_source, size, "failed", 0)
             self.problem(name, kind, f"parser error ({type(exc).__name__}): {exc}")
             return
-        lines = text.splitlines()
+        lines: list[str] | None = None  # split only when a row cites a line
         n_rows = 0
         for table, rows in tables.items():
+            line_keys = [k for k in (rows[0] if rows else ()) if k == "line" or k.endswith("_line")]
             for row in rows:
                 row["source_file"] = source_file
-                for key in [k for k in row if k == "line" or k.endswith("_line")]:
-                    no = row[key]
-                    if isinstance(no, int) and 0 < no <= len(lines):
+                for key in line_keys:
+                    no = row.get(key)
+                    if lines is None and isinstance(no, int):
+                        lines = text.splitlines()
+                    if isinstance(no, int) and lines is not None and 0 < no <= len(lines):
                         self.data.tables.setdefault("source_line", []).append(
                             {"source_file": source_file, "line": no, "text": lines[no - 1][:1000]}
                         )

@@ -8,7 +8,8 @@ it) per node, cluster-wide nccl-tests logs (and for some scenarios a CloudWatch 
 
 Every node is a p5.48xlarge (8x H100) built from verbatim captures: the 8-GPU ``nvidia-smi -q`` and its
 derived CSVs, ``topo -m``, NVLink status (one real GPU block repeated for the 8 GPUs with their UUIDs), a
-~1 MB kernel log of ordinary noise lines from the dmesg fixtures with increasing timestamps, ``fi_info -p
+~1 MB kernel log of ordinary noise lines (a real EC2 boot log's, with a few link and EFA driver lines
+from the dmesg fixtures) with increasing timestamps, ``fi_info -p
 efa`` with the real device block repeated for 32 devices, an iostat report with several samples, ``lfs df``,
 ``df``, ``/proc/mounts``, ``/proc/uptime`` and software versions.  GPU UUIDs and serials differ per node;
 PCI bus ids are those of the dump (the same on every p5, as on real hardware).  Each distinct file is built
@@ -52,13 +53,16 @@ HEADER = "path\tkind\texit_code\tduration_s\tbytes\tsha256\tcommand\tnote\n"
 GPUS = 8
 EFA_DEVICES = 32
 DMESG_BYTES = 1_000_000
+EVENT_SHARE = 0.002  # of kernel-log lines that are link / driver events (~30 in 1 MB)
 IOSTAT_SAMPLES = 3  # collector.sh runs `iostat -c -d -x -k 2 3`
 Q_FIXTURE = "collector/nvidia-smi-q/jp-simulator-8xh100-565-complete.txt"
 CSV_FIXTURE = "collector/nvidia-smi-csv/jp-simulator-8xh100-565--query-gpu-derived.csv"
 REMAP_FIXTURE = "collector/nvidia-smi-csv/jp-simulator-8xh100-565--remapped-rows-derived.csv"
 XID79_FIXTURE = "dmesg/gpud-870-dmesg-decode-iso-comma-xid79.txt"
 XID_BURST_FIXTURE = "dmesg/uce-runbook-xid48-63-94-dbe.txt"
-#: (fixture, how its lines are prefixed): ordinary kernel noise, no fault in any of them
+#: A whole ordinary boot log (EC2, no fault): most noise lines are drawn from it
+BOOT_FIXTURE = "dmesg/lkml-87blbg7tlo-boot-ec2-r5d-apic-verbose-blank-line.txt"
+#: Link and EFA driver lines, drawn now and then (a real log has a few, and they are events)
 NOISE_FIXTURES = (
     "dmesg/amzn-308-dmesg-efa-driver-v2.6.0g.txt",
     "dmesg/coreos-2374-dmesg-bond-link-status-up.txt",
@@ -109,10 +113,10 @@ def _apply(text: str, pairs: list[tuple[str, str]]) -> str:
 # -- per-kind bodies (built once) ---------------------------------------------------------------------
 
 
-def _noise_messages() -> list[str]:
-    """Kernel messages of the noise fixtures, without their timestamp / syslog prefixes."""
+def _noise_messages(fixtures: tuple[str, ...]) -> list[str]:
+    """Kernel messages of the fixtures, without their timestamp / syslog prefixes."""
     out = []
-    for rel in NOISE_FIXTURES:
+    for rel in fixtures:
         for line in fixture(rel).splitlines():
             m = re.match(r"^\[\s*[\d.]+\]\s(.*)$", line)
             if m:
@@ -126,11 +130,11 @@ def _noise_messages() -> list[str]:
 
 def build_dmesg(rng: random.Random, start_s: float = 20.0) -> tuple[str, float]:
     """~1 MB of raw ``dmesg`` noise with increasing timestamps; the last timestamp."""
-    msgs = _noise_messages()
+    boot, events = _noise_messages((BOOT_FIXTURE,)), _noise_messages(NOISE_FIXTURES)
     lines, size, t = [], 0, start_s
     while size < DMESG_BYTES:
         t += rng.uniform(0.0005, 25.0)
-        msg = rng.choice(msgs)
+        msg = rng.choice(events) if rng.random() < EVENT_SHARE else rng.choice(boot)
         line = f"[{t:12.6f}] {msg}"
         lines.append(line)
         size += len(line) + 1

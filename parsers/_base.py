@@ -162,6 +162,8 @@ def require_text(text: str) -> None:
     stripped = text.strip()
     if not stripped:
         raise NoData("empty input")
+    if stripped.count("\n", 0, 4096) > 3:  # more than 3 lines: no tool's error message (and no split)
+        return
     lines = stripped.splitlines()
     if len(lines) <= 3 and any(err.lower() in stripped.lower() for err in _TOOL_ERRORS):
         raise CollectorError(lines[0][:300])

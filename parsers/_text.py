@@ -191,6 +191,7 @@ _NOT_HOST = re.compile(
     r"^(?:nv|NV|mlx|efa|ena|eth|ens|enp|eno|ib|bond|rdma|lo\d|xhci|usb|pci|acpi|sd[a-z]|nvme|md\d|dm-|"
     r"kernel|systemd|audit|cgroup|CPU|cpu|GPU|gpu|Xid|NCCL|libfabric|\d+\.\d+)",
 )
+_ANY_TAG = re.compile("|".join(f"(?:{p.pattern})" for p in (_SRUN, _MPIRUN, _KUBECTL, _PDSH)))
 _MARKDOWN_QUOTE = re.compile(r"^> ?")
 _PROMPT = re.compile(
     r"^\s*(?:\$|[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s?[$#]|\[[\w.-]+@[\w.-]+[^\]]*\]\s?[$#]|\(\S+\)\s*\$)\s+(?P<cmd>\S.*)$"
@@ -234,6 +235,10 @@ def _tag_kind(lines: list[str]) -> re.Pattern[str] | None:
     sample = [line for line in lines[:400] if line.strip()]
     if not sample:
         return None
+    # Most captures carry no tag: every 8th line of the sample, against any tag, says so cheaply.
+    probe = sample[::8]
+    if len(probe) >= 8 and sum(1 for line in probe if _ANY_TAG.match(line)) * 5 < len(probe) * 2:
+        return None
     for pattern in (_MPIRUN, _KUBECTL, _SRUN, _PDSH):
         hits = [m.group(1) for line in sample if (m := pattern.match(line))]
         if pattern is _PDSH:
@@ -248,6 +253,54 @@ def _tag_kind(lines: list[str]) -> re.Pattern[str] | None:
 _QUICK = ("\r", "`", "<-", "<=", "←", "$ ", "# ", "...", "…", "^", "]+", "]-", "> ")
 
 
+class LineCleaner:
+    """Cleans one line at a time, with the launcher tag of its file (see ``clean_lines``).
+
+    For parsers that look at a few lines of a big file only (a kernel log's candidate lines): the tag
+    is decided once from the file's first lines, then each line costs a few character tests unless it
+    can be noise.
+
+    >>> cleaner = LineCleaner("n1: a\\nn1: b\\n")
+    >>> cleaner.clean("n1: [ 1.0] NVRM: GPU 0000:01:00.0"), cleaner.clean("n1: $ dmesg -T")
+    (('[ 1.0] NVRM: GPU 0000:01:00.0', 'n1', None, False), ('', 'n1', 'dmesg -T', True))
+    """
+
+    def __init__(self, text: str, *, tags: bool = True) -> None:
+        self.pattern = _tag_kind(text[:65536].splitlines()) if tags else None
+
+    def clean(self, line: str) -> tuple[str, str | None, str | None, bool]:
+        """(cleaned line, launcher tag, command of a prompt line, whether the line was noise blanked)."""
+        line = line.rstrip()
+        host = None
+        pattern = self.pattern
+        if line.startswith(">"):
+            line = _MARKDOWN_QUOTE.sub("", line, count=1)
+        if pattern is not None and (m := pattern.match(line)):
+            if pattern is not _PDSH or not _NOT_HOST.match(m.group(1)):
+                host, line = m.group(1), line[m.end() :]
+        elif line.startswith("[") and (m := _MPIRUN.match(line)):
+            line = line[m.end() :]
+        if "`" in line:
+            line = line.strip("`").rstrip() if not _FENCE.match(line) else line
+        stripped = line.lstrip() if line[:1] in (" ", "\t") else line
+        first = stripped[:1]
+        if (
+            (("```" in line or "~~~" in line) and _FENCE.match(line))
+            or ((first == "^" or (first == "[" and stripped[1:2].isdigit())) and _JOB_NOISE.match(line))
+            or (
+                first in (".", "…", "<", "[")
+                and (first != "[" or len(stripped) <= 24)
+                and _ELISION.match(line)
+            )
+        ):
+            return "", host, None, True
+        if ("$" in line or "#" in line) and (m := _PROMPT.match(line)):
+            return "", host, m.group("cmd").strip(), True
+        if "<" in line or "←" in line:
+            line = _ANNOTATION.sub("", line)
+        return line, host, None, False
+
+
 def clean_lines(text: str, *, tags: bool = True) -> Cleaned:
     """Take the noise of how an output travelled off a capture, once per file (see ``Cleaned``).
 
@@ -258,37 +311,25 @@ def clean_lines(text: str, *, tags: bool = True) -> Cleaned:
     True
     """
     raw = text.splitlines()
-    pattern = _tag_kind(raw) if tags else None
+    cleaner = LineCleaner(text, tags=tags)
     head = text[:65536]
-    if pattern is None and not any(q in head for q in _QUICK) and not any(q in text for q in _QUICK[:3]):
+    if (
+        cleaner.pattern is None
+        and not any(q in head for q in _QUICK)
+        and not any(q in text for q in _QUICK[:3])
+    ):
         return Cleaned([line.rstrip() for line in raw])  # the common case: nothing travelled with it
     out: list[str] = []
-    hosts: list[str | None] | None = [] if pattern is not None else None
+    hosts: list[str | None] | None = [] if cleaner.pattern is not None else None
     cleaned = Cleaned(out, hosts)
+    clean = cleaner.clean
     for no, line in enumerate(raw, start=1):
-        line = line.rstrip()
-        host = None
-        if line.startswith(">"):
-            line = _MARKDOWN_QUOTE.sub("", line, count=1)
-        if pattern is not None and (m := pattern.match(line)):
-            if pattern is not _PDSH or not _NOT_HOST.match(m.group(1)):
-                host, line = m.group(1), line[m.end() :]
-        elif line.startswith("[") and (m := _MPIRUN.match(line)):
-            line = line[m.end() :]
+        line, host, command, blanked = clean(line)
+        out.append(line)
         if hosts is not None:
             hosts.append(host)
-        if "`" in line:
-            line = line.strip("`").rstrip() if not _FENCE.match(line) else line
-        if _FENCE.match(line) or _JOB_NOISE.match(line) or _ELISION.match(line):
-            out.append("")
+        if blanked:
             cleaned.noise.append(no)
-            continue
-        if ("$" in line or "#" in line) and (m := _PROMPT.match(line)):
-            out.append("")
-            cleaned.noise.append(no)
-            cleaned.commands.append((no, m.group("cmd").strip()))
-            continue
-        if "<" in line or "←" in line:
-            line = _ANNOTATION.sub("", line)
-        out.append(line)
+            if command is not None:
+                cleaned.commands.append((no, command))
     return cleaned

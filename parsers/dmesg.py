@@ -73,7 +73,7 @@ from itertools import product
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_lines, pci_address, to_int
+from parsers._text import LineCleaner, clean_lines, pci_address, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -224,19 +224,18 @@ _CANDIDATE_RE2 = "|".join(re.escape(k) for k in CANDIDATE_KEYS)
 def parse(text: str) -> ParseResult:
     require_text(text)
     result = ParseResult()
-    cleaned = clean_lines(text)
-    lines, hosts = cleaned.lines, cleaned.hosts
-    originals: list[str] | None = None  # the lines as printed, split only when an event needs one
+    raw = text.splitlines()
+    clean = LineCleaner(text).clean  # travel noise taken off the lines looked at, and only those
     events: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None
     consumed = -1  # index of the last line that belongs to ``current`` (or was looked at)
-    n = len(lines)
-    for i in candidate_lines(lines):
+    n = len(raw)
+    for i in candidate_lines(raw):
         if i <= consumed:
             continue  # an indented continuation line, already joined to its event
         if i != consumed + 1:
             current = None  # a line that is no event came between: nothing continues across it
-        line = lines[i]
+        line, host, _, _ = clean(raw[i])
         consumed = i
         if line[:1].isspace():
             continue  # indented, with no event above it
@@ -255,20 +254,18 @@ def parse(text: str) -> ParseResult:
             current.update(_stamp(m) if m else {"ts_raw": None, "uptime_s": None, "ts": None})
             if inner:
                 current["uptime_s"] = float(inner.group(1))
-            if originals is None:
-                originals = text.splitlines()
-            current.update(line=i + 1, raw=originals[i].rstrip(), host=hosts[i] if hosts else None)
+            current.update(line=i + 1, raw=raw[i].rstrip(), host=host)
             events.append(current)
         # indented lines without a timestamp continue the message above (dictionary lines of
         # /dev/kmsg records are skipped without ending it)
         j = i + 1
-        while j < n and lines[j][:1].isspace():
-            if lines[j].strip() and not _KMSG_DICT.match(lines[j]):
-                current["message"] = f"{current['message']} {_body(lines[j].strip())}".strip()
+        while j < n and (more := clean(raw[j])[0])[:1].isspace():
+            if more.strip() and not _KMSG_DICT.match(more):
+                current["message"] = f"{current['message']} {_body(more.strip())}".strip()
                 _classify_continuation(current)
             j += 1
         consumed = j - 1
-    if not events and not any(_STAMP.match(line) for line in lines):
+    if not events and not any(_STAMP.match(clean(line)[0]) for line in raw):
         raise ParseError("no kernel log lines found (no timestamps, no NVRM lines)")
     for ev in _one_event_per_fault(events):
         ev.pop("_open", None)  # internal marker of a message that may continue
