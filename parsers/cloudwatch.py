@@ -31,8 +31,16 @@ Inputs accepted:
   reads like ``FileSystemId=fs-0123... DataReadBytes (Sum)`` or ``fs-0123... DataReadBytes``;
   optional rows starting Namespace/MetricName/Statistic/Unit/Period/Dimensions give the rest.
 
-A boto3 response printed with ``print()`` (a Python repr: single-quoted keys, ``datetime.datetime(...)``,
-``True``/``None``) is refused with a ParseError that says so.  Travel noise (launcher prefixes,
+- ``--output text`` (awscli/text.py layout: a ``Label`` line, then ``DATAPOINTS<TAB>`` rows whose
+  values come in sorted key order, so the statistics are named from the command's ``--statistics``
+  list; get-metric-data's ``METRICDATARESULTS``/``TIMESTAMPS``/``VALUES`` rows) and ``--output
+  table`` of get-metric-statistics (the ``| Maximum | Timestamp | Unit |`` header names the columns).
+
+A boto3/boto response printed with ``print()`` (a Python repr: single-quoted keys, ``u'...'``,
+``datetime.datetime(...)``, ``Decimal('...')``, ``True``/``None``) is refused with a ParseError that
+says "Python repr, not JSON".  Every dimension of a ``--dimensions Name=..,Value=.. Name=..,Value=..``
+command line or a MetricDataQueries entry is kept in ``dimensions``; response keys not read
+(``NextToken``, ``ResponseMetadata``) go to ``extra``.  Travel noise (launcher prefixes,
 prompts, fences, CRLF) is taken off by ``parsers._text.clean_lines``; a prompt's command line still
 gives hints.
 
@@ -49,7 +57,8 @@ Schema
 - ``line`` int — line of the datapoint's timestamp
 - ``ts`` ts — datapoint start time, UTC
 - ``namespace`` str, ``metric`` str — e.g. AWS/FSx, DataReadBytes (null when unknown)
-- ``dimension_name`` str, ``dimension_value`` str — e.g. FileSystemId, fs-0123456789abcdef0
+- ``dimension_name`` str, ``dimension_value`` str — e.g. FileSystemId, fs-0123456789abcdef0 (the first one)
+- ``dimensions`` str — JSON object of every dimension (``{"BucketName": "...", "StorageType": "..."}``), else null
 - ``statistic`` str — Sum, Average, Minimum, Maximum, SampleCount, p99, ...
 - ``value`` float — in ``unit``; null when the file was cut before the value
 - ``unit`` str — CloudWatch unit (Bytes, Percent, Count, ...)
@@ -94,6 +103,7 @@ INFO = ParserInfo(
     versions_seen=(
         "AWS CLI v1 (2014 example, 2020 get-metric-data)",
         "AWS CLI v2 get-metric-data (docs example)",
+        "AWS CLI v2 get-metric-statistics, two dimensions (2022, steampipe issue)",
     ),
     not_collected_because=(
         "it calls no AWS API (its only network access is the instance metadata service, with --imds);"
@@ -110,6 +120,7 @@ SCHEMA = {
         Column("metric", "str", "metric name"),
         Column("dimension_name", "str", "FileSystemId, VolumeId, InstanceId, ..."),
         Column("dimension_value", "str", "fs-..., vol-..., i-..."),
+        Column("dimensions", "str", "JSON object of every dimension Name: Value"),
         Column("statistic", "str", "Sum, Average, Minimum, Maximum, SampleCount, pNN"),
         Column("value", "float", "datapoint value, in unit"),
         Column("unit", "str", "CloudWatch unit"),
@@ -122,17 +133,30 @@ SCHEMA = {
 }
 
 _INFO_KEYS = tuple(c.name for c in SCHEMA["cw_metric"] if c.name not in ("line", "ts", "value", "extra"))
+_DOC_KEYS = {"Datapoints", "MetricDataResults", "Label", "Messages", "MetricDataQueries"}
 _DP_KEYS = {"Timestamp", "Sum", "Average", "Minimum", "Maximum", "SampleCount", "Unit", "ExtendedStatistics"}
 _RESULT_KEYS = {"Id", "Label", "Timestamps", "Values", "StatusCode"}
 _PY_REPR = re.compile(
-    r"datetime\.datetime\(|[{,]\s*'(?:Datapoints|MetricDataResults|Label|Timestamp|Id)'\s*:"
+    r"datetime\.datetime\(|Decimal\('|[{,]\s*u?'(?:Datapoints|MetricDataResults|Label|Timestamp|Id|Average|Sum"
+    r"|Maximum|Minimum|SampleCount)'\s*:"
 )
+#: ``aws ... --output text`` rows (awscli/text.py: upper-cased list key, then the scalar values in
+#: sorted key order) and ``--output table`` frames.
+_TEXT_ROW = re.compile(
+    r"^(?:DATAPOINTS|METRICDATARESULTS|TIMESTAMPS|VALUES|EXTENDEDSTATISTICS|MESSAGES)(?:\t|$)"
+)
+_BARE_DATAPOINTS = re.compile(
+    r'^\s*\[\s*\{(?=[^{}]*"Timestamp"\s*:)(?=[^{}]*"(?:Average|Sum|Minimum|Maximum|SampleCount|ExtendedStatistics)"\s*:)',
+    re.M,
+)
+_TABLE_TITLE = re.compile(r"^\|+\s*(?:GetMetricStatistics|GetMetricData)\s*\|+$")
 _STATS = {"sum": "Sum", "average": "Average", "avg": "Average", "minimum": "Minimum", "min": "Minimum"}
 _STATS.update({"maximum": "Maximum", "max": "Maximum", "samplecount": "SampleCount"})
 _ID_PREFIX = (("FileSystemId", "fs"), ("VolumeId", "vol"), ("InstanceId", "i"))
 _ID_DIMS = tuple((d, rf"(?<![A-Za-z0-9]){p}-[0-9a-f]{{8,17}}(?![0-9a-f])") for d, p in _ID_PREFIX)
 _NS_BY_DIM = {"FileSystemId": "AWS/FSx", "VolumeId": "AWS/EBS", "InstanceId": "AWS/EC2"}
 _NS_WORDS = {"fsx": "AWS/FSx", "ebs": "AWS/EBS", "ec2": "AWS/EC2"}
+_NUMBERISH = re.compile(r"^-?[\d.]+(?:[eE][-+]?\d+)?$")
 _METRIC = re.compile(r"^[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*$")
 _NOT_METRIC = re.compile(r"^(?:Label|Timestamps?|Values?|Units?|Percent|Bytes|Count|Seconds)$")
 #: CSV header (lower case, letters and digits only) -> column
@@ -163,11 +187,21 @@ def detect(text: str) -> int:
     """Confidence that text is CloudWatch metric data."""
     if re.search(r'"(?:Datapoints|MetricDataResults)"\s*:', text):
         return 85
-    if re.search(r"'(?:Datapoints|MetricDataResults)'\s*:", text):
+    if _BARE_DATAPOINTS.search(text):
+        return 70
+    if re.search(r"u?'(?:Datapoints|MetricDataResults)'\s*:|u?'Timestamp'\s*:\s*datetime\.datetime\(", text):
         return 80  # a Python repr: parse says so
+    if re.search(r"(?m)^\S*\s*(?:DATAPOINTS|METRICDATARESULTS)\t", text) or re.search(
+        r"(?m)^\S*\s*\|+\s*GetMetric(?:Statistics|Data)\s*\|+\s*$", text
+    ):
+        return 75
     head = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
     cols = {re.sub(r"[^a-z0-9]", "", c.lower()) for c in re.split(r"[,;\t]", head)}
-    if "value" in cols and cols & {"metricname", "metric"} and cols & {"timestamp", "time", "ts", "date"}:
+    if (
+        "value" in cols
+        and cols & {"metricname", "metric", "label"}
+        and cols & {"timestamp", "time", "ts", "date"}
+    ):
         return 70
     if "," in head and re.search(
         r"\b(?:FileSystemId|VolumeId|InstanceId)=|\((?:Sum|Average|Max|Min)\w*\)", head
@@ -188,9 +222,11 @@ def parse_with_name(text: str, filename: str) -> ParseResult:
         seen = [
             w
             for w, pat in (
-                ("single-quoted keys", r"'\w+'\s*:"),
+                ("single-quoted keys", r"(?<![\w'])u?'\w+'\s*:"),
                 ("datetime.datetime(...)", r"datetime\.datetime\("),
                 ("True/False/None", r"[:\[,]\s*(?:True|False|None)\b"),
+                ("u'' strings", r"[{\[,:]\s*u'"),
+                ("Decimal(...)", r"Decimal\('"),
             )
             if re.search(pat, text)
         ]
@@ -211,8 +247,15 @@ def parse_with_name(text: str, filename: str) -> ParseResult:
     base = _merge(hints, _hints(name, words=True, filename=True))
     result = ParseResult()
     result.tables["cw_metric"] = []
+    lines = [ln.strip() for ln in text.splitlines()]
     if brace >= 0 and re.search(r'"(?:Datapoints|MetricDataResults)"', text):
         _json_docs(text, brace, base, result)
+    elif brace >= 0 and _BARE_DATAPOINTS.search(text):  # --query 'Datapoints': the list alone
+        _json_docs(text, text.rfind("[", 0, brace) if "[" in text[:brace] else brace, base, result)
+    elif any(_TEXT_ROW.match(ln) for ln in lines):
+        _text_output(lines, original, base, result)
+    elif any(_TABLE_TITLE.match(ln) for ln in lines):
+        _table_output(lines, original, base, result)
     elif text.lstrip().startswith("{"):
         raise ParseError("JSON without Datapoints or MetricDataResults")
     else:
@@ -232,18 +275,21 @@ def _json_docs(text: str, start: int, base: dict[str, Any], result: ParseResult)
             lines = text.rstrip().splitlines()
             result.issue(len(lines), lines[-1], "truncated JSON: kept the complete values before the cut")
             pos = len(text)
-        docs.append(doc)
+        if isinstance(doc, list) and any(isinstance(d, dict) and "Timestamp" in d for d in doc):
+            doc = {"Datapoints": doc}  # a bare Datapoints list (--query Datapoints)
+        docs.extend(doc if isinstance(doc, list) else [doc])
         pos = text.find("{", pos) if text.find("{", pos) >= 0 else len(text)
     docs = [d for d in docs if isinstance(d, dict)]
     queries = {_text(q.get("Id")): q for d in docs for q in _dicts(d.get("MetricDataQueries"))}
     find = _Locator(text)
     for doc in docs:
         info = _merge({"label": doc.get("Label")}, _hints(str(doc.get("Label") or ""), words=True), base)
+        doc_extra = {k: v for k, v in doc.items() if k not in _DOC_KEYS}  # NextToken, keys not seen before
         for dp in _dicts(doc.get("Datapoints")):
             line = find(json.dumps(dp.get("Timestamp")))
             stats = {k: dp[k] for k in ("Sum", "Average", "Minimum", "Maximum", "SampleCount") if k in dp}
             stats.update(dp["ExtendedStatistics"] if isinstance(dp.get("ExtendedStatistics"), dict) else {})
-            other = {k: v for k, v in dp.items() if k not in _DP_KEYS}
+            other = {**doc_extra, **{k: v for k, v in dp.items() if k not in _DP_KEYS}}
             for stat, value in stats.items():
                 dp_info = _merge({"statistic": stat, "unit": dp.get("Unit")}, info)
                 _add(result, line, dp.get("Timestamp"), value, dp_info, extra=other)
@@ -252,13 +298,115 @@ def _json_docs(text: str, start: int, base: dict[str, Any], result: ParseResult)
             query = _query_info(queries.get(_text(res.get("Id"))))
             info = _merge(query, {"label": label}, _hints(str(label or ""), words=True), base)
             info.update(query_id=res.get("Id"), status_code=res.get("StatusCode"))
-            other = {k: v for k, v in res.items() if k not in _RESULT_KEYS}
+            other = {**doc_extra, **{k: v for k, v in res.items() if k not in _RESULT_KEYS}}
             if doc.get("Messages"):
                 other["Messages"] = doc["Messages"]
             values = _list(res.get("Values"))
             for i, ts in enumerate(_list(res.get("Timestamps"))):
                 value = values[i] if i < len(values) else None
                 _add(result, find(json.dumps(ts)), ts, value, info, extra=other)
+
+
+def _text_output(lines: list[str], original: str, base: dict[str, Any], result: ParseResult) -> None:
+    """``--output text``: awscli/text.py prints each list item as its upper-cased key, then the item's
+    scalar values in sorted key order (Average < Maximum < Minimum < SampleCount < Sum < Timestamp <
+    Unit; Id < Label < StatusCode), a list of scalars one ``KEY<TAB>value`` line each, and a response's
+    own scalars (Label, NextToken) on a line of their own."""
+    printed = original.splitlines()
+    stats = sorted(base.get("statistics") or ([base["statistic"]] if base.get("statistic") else []))
+    label: str | None = None
+    result_info: dict[str, Any] | None = None
+    stamps: list[tuple[int, str]] = []
+    values: list[float | None] = []
+    last: dict[str, Any] | None = None  # the DATAPOINTS row an EXTENDEDSTATISTICS line belongs to
+
+    def flush() -> None:
+        if result_info is not None:
+            for i, (no, ts) in enumerate(stamps):
+                _add(result, no, ts, values[i] if i < len(values) else None, result_info, printed[no - 1])
+
+    for no, line in enumerate(lines, start=1):
+        key, _, rest = line.partition("\t")
+        cells = rest.split("\t") if rest else []
+        if not line:
+            continue
+        if key == "DATAPOINTS":
+            at = next((i for i, c in enumerate(cells) if _ts(c) and not _NUMBERISH.match(c)), None)
+            if at is None:
+                result.issue(no, printed[no - 1], "DATAPOINTS row without a timestamp")
+                continue
+            numbers = cells[:at]
+            unit = cells[at + 1] if at + 1 < len(cells) else None
+            names: list[str | None] = list(stats) if len(stats) == len(numbers) else [None] * len(numbers)
+            if len(numbers) > 1 and None in names:
+                result.issue(
+                    no, printed[no - 1], "text output names no statistic: values kept, statistic null"
+                )
+            info = _merge({"label": label}, _hints(label or "", words=True), base, {"unit": unit})
+            for name, cell in zip(names, numbers, strict=True):
+                if cell:
+                    _add(result, no, cells[at], to_float(cell), {**info, "statistic": name}, printed[no - 1])
+            last = {**info, "ts": cells[at]}
+        elif key == "EXTENDEDSTATISTICS" and last is not None:
+            ext = sorted(base.get("extended") or [])
+            for i, cell in enumerate(cells):
+                name = ext[i] if len(ext) == len(cells) else None
+                _add(result, no, last["ts"], to_float(cell), {**last, "statistic": name}, printed[no - 1])
+        elif key == "METRICDATARESULTS":
+            flush()
+            rid, rlabel, status = (cells + [None, None, None])[:3]
+            result_info = _merge({"label": rlabel}, _hints(rlabel or "", words=True), base)
+            result_info.update(query_id=rid, status_code=status)
+            stamps, values = [], []
+        elif key == "TIMESTAMPS" and cells:
+            stamps.append((no, cells[0]))
+        elif key == "VALUES" and cells:
+            values.append(to_float(cells[0]))
+        elif key == "MESSAGES":
+            continue  # Code<TAB>Value: nothing to attach a row to
+        elif label is None and re.fullmatch(r"[\w./: -]+", line) and not cells:
+            label = line  # the response's Label (get-metric-statistics) or NextToken
+        elif re.search(r"\d", line):
+            result.issue(no, printed[no - 1], "not a row of aws cloudwatch --output text")
+    flush()
+    if not result.rows("cw_metric") and not result.issues:
+        raise ParseError("aws --output text without DATAPOINTS or TIMESTAMPS/VALUES rows")
+
+
+def _table_output(lines: list[str], original: str, base: dict[str, Any], result: ParseResult) -> None:
+    """``--output table``: ``|| Maximum | Timestamp | Unit ||`` header rows name the columns of the
+    rows below them; ``| Label | CPUUtilization |`` gives the label."""
+    printed = original.splitlines()
+    header: list[str] = []
+    label: str | None = None
+    for no, line in enumerate(lines, start=1):
+        if not line.startswith("|") or set(line) <= set("|+-"):
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 2 and cells[0] == "Label":
+            label = cells[1]
+        elif "Timestamp" in cells and all(re.fullmatch(r"[A-Za-z][\w.]*", c) for c in cells):
+            header = cells
+        elif header and len(cells) == len(header):
+            got = dict(zip(header, cells, strict=True))
+            info = _merge({"label": label}, _hints(label or "", words=True), base, {"unit": got.get("Unit")})
+            for name, cell in got.items():
+                if name not in ("Timestamp", "Unit") and cell:
+                    _add(
+                        result,
+                        no,
+                        got["Timestamp"],
+                        to_float(cell),
+                        {**info, "statistic": name},
+                        printed[no - 1],
+                    )
+        elif len(cells) > 1 and re.search(r"\d", line):
+            result.issue(no, printed[no - 1], "table row that matches no header")
+    if not result.rows("cw_metric"):
+        raise ParseError(
+            "aws --output table without a Timestamp header and rows (a get-metric-data table is not"
+            " read: use --output json)"
+        )
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -276,8 +424,10 @@ def _dicts(items: Any) -> list[dict[str, Any]]:
 def _query_info(query: dict[str, Any] | None) -> dict[str, Any]:
     stat = _dict((query or {}).get("MetricStat"))
     metric = _dict(stat.get("Metric"))
-    dim = (_dicts(metric.get("Dimensions")) or [{}])[0]
+    dims = _dicts(metric.get("Dimensions"))
+    dim = (dims or [{}])[0]
     info = {
+        "dimensions": json.dumps({d.get("Name"): d.get("Value") for d in dims}) if dims else None,
         "namespace": metric.get("Namespace"),
         "metric": metric.get("MetricName"),
         "statistic": stat.get("Stat"),
@@ -303,7 +453,7 @@ def _csv(text: str, original: str, base: dict[str, Any], result: ParseResult) ->
             if value is None:
                 result.issue(no, printed[no - 1], "CSV row without a numeric value")
                 continue
-            info = {k: got.get(k) or None for k in _INFO_KEYS}
+            info = {k: got.get(k) or None for k in _INFO_KEYS if k != "dimensions"}
             for dim in (d for d in _NS_BY_DIM if got.get(d) and not info["dimension_name"]):
                 info.update(dimension_name=dim, dimension_value=got[dim])
             _add(
@@ -414,11 +564,21 @@ def _hints(text: str, words: bool = False, filename: bool = False) -> dict[str, 
         info["statistic"] = _stat(m.group(1) or m.group(2)) or m.group(1) or m.group(2)
     if m := re.search(r"--period[= ]+(\d+)|\bperiod(?:_s)?[=:]\s*(\d+)", text, re.I):
         info["period_s"] = int(m.group(1) or m.group(2))
-    if m := re.search(r"Name=(\w+),Value=([\w.:/-]+)|\b(\w+Id)=([\w.:/-]+)", text):
-        info["dimension_name"], info["dimension_value"] = m.group(1, 2) if m.group(1) else m.group(3, 4)
+    if m := re.search(r"--statistics[= ]+((?:['\"]?[A-Za-z]+['\"]?[ ,]*)+)", text):
+        info["statistics"] = [_stat(w) or w for w in re.findall(r"[A-Za-z]+", m.group(1))]
+    if m := re.search(
+        r"--extended-statistics[= ]+((?:['\"]?[\w.()%:]+['\"]?[ ,]*)+?)(?=\s--|\s*$)", text, re.M
+    ):
+        info["extended"] = re.findall(r"[\w.()%:]+", m.group(1))
+    pairs = re.findall(r"Name=([\w.:/-]+),Value=([^\s,'\"]+)", text)
+    pairs = pairs or re.findall(r"\b(\w+Id)=([\w.:/-]+)", text)
+    if pairs:
+        info["dimension_name"], info["dimension_value"] = pairs[0]
+        info["dimensions"] = json.dumps(dict(pairs))
     for dim, pattern in _ID_DIMS:
         if "dimension_name" not in info and (m := re.search(pattern, text)):
             info["dimension_name"], info["dimension_value"] = dim, m.group(0)
+            info["dimensions"] = json.dumps({dim: m.group(0)})
     if not words:
         return info
     rest = re.sub(r"\S+=\S*|\bAWS/\w+|" + "|".join(p for _, p in _ID_DIMS), " ", text)

@@ -17,7 +17,9 @@ Also read: plain ``lfs df`` (``1K-blocks``), ``lfs df -i``/``-ih`` (``Inodes IUs
 several file systems in one output (one summary each), the status letters ``-v`` appends after the
 mount path (``D`` degraded, ``R`` read-only, ``N`` no-precreate, ``S``/``I`` out of space/inodes,
 ``f`` flash) and ``OST0003 : inactive device`` lines, old clients' ``filesystem summary:`` (a space),
-outputs without any summary line (``lfs df | grep OST``).  ``-H`` (SI units) prints the same header
+outputs without any summary line (``lfs df | grep OST``), ``-iH`` inode counts with unit letters
+(``932.2k``), a ``[OST:0x1a]`` suffix written in hex.  Prose pasted between blocks (``and``) is skipped;
+a skipped line with digits or a target word is a ParseIssue.  ``-H`` (SI units) prints the same header
 as ``-h``: sizes are read as powers of 1000 only when a prompt line of the capture shows ``lfs df -H``,
 else as powers of 1024.  Travel noise (launcher prefixes, prompts, fences, ``<---`` annotations,
 CRLF) is taken off by ``parsers._text.clean_lines``; a line that is not a header, target or summary
@@ -32,11 +34,13 @@ Schema
   the targets above it
 - ``uuid`` str — target UUID as printed (``fsx-OST0002_UUID``; null for the summary)
 - ``target_type`` str — ``MDT``, ``OST`` or ``summary``
-- ``target_index`` int — index from the UUID (hex ``OST000a`` = 10), else from ``[OST:n]``
+- ``target_index`` int — index from the UUID (hex ``OST000a`` = 10), else from ``[OST:n]`` (decimal, or
+  hex when written ``0x1a``)
 - ``size_bytes``, ``used_bytes``, ``avail_bytes`` int, bytes — null with ``-i``
 - ``use_pct`` float, percent
 - ``inodes_total``, ``inodes_used``, ``inodes_free`` int; ``inode_use_pct`` float — ``-i`` only
 - ``mountpoint`` str — without the ``[OST:2]`` suffix
+- ``mount_target`` str — that suffix as printed (``[OST:2]``, ``[OST:0x1a]``), else null
 - ``flags`` str — status letters printed after the mount path (``DR``), else null
 - ``status`` str — ``inactive device`` or another message printed instead of numbers, else null
 - ``size_header`` str — the size column's header as printed (``bytes``, ``1K-blocks``, ``Inodes``)
@@ -72,6 +76,7 @@ INFO = ParserInfo(
     versions_seen=(
         "Lustre 2.10-2.15 clients (FSx for Lustre, IML)",
         "Cray Sonexion client, 1K-blocks, 'filesystem summary:' (pytokio fixture)",
+        "Lustre 2.10 client with inactive OSTs (IML docs), 2.15 'lfs df -i' (GSI vagrant notes)",
     ),
 )
 
@@ -91,6 +96,7 @@ SCHEMA = {
         Column("inodes_free", "int", "inodes free (-i)"),
         Column("inode_use_pct", "float", "IUse%, percent (-i)"),
         Column("mountpoint", "str", "mount point without [OST:n]"),
+        Column("mount_target", "str", "the [MDT:0] / [OST:3] / [OST:0x1a] suffix as printed"),
         Column("flags", "str", "status letters (D, R, N, S, I, f)"),
         Column("status", "str", "message printed instead of numbers"),
         Column("size_header", "str", "size column header as printed (bytes, 1K-blocks, Inodes)"),
@@ -109,7 +115,7 @@ _HEADER = re.compile(
 _TARGET = re.compile(r"^(?:(?P<fs>\S+)-)?(?P<type>MDT|OST|MGT)(?P<idx>[0-9a-fA-F]{4})(?:_UUID)?$")
 _ROW = re.compile(
     r"^(?P<name>\S+?):?\s+(?P<size>\S+)\s+(?P<used>\S+)\s+(?P<avail>\S+)\s+(?P<pct>\d+%|-)\s+"
-    r"(?P<mount>.+?)(?:\[(?P<btype>MDT|OST):(?P<bidx>\d+)\])?(?:\s+(?P<flags>[DNRSIf]+))?$"
+    r"(?P<mount>.+?)(?P<bracket>\[(?P<btype>MDT|OST):(?P<bidx>0x[0-9a-fA-F]+|\d+)\])?(?:\s+(?P<flags>[DNRSIf]+))?$"
 )
 _STATUS = re.compile(r"^(?P<name>\S+)\s*:\s+(?P<msg>\D.*)$")
 
@@ -118,7 +124,7 @@ def detect(text: str) -> int:
     """Confidence that text is lfs df output (a grep'd excerpt of target lines is still recognised)."""
     if re.search(r"^\S*\s*UUID\s+(?:bytes|1K-blocks|Inodes)\s+I?Used\s", text, re.MULTILINE):
         return 85
-    if re.search(r"\S+-(?:OST|MDT)[0-9a-fA-F]{4}_UUID\s.*\[(?:OST|MDT):\d+\]", text):
+    if re.search(r"\S+-(?:OST|MDT)[0-9a-fA-F]{4}_UUID\s.*\[(?:OST|MDT):(?:0x[0-9a-fA-F]+|\d+)\]", text):
         return 80
     if re.search(r"^\S*\s*filesystem[_ ]summary:\s+\S+\s+\S+\s+\S+\s+\d+%", text, re.MULTILINE):
         return 70
@@ -126,6 +132,7 @@ def detect(text: str) -> int:
 
 
 _SUMMARY = re.compile(r"^filesystem summary:")
+_DATA_LIKE = re.compile(r"\d|UUID|\b(?:OST|MDT)|(?i:summary)")
 _H_FLAG = re.compile(r"\blfs\s+df\b.*\s-[a-zA-Z]*H")
 _HUMAN = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]?)$", re.IGNORECASE)
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
@@ -140,17 +147,19 @@ def parse(text: str) -> ParseResult:
     unit: str | None = _unit_of_command(cleaned.commands)
     warned = False
     fsname: str | None = None
+    tags = {f"{h}:" for h in cleaned.hosts or () if h}  # 'srun -l' prints an empty line as '0: '
     for no, line, host in cleaned.numbered():
         raw = raw_lines[no - 1]
         line = line.strip()
-        if not line or set(line) <= set("-=.…[]"):
+        if not line or set(line) <= set("-=.…[]") or line in tags:
             continue
         if m := _HEADER.match(line):
             unit, fsname = m.group("unit"), None
             continue
         row = _row(no, _SUMMARY.sub("filesystem_summary:", line), unit, base)
         if row is None:
-            result.issue(no, raw, "not an lfs df header, target or summary line")
+            if _DATA_LIKE.search(line):  # prose between pasted blocks ('and', 'Can also use:') is no data
+                result.issue(no, raw, "not an lfs df header, target or summary line")
             continue
         row["host"] = host
         if unit is None and row["size_bytes"] is None and row["inodes_total"] is None and not warned:
@@ -215,7 +224,9 @@ def _row(no: int, line: str, unit: str | None, base: int = 1024) -> dict[str, An
     if not _name(row, m.group("name")):
         return None
     if row["target_index"] is None and m.group("bidx"):
-        row["target_index"] = int(m.group("bidx"))
+        bidx = m.group("bidx")
+        row["target_index"] = int(bidx, 16) if bidx.startswith("0x") else int(bidx)
+    row["mount_target"] = m.group("bracket")
     row["mountpoint"], row["flags"] = m.group("mount").strip(), m.group("flags")
     cells = (m.group("size"), m.group("used"), m.group("avail"))
     row.update(zip(("size_printed", "used_printed", "avail_printed"), cells, strict=True))

@@ -8,6 +8,7 @@ Commands whose output it reads (collector.sh reads IMDS with ``--imds``, by curl
         echo "$k=$(curl -s -H "X-aws-ec2-metadata-token: $T" http://169.254.169.254/latest/meta-data/$k)"
     done
     kubectl get node "$NODE" -o json          # or: kubectl describe node "$NODE"
+    aws ec2 describe-instance-topology
     cat /opt/slurm/etc/topology.conf          # or: scontrol show topology
 
 Sample (hand-written: two lines of the HyperPod topology.conf fixture and one Slurm block line)::
@@ -18,11 +19,20 @@ Sample (hand-written: two lines of the HyperPod topology.conf fixture and one Sl
 
 Inputs accepted: ``key=value`` or ``key: value`` lines whose key is an IMDS path (a leading
 ``http://169.254.169.254/latest/meta-data/`` is dropped; empty and 404 values are skipped); the
-instance identity document and ``aws ec2 describe-instance-topology`` JSON; ``kubectl get node -o
-json`` (one Node, a List, or a bare labels object); ``kubectl get nodes --show-labels``; the
-``kubectl describe node`` Name/Labels/ProviderID lines; Slurm ``topology.conf`` and ``scontrol show
-topology`` (switch and block plugins).  Slurm hostlists are expanded: ``ip-10-1-[2-4,7]`` gives four
-names, ``g3-129-[057,059],g3-130-[001]`` keeps the zero padding.
+instance identity document; ``aws ec2 describe-instance-topology`` JSON (one row set per instance,
+named by its InstanceId, at that instance's own lines); ``kubectl get node -o json`` (one Node, a
+``kind: List`` of many, or a bare labels object; labels, annotations, taints, providerID, capacity,
+allocatable, addresses, nodeInfo, conditions and the other scalar metadata/spec keys); JSON with a
+``Nodes`` array of ``{"Name", "InstanceId", "Topology": {labels}}`` (aws-ofi-nccl's label dump);
+``kubectl get nodes --show-labels``; ``kubectl describe node`` (one or several nodes: Name, Roles,
+Labels, Annotations with values wrapped onto the next line, Taints, CreationTimestamp,
+Unschedulable, Addresses, Capacity, Allocatable, System Info, ProviderID; the Lease, Conditions,
+Non-terminated Pods, Allocated resources and Events tables are not placement and are skipped);
+Slurm ``topology.conf`` and ``scontrol show topology`` (tree, block, AggregatedBlock and ring
+entries; ``#`` comments, blank lines, ``\\`` line continuations, several entries on one line;
+``BlockSizes=`` kept on every block row).  Slurm hostlists are expanded: ``ip-10-1-[2-4,7]`` gives
+four names, ``g3-129-[057,059],g3-130-[001]`` keeps the zero padding.  Travel noise (launcher
+prefixes, prompts, fences, CRLF) is taken off by ``parsers._text.clean_lines``.
 
 Schema
 ------
@@ -32,26 +42,36 @@ Schema
 - ``key`` str — normalised for: instance_id, instance_type, availability_zone, az_id,
   placement_group, placement_partition, region, network_node_layer_1/2/3(/4) (1 = top of the
   EC2 network hierarchy, the last layer is the node the instance plugs into), ultraserver_id,
-  node_name, hostname; any other key or label as printed
+  node_name, hostname (IMDS paths, Kubernetes labels and providerID, EC2 topology keys); any other
+  key, label, annotation or resource as printed (``nvidia.com/gpu``, ``Kernel Version``, ``taint``)
 - ``value`` str — the value as printed
-- ``source`` str — imds, k8s-label, k8s-node (Name, providerID), ec2-topology
-- ``node_name`` str — the Kubernetes node the fact belongs to (``metadata.name``, the describe
-  ``Name:``, the get-nodes NAME), so each node of a ``kind: List`` keeps its own facts and lines;
-  null for IMDS and EC2 topology facts
+- ``source`` str — imds, ec2-topology, k8s-label, k8s-node (Name; an ``aws:///zone/i-...``
+  providerID gives availability_zone and instance_id, any other is kept as ``providerID``; Roles; other node
+  fields), k8s-annotation, k8s-taint, k8s-capacity, k8s-allocatable, k8s-address, k8s-node-info,
+  k8s-condition
+- ``node_name`` str — the node the fact belongs to: the Kubernetes node (``metadata.name``, the
+  describe ``Name:``, the get-nodes NAME, a ``Nodes[].Name``), the InstanceId of an EC2 topology
+  instance; so each node of a ``kind: List`` or a multi-node describe keeps its own facts and
+  lines; null for IMDS
+- ``host`` str — launcher tag of the line (pdsh host, srun rank, pod), else null
 
 ``topology_member`` (one row per node a switch or block lists; one row with a null node for a
 switch that lists only switches):
 
-- ``line`` int — line of the SwitchName/BlockName entry
-- ``source`` str — slurm-topology or slurm-block
-- ``switch`` str — SwitchName, or BlockName for blocks
+- ``line`` int — line of the SwitchName/BlockName entry (its first line when continued with ``\\``)
+- ``source`` str — slurm-topology, slurm-block, slurm-block-aggregate (``AggregatedBlock=``, a
+  higher-level block listing again the nodes of its base blocks) or slurm-ring
+- ``switch`` str — SwitchName, or BlockName / AggregatedBlock / RingName
 - ``level`` int — Level= when printed, else derived as Slurm does (0 = switch with nodes,
-  1 + the highest child level above); null for blocks
+  1 + the highest child level above); null for blocks and rings
 - ``parent`` str — the switch whose Switches= lists this switch (null at the top)
 - ``node_name`` str — one expanded Slurm node name (``node`` is the loader's column);
   ``scontrol show topology`` also lists every node below an upper switch, so take the
   lowest level for a node's leaf switch
 - ``block_index`` int, ``block_size`` int — block plugin only
+- ``extra`` str — JSON object of the entry's other keys as printed (``LinkSpeed``, ``BlockSizes``
+  of the file, any key Slurm adds later), null when none
+- ``host`` str — launcher tag of the entry's line, else null
 
 Examples
 --------
@@ -66,10 +86,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import strip_prefix
+from parsers._text import clean_lines
 
 SAMPLE = sample_of(__doc__)
 
@@ -82,9 +103,16 @@ INFO = ParserInfo(
         "cat topology.conf",
         "kubectl get node -o json",
         "kubectl describe node",
+        "aws ec2 describe-instance-topology",
     ),
     tables=("placement_fact", "topology_member"),
-    versions_seen=("IMDSv2", "EKS 1.34 (Karpenter, NFD labels)", "Slurm 24.x topology.conf", "Slurm block"),
+    versions_seen=(
+        "IMDSv2",
+        "EKS 1.33/1.34 (Karpenter, NFD labels, trn1 Neuron capacity)",
+        "Slurm 24.x topology.conf",
+        "Slurm block, AggregatedBlock (topology.yaml)",
+        "aws-cli describe-instance-topology",
+    ),
 )
 
 SCHEMA = {
@@ -92,18 +120,23 @@ SCHEMA = {
         Column("line", "int", "line of the fact"),
         Column("key", "str", "normalised key, or the key as printed"),
         Column("value", "str", "value as printed"),
-        Column("source", "str", "imds, k8s-label, k8s-node, ec2-topology"),
-        Column("node_name", "str", "Kubernetes node the fact belongs to (null when not known)"),
+        Column("source", "str", "imds, ec2-topology, k8s-label, k8s-node, k8s-annotation, k8s-capacity, ..."),
+        Column(
+            "node_name", "str", "node the fact belongs to (Kubernetes name, EC2 InstanceId; null for IMDS)"
+        ),
+        Column("host", "str", "launcher tag of the line"),
     ),
     "topology_member": (
         Column("line", "int", "line of the switch/block entry"),
-        Column("source", "str", "slurm-topology or slurm-block"),
+        Column("source", "str", "slurm-topology, slurm-block, slurm-block-aggregate or slurm-ring"),
         Column("switch", "str", "switch or block name"),
         Column("level", "int", "switch level, 0 = leaf"),
         Column("parent", "str", "switch listing this one under Switches="),
         Column("node_name", "str", "one expanded Slurm node name"),
         Column("block_index", "int", "BlockIndex"),
         Column("block_size", "int", "BlockSize"),
+        Column("extra", "str", "JSON object of the entry's other keys as printed"),
+        Column("host", "str", "launcher tag of the entry's line"),
     ),
 }
 
@@ -123,23 +156,28 @@ _KEYS = {
     "node_name": "node-name nodename",
 }
 _ALIASES = {alias: key for key, aliases in _KEYS.items() for alias in (key, *aliases.split())}
+#: sources whose keys are mapped to the normalised names (the others keep the key as printed)
+_NORMALISED = frozenset({"imds", "ec2-topology", "k8s-label", "k8s-node"})
 _LAYER = re.compile(r"network[-_]?node[-_]?layer[-_]?(\d)$")
 _IMDS_URL = re.compile(r"^https?://[^/\s]+/latest/(?:meta-data|dynamic)/")
 _KV = re.compile(r"^([A-Za-z0-9](?:[\w./-]|:(?=[^\s=]))*)\s*(?:=|:(?=\s|$))\s*(.*)$")
 _MISSING = re.compile(r"404|not found|<\?xml|<html", re.IGNORECASE)
-_SLURM = re.compile(r"^\s*(?:SwitchName|BlockName)=\S+", re.MULTILINE | re.IGNORECASE)
+_SLURM = re.compile(r"(?:^|\s)(?:SwitchName|BlockName|AggregatedBlock|RingName)=\S+", re.M | re.I)
 _GET_NODES = re.compile(r"^NAME\s+STATUS\s+.*\bLABELS\s*$", re.MULTILINE)
-_DESCRIBE = re.compile(r"^Labels:\s", re.MULTILINE)
+_DESCRIBE = re.compile(r"^\s*(Labels|Annotations|Taints|Capacity|Allocatable|System Info|ProviderID):", re.M)
 _IMDS_KEY = re.compile(r"^(?:instance-id|instance-type|ami-id|local-ipv4|placement/[\w-]+)\s*[=:]", re.M)
+_LOOKS_LIKE_DATA = re.compile(r"\d|=|:\s")
 
 
 def detect(text: str) -> int:
     """Confidence that text is placement/topology data."""
-    if _SLURM.search(text) and re.search(r"\b(?:Switches|Nodes)=", text):
+    if _SLURM.search(text) and re.search(r"\b(?:Switches|Nodes)=", text, re.I):
         return 85
     if _GET_NODES.search(text) or re.search(r'"kind"\s*:\s*"Node"|"NetworkNodes"\s*:', text):
         return 85
-    if _DESCRIBE.search(text) and re.search(r"^Name:\s", text, re.M):
+    if len(set(_DESCRIBE.findall(text))) >= 2 or (
+        _DESCRIBE.search(text) and re.search(r"^\s*Name:\s", text, re.M)
+    ):
         return 80
     if re.search(r'"(?:topology\.k8s\.aws|topology\.kubernetes\.io)/[\w-]+"\s*:', text):
         return 70
@@ -152,85 +190,189 @@ def detect(text: str) -> int:
 def parse(text: str) -> ParseResult:
     require_text(text)
     result = ParseResult()
-    lines = [strip_prefix(line) for line in text.splitlines()]
-    if text.lstrip().startswith(("{", "[")):
-        _json(text, result)
-    elif _SLURM.search(text):
-        _slurm(lines, result)
-    elif _GET_NODES.search("\n".join(lines)):
-        _get_nodes(lines, result)
-    elif _DESCRIBE.search("\n".join(line.lstrip() for line in lines)):
-        _describe(lines, result)
+    cleaned = clean_lines(text)
+    lines = cleaned.lines
+    hosts: list[str | None] = cleaned.hosts or [None] * len(lines)
+    body = "\n".join(lines)
+    state = _Facts(result)
+    if body.lstrip().startswith(("{", "[")):
+        _json(body, state)
+    elif _SLURM.search(body):
+        _slurm(lines, hosts, result)
+    elif _GET_NODES.search(body):
+        _get_nodes(lines, hosts, state)
+    elif _DESCRIBE.search(body):
+        _describe(lines, hosts, state)
     else:
-        _imds(lines, result)
+        _imds(lines, hosts, state)
     if not result.tables:
-        raise ParseError("no placement facts or topology entries found")
+        first = next((ln.strip() for ln in lines if ln.strip()), "")
+        raise ParseError(
+            "expected IMDS key=value lines, kubectl node JSON/describe/--show-labels, EC2 instance topology "
+            f"JSON or Slurm SwitchName=/BlockName= lines; first line seen: {first[:120]!r}"
+        )
     return result
 
 
-def _fact(result: ParseResult, line: int, key: str, value: Any, source: str, node: str | None = None) -> None:
-    value = "" if value is None else str(value).strip()
-    if not value or _MISSING.search(value):
-        return
-    k = _IMDS_URL.sub("", key.strip()).strip("/")
-    norm = _ALIASES.get(k.lower())
-    if m := _LAYER.search(k.lower()):
-        norm = f"network_node_layer_{m.group(1)}"
-    elif "ultraserver" in k.lower() and k.lower().endswith("id"):
-        norm = "ultraserver_id"
-    elif k.lower() in ("networknodes", "network-nodes"):  # EC2 lists them top-down
-        for n, nn in enumerate(re.findall(r"nn-\w+", value), start=1):
-            _fact(result, line, f"network_node_layer_{n}", nn, source, node)
-        return
-    row = {"line": line, "key": norm or k, "value": value, "source": source, "node_name": node}
-    if norm and any(
-        r["key"] == norm and r["value"] == value and r["node_name"] == node
-        for r in result.rows("placement_fact")
-    ):
-        return
-    result.add("placement_fact", row)
+class _Facts:
+    """Adds placement_fact rows; the same normalised fact of the same node and host is kept once."""
+
+    def __init__(self, result: ParseResult) -> None:
+        self.result = result
+        self.seen: set[tuple[str, str, str | None, str | None]] = set()
+
+    def add(
+        self,
+        line: int,
+        key: str,
+        value: Any,
+        source: str,
+        node: str | None = None,
+        host: str | None = None,
+    ) -> dict[str, Any] | None:
+        value = "" if value is None else str(value).strip()
+        if not value or (source in ("imds", "ec2-topology") and _MISSING.search(value)):
+            return None
+        k = _IMDS_URL.sub("", key.strip()).strip("/") if source == "imds" else key.strip()
+        low = k.lower()
+        norm = None
+        if source in _NORMALISED:
+            norm = _ALIASES.get(low)
+            if m := _LAYER.search(low):
+                norm = f"network_node_layer_{m.group(1)}"
+            elif "ultraserver" in low and low.endswith("id"):
+                norm = "ultraserver_id"
+            elif low in ("networknodes", "network-nodes"):  # EC2 lists them top-down
+                for n, nn in enumerate(re.findall(r"nn-\w+", value), start=1):
+                    self.add(line, f"network_node_layer_{n}", nn, source, node, host)
+        if norm:
+            mark = (norm, value, node, host)
+            if mark in self.seen:
+                return None
+            self.seen.add(mark)
+        row = {
+            "line": line,
+            "key": norm or k,
+            "value": value,
+            "source": source,
+            "node_name": node,
+            "host": host,
+        }
+        self.result.add("placement_fact", row)
+        return row
+
+    def provider(self, no: int, provider_id: str, node: str | None, host: str | None = None) -> None:
+        """aws:///us-west-2a/i-0123456789abcdef0 carries the zone and the instance id; any other
+        providerID (another cloud, a HyperPod or on-premises scheme) is kept as printed."""
+        if m := re.match(r"aws:///([\w-]+)/(i-[0-9a-f]+)$", provider_id.strip()):
+            self.add(no, "availability_zone", m.group(1), "k8s-node", node, host)
+            self.add(no, "instance_id", m.group(2), "k8s-node", node, host)
+        else:
+            self.add(no, "providerID", provider_id, "k8s-node", node, host)
 
 
-def _imds(lines: list[str], result: ParseResult) -> None:
+# --- IMDS key=value lines --------------------------------------------------------------------------------
+
+
+def _imds(lines: list[str], hosts: list[str | None], facts: _Facts) -> None:
     for no, line in enumerate(lines, start=1):
         s = _IMDS_URL.sub("", line.strip())
         if not s or s.startswith("#") or s.strip(".") == "":
             continue
         if m := _KV.match(s):
-            _fact(result, no, m.group(1), m.group(2), "imds")
+            facts.add(no, m.group(1), m.group(2), "imds", None, hosts[no - 1])
         else:
-            result.issue(no, line, "not a key=value line")
+            facts.result.issue(no, line, "not a key=value line")
 
 
-def _describe(lines: list[str], result: ParseResult) -> None:
-    in_labels = False
+# --- kubectl describe node --------------------------------------------------------------------------------
+
+_FIELD = re.compile(r"^([A-Z][A-Za-z -]*[A-Za-z]):(?:\s+(.*))?$")
+_ITEM = re.compile(r"^([\w.\-/]+(?: [A-Za-z][\w-]*)*):(?:\s+(.*))?$")  # "cpu: 96", "Kernel Version: 6.1"
+#: describe section -> source of its "key: value" items
+_SECTIONS = {
+    "Annotations": "k8s-annotation",
+    "Capacity": "k8s-capacity",
+    "Allocatable": "k8s-allocatable",
+    "Addresses": "k8s-address",
+    "System Info": "k8s-node-info",
+}
+_SKIPPED = frozenset({"Lease", "Conditions", "Non-terminated Pods", "Allocated resources", "Events"})
+_KNOWN = frozenset(
+    {"Name", "Roles", "Labels", "Taints", "CreationTimestamp", "Unschedulable", "ProviderID", "PodCIDR"}
+    | {"PodCIDRs", *_SECTIONS, *_SKIPPED}
+)
+
+
+def _describe(lines: list[str], hosts: list[str | None], facts: _Facts) -> None:
+    heads = [ln for ln in lines if re.match(r"\s*Name:\s", ln)] or [
+        ln for ln in lines if (m := _FIELD.match(ln.strip())) and m.group(1) in _KNOWN
+    ]
+    base = min((len(ln) - len(ln.lstrip()) for ln in heads), default=0)
+    nested = any(len(ln) - len(ln.lstrip()) > base for ln in lines if ln.strip())
     node: str | None = None
+    section = ""  # "" until the first field: a command echo before it is not read
+    last: dict[str, Any] | None = None  # the annotation a wrapped value line belongs to
     for no, line in enumerate(lines, start=1):
-        if re.match(r"^\s*[A-Z][A-Za-z ]*:(?:\s|$)", line):  # the next "Annotations:", "Taints:" ... field
-            in_labels = False
         s = line.strip()
-        if m := re.match(r"^(Name|ProviderID):\s+(\S+)", s):
-            if m.group(1) == "Name":
-                node = m.group(2)
-                _fact(result, no, "node_name", node, "k8s-node", node)
-            else:
-                _provider(result, no, m.group(2), node)
-        elif m := re.match(r"^Labels:\s+(.*)$", s):
-            in_labels = True
-            s = m.group(1)
-        if in_labels and "=" in s:
-            key, _, value = s.partition("=")
-            _fact(result, no, key, value, "k8s-label", node)
+        if not s:
+            continue
+        host = hosts[no - 1]
+        indent = len(line) - len(line.lstrip())
+        m = _FIELD.match(s)
+        if m and indent <= base and (m.group(1) in _KNOWN or (nested and indent == base)):
+            section, value, last = m.group(1), (m.group(2) or "").strip(), None
+            if section == "Name":
+                node = value
+                facts.add(no, "node_name", node, "k8s-node", node, host)
+            elif section == "ProviderID":
+                facts.provider(no, value, node, host)
+            elif section in ("Labels", "Taints") or section in _SECTIONS:
+                if value:
+                    last = _describe_item(facts, section, value, no, line, node, host)
+            elif section not in _SKIPPED and value and value != "<none>":
+                facts.add(no, section, value, "k8s-node", node, host)
+            continue
+        if not section or section in _SKIPPED:
+            continue  # a command echo before the first field, or a table that is not placement
+        if section == "Annotations" and last is not None and not _ITEM.match(s):
+            last["value"] = f"{last['value']} {s}".strip()  # a value kubectl wrapped onto its own line
+            continue
+        if section in ("Labels", "Taints") or section in _SECTIONS:
+            last = _describe_item(facts, section, s, no, line, node, host)
+        elif _LOOKS_LIKE_DATA.search(s):
+            facts.result.issue(no, line, f"line under {section or 'no field'} not read")
 
 
-def _provider(result: ParseResult, no: int, provider_id: str, node: str | None = None) -> None:
-    """aws:///us-west-2a/i-0123456789abcdef0 carries the zone and the instance id."""
-    if m := re.match(r"aws:///([\w-]+)/(i-[0-9a-f]+)", provider_id):
-        _fact(result, no, "availability_zone", m.group(1), "k8s-node", node)
-        _fact(result, no, "instance_id", m.group(2), "k8s-node", node)
+def _describe_item(
+    facts: _Facts, section: str, s: str, no: int, line: str, node: str | None, host: str | None
+) -> dict[str, Any] | None:
+    if s == "<none>":
+        return None
+    if section == "Labels":
+        if "=" not in s:
+            facts.result.issue(no, line, "label without '='")
+            return None
+        key, _, value = s.partition("=")
+        return facts.add(no, key, value, "k8s-label", node, host)
+    if section == "Taints":
+        return facts.add(no, "taint", s, "k8s-taint", node, host)
+    m = _ITEM.match(s)
+    if m is None:
+        facts.result.issue(no, line, f"{section} line is not 'key: value'")
+        return None
+    row = facts.add(no, m.group(1), m.group(2) or "", _SECTIONS[section], node, host)
+    if row is None and section == "Annotations":  # "key:" whose value kubectl wrapped onto the next line
+        row = {"line": no, "key": m.group(1), "value": "", "source": "k8s-annotation", "node_name": node}
+        row["host"] = host
+        facts.result.add("placement_fact", row)
+    return row
 
 
-def _get_nodes(lines: list[str], result: ParseResult) -> None:
+# --- kubectl get nodes --show-labels ----------------------------------------------------------------------
+
+
+def _get_nodes(lines: list[str], hosts: list[str | None], facts: _Facts) -> None:
     header = None
     for no, line in enumerate(lines, start=1):
         if _GET_NODES.match(line):
@@ -240,119 +382,241 @@ def _get_nodes(lines: list[str], result: ParseResult) -> None:
         if header is None or not cols:
             continue
         if len(cols) < 2 or "=" not in cols[-1]:
-            result.issue(no, line, "node row without a LABELS column")
+            facts.result.issue(no, line, "node row without a LABELS column")
             continue
-        _fact(result, no, "node_name", cols[0], "k8s-node", cols[0])
+        host = hosts[no - 1]
+        facts.add(no, "node_name", cols[0], "k8s-node", cols[0], host)
         for label in cols[-1].split(","):
             key, _, value = label.partition("=")
-            _fact(result, no, key, value, "k8s-label", cols[0])
+            facts.add(no, key, value, "k8s-label", cols[0], host)
 
 
-def _json(text: str, result: ParseResult) -> None:
+# --- JSON: kubectl node / List, EC2 instance topology, identity document, label dumps ---------------------
+
+
+def _json(body: str, facts: _Facts) -> None:
+    start = min(i for i in (body.find("{"), body.find("[")) if i >= 0)
     try:
-        doc = json.loads(text[len(text) - len(text.lstrip()) :])
+        doc, end = json.JSONDecoder().raw_decode(body, start)
     except json.JSONDecodeError as exc:
         raise ParseError(f"placement JSON does not parse: {exc}") from exc
+    if tail := body[end:].strip():
+        no = body.count("\n", 0, end + body[end:].find(tail[0])) + 1
+        facts.result.issue(no, tail.splitlines()[0], "text after the JSON document")
 
-    def line_of(key: str, start: int = 0) -> int:
-        """Line of the first ``"key"`` at or after ``start`` (the item's own offset in a List)."""
-        pos = text.find(json.dumps(key), start)
-        if pos < 0:
-            pos = text.find(json.dumps(key))
-        return text.count("\n", 0, pos) + 1 if pos >= 0 else 1
+    def finder(at: int) -> Callable[..., int]:
+        def line_at(*keys: str) -> int:
+            """Line of the last of ``keys``, each looked up after the one before, from ``at``."""
+            pos = at
+            for key in keys:
+                hit = body.find(json.dumps(key), pos)
+                if hit < 0:
+                    break
+                pos = hit
+            return body.count("\n", 0, pos) + 1
 
-    items = doc.get("items") if isinstance(doc, dict) and isinstance(doc.get("items"), list) else [doc]
-    starts = _item_offsets(text, len(items)) if items is not doc and isinstance(doc, dict) else [0]
-    if isinstance(doc, dict) and isinstance(doc.get("Instances"), list):
-        for inst in (i for i in doc["Instances"] if isinstance(i, dict)):
-            for key, value in inst.items():
-                joined = " ".join(map(str, value)) if isinstance(value, list) else value
-                _fact(result, line_of(key), key, joined, "ec2-topology")
+        return line_at
+
+    array = None
+    if isinstance(doc, list):
+        array, items = None, doc
+    elif isinstance(doc, dict):
+        array = next((k for k in ("items", "Instances", "Nodes") if isinstance(doc.get(k), list)), None)
+        items = doc[array] if array else [doc]
+    else:
+        raise ParseError(f"placement JSON: expected an object or a list, saw {type(doc).__name__}")
+    offsets = _item_offsets(body, start, array, len(items)) if array or isinstance(doc, list) else [start]
+    for item, at in zip(items, offsets, strict=True):
+        if isinstance(item, dict):
+            _json_item(item, finder(at), facts, instance=array == "Instances")
+    if isinstance(doc, dict) and array:
+        for key, value in doc.items():
+            if key != array and isinstance(value, (str, int, float, bool)):
+                facts.add(
+                    finder(start)(key), key, value, "ec2-topology" if array == "Instances" else "k8s-node"
+                )
+
+
+def _json_item(item: dict[str, Any], line_at: Callable[..., int], facts: _Facts, instance: bool) -> None:
+    meta = item.get("metadata")
+    if isinstance(meta, dict):
+        _k8s_node(item, meta, line_at, facts)
         return
-    for n, item in enumerate(items):
-        if not isinstance(item, dict):
-            continue
-        at = starts[n] if n < len(starts) else 0
-        meta = item.get("metadata")
-        node: str | None = None
-        if isinstance(meta, dict):
-            node = str(meta["name"]) if meta.get("name") else None
-            _fact(result, line_of("name", at), "node_name", node, "k8s-node", node)
-            spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
-            _provider(result, line_of("providerID", at), str(spec.get("providerID", "")), node)
-            labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
-        elif "instanceId" in item or "availabilityZone" in item:
-            for key, value in item.items():
-                if isinstance(value, (str, int, float)):
-                    _fact(result, line_of(key, at), key, value, "imds")
-            continue
-        else:
-            labels = item
-        for key, value in labels.items():
+    ident = item.get("InstanceId") or item.get("instanceId")
+    if instance or ("availabilityZone" in item and ident):
+        source, node = ("ec2-topology", str(ident) if ident else None) if instance else ("imds", None)
+        for key, value in item.items():
+            if isinstance(value, list):
+                if key.lower() == "networknodes":  # each layer at its own line, top layer first
+                    for n, nn in enumerate(value, start=1):
+                        facts.add(line_at(key, str(nn)), f"network_node_layer_{n}", nn, source, node)
+                value = " ".join(map(str, value))
             if isinstance(value, (str, int, float, bool)):
-                _fact(result, line_of(key, at), key, value, "k8s-label", node)
+                facts.add(line_at(key), key, value, source, node)
+        return
+    name = item.get("Name") or item.get("name") or item.get("NodeName")
+    if name is not None and isinstance(name, str):  # {"Name": ..., "InstanceId": ..., "Topology": {labels}}
+        for key, value in item.items():
+            if isinstance(value, dict):
+                for sub, v in value.items():
+                    if isinstance(v, (str, int, float, bool)):
+                        src = "k8s-label" if "/" in sub else "k8s-node"
+                        facts.add(line_at(key, sub), sub, v, src, name)
+            elif isinstance(value, (str, int, float, bool)):
+                fact = "node_name" if key in ("Name", "name", "NodeName") else key
+                facts.add(line_at(key), fact, value, "k8s-node", name)
+        return
+    for key, value in item.items():  # a bare labels object
+        if isinstance(value, (str, int, float, bool)):
+            facts.add(line_at(key), key, value, "k8s-label", None)
 
 
-def _item_offsets(text: str, count: int) -> list[int]:
-    """Character offset where each element of the top-level ``"items"`` array starts.
+def _k8s_node(item: dict[str, Any], meta: dict[str, Any], line_at: Callable[..., int], facts: _Facts) -> None:
+    node = str(meta["name"]) if meta.get("name") else None
+    facts.add(line_at("metadata", "name"), "node_name", node, "k8s-node", node)
+    spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
+    status = item.get("status") if isinstance(item.get("status"), dict) else {}
+    provider = str(spec.get("providerID", ""))
+    if provider:
+        facts.provider(line_at("spec", "providerID"), provider, node)
+    for part, section, source in (
+        (meta, "labels", "k8s-label"),
+        (meta, "annotations", "k8s-annotation"),
+        (status, "capacity", "k8s-capacity"),
+        (status, "allocatable", "k8s-allocatable"),
+        (status, "nodeInfo", "k8s-node-info"),
+    ):
+        values = part.get(section)
+        if isinstance(values, dict):
+            where = ("metadata" if part is meta else "status", section)
+            for key, value in values.items():
+                if isinstance(value, (str, int, float, bool)):
+                    facts.add(line_at(*where, key), key, value, source, node)
+    for taint in spec.get("taints") or []:
+        if isinstance(taint, dict):
+            text = f"{taint.get('key', '')}={taint.get('value', '')}:{taint.get('effect', '')}"
+            facts.add(line_at("spec", "taints", str(taint.get("key", ""))), "taint", text, "k8s-taint", node)
+    for addr in status.get("addresses") or []:
+        if isinstance(addr, dict) and addr.get("type"):
+            facts.add(line_at("status", "addresses", str(addr.get("address", ""))), addr["type"],
+                      addr.get("address"), "k8s-address", node)  # fmt: skip
+    for cond in status.get("conditions") or []:
+        if isinstance(cond, dict) and cond.get("type"):
+            facts.add(line_at("status", "conditions", str(cond["type"])), cond["type"], cond.get("status"),
+                      "k8s-condition", node)  # fmt: skip
+    for where, part in (("metadata", meta), ("spec", spec)):  # uid, creationTimestamp, podCIDR, unschedulable
+        for key, value in part.items():
+            if key not in ("name", "providerID") and isinstance(value, (str, int, float, bool)):
+                facts.add(line_at(where, key), key, value, "k8s-node", node)
+
+
+def _item_offsets(body: str, start: int, array: str | None, count: int) -> list[int]:
+    """Character offset where each element of the top-level ``array`` (or top-level list) starts.
 
     Walks the array with ``raw_decode`` so an item's keys are looked up inside that item only; falls
-    back to offset 0 (first occurrence in the file) when the layout is not what it expects."""
+    back to the document's start when the layout is not what it expects."""
     decoder = json.JSONDecoder()
-    m = re.search(r'"items"\s*:\s*\[', text)
+    m = re.compile(rf'"{re.escape(array)}"\s*:\s*\[').search(body, start) if array else None
+    pos = m.end() if m else (start + 1 if array is None else -1)
     offsets: list[int] = []
-    pos = m.end() if m else -1
-    while m and len(offsets) < count:
-        while pos < len(text) and text[pos] in " \t\r\n,":
+    while pos >= 0 and len(offsets) < count:
+        while pos < len(body) and body[pos] in " \t\r\n,":
             pos += 1
         try:
-            _, end = decoder.raw_decode(text, pos)
+            _, end = decoder.raw_decode(body, pos)
         except json.JSONDecodeError:
             break
         offsets.append(pos)
         pos = end
-    return offsets if len(offsets) == count else [0] * count
+    return offsets if len(offsets) == count else [start] * count
 
 
-def _slurm(lines: list[str], result: ParseResult) -> None:
+# --- Slurm topology.conf and scontrol show topology -------------------------------------------------------
+
+#: entry key (lower case) -> topology_member.source
+_ENTRIES = {
+    "switchname": "slurm-topology",
+    "blockname": "slurm-block",
+    "aggregatedblock": "slurm-block-aggregate",
+    "ringname": "slurm-ring",
+}
+_GLOBALS = ("blocksizes",)
+_COLUMNS = {"nodes", "switches", "level", "blockindex", "blocksize"}
+
+
+def _slurm(lines: list[str], hosts: list[str | None], result: ParseResult) -> None:
     entries: list[dict[str, Any]] = []
+    settings: dict[str, str] = {}
+    buf, first = "", 0
     for no, line in enumerate(lines, start=1):
-        s = line.split("#", 1)[0].strip()
+        s = line.split("#", 1)[0].rstrip()
+        if s.endswith("\\"):  # a line continued on the next one
+            buf, first = buf + s[:-1] + " ", first or no
+            continue
+        s, at = (buf + s).strip(), first or no
+        buf, first = "", 0
         if not s:
             continue
-        fields = {k.lower(): v for k, _, v in (tok.partition("=") for tok in s.split()) if v}
-        name = fields.get("switchname") or fields.get("blockname")
-        if not name:
-            if "blocksizes" not in fields:
-                result.issue(no, line, "topology line without SwitchName= or BlockName=")
-            continue
-        try:
-            nodes = _expand(fields["nodes"]) if "nodes" in fields else []
-            children = _expand(fields["switches"]) if "switches" in fields else []
-        except ValueError as exc:
-            result.issue(no, line, str(exc))
-            continue
-        block = "blockname" in fields
-        entries.append(
-            {"line": no, "name": name, "block": block, "f": fields, "nodes": nodes, "children": children}
-        )
-    switches = {e["name"]: e for e in entries if not e["block"]}
-    parent = {child: e["name"] for e in switches.values() for child in e["children"]}
+        current: dict[str, Any] | None = None
+        stray: list[str] = []
+        for tok in s.split():
+            key, eq, value = tok.partition("=")
+            low = key.lower()
+            if not eq:
+                stray.append(tok)
+            elif low in _ENTRIES:
+                current = {"line": at, "name": value, "source": _ENTRIES[low], "f": {}, "host": hosts[at - 1]}
+                current["raw"] = lines[at - 1]
+                entries.append(current)
+            elif low in _GLOBALS:
+                settings[key] = value
+            elif current is None:
+                stray.append(tok)
+            else:
+                current["f"][key] = value
+        if stray and current is None:
+            if not any(k in s.lower() for k in _GLOBALS):
+                result.issue(
+                    at, lines[at - 1], "topology line without SwitchName=, BlockName= or BlockSizes="
+                )
+        elif stray:
+            result.issue(at, lines[at - 1], f"words outside key=value read past: {' '.join(stray)[:80]}")
+    kept: list[dict[str, Any]] = []
     for e in entries:
-        f, block = e["f"], e["block"]
-        level = None if block else _int(f.get("level")) if "level" in f else _level(e, switches)
+        f = {k.lower(): v for k, v in e["f"].items()}
+        try:
+            e["nodes"] = _expand(f["nodes"]) if f.get("nodes") else []
+            e["children"] = _expand(f["switches"]) if f.get("switches") else []
+        except ValueError as exc:
+            result.issue(e["line"], e["raw"], str(exc))
+            continue
+        e["lf"] = f
+        kept.append(e)
+    switches = {e["name"]: e for e in kept if e["source"] == "slurm-topology"}
+    parent: dict[str, str] = {}
+    for e in switches.values():
+        for child in e["children"]:
+            parent.setdefault(child, e["name"])
+    for e in kept:
+        f, tree = e["lf"], e["source"] == "slurm-topology"
+        level = (_int(f.get("level")) if "level" in f else _level(e, switches)) if tree else None
+        extra = {k: v for k, v in e["f"].items() if k.lower() not in _COLUMNS}
+        if e["source"] != "slurm-topology":
+            extra.update(settings)
         for node in e["nodes"] or [None]:
             result.add(
                 "topology_member",
                 {
                     "line": e["line"],
-                    "source": "slurm-block" if block else "slurm-topology",
+                    "source": e["source"],
                     "switch": e["name"],
                     "level": level,
-                    "parent": None if block else parent.get(e["name"]),
+                    "parent": parent.get(e["name"]) if tree else None,
                     "node_name": node,
                     "block_index": _int(f.get("blockindex")),
                     "block_size": _int(f.get("blocksize")),
+                    "extra": json.dumps(extra) if extra else None,
+                    "host": e["host"],
                 },
             )
 
