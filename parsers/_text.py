@@ -194,10 +194,11 @@ _NOT_HOST = re.compile(
 _ANY_TAG = re.compile("|".join(f"(?:{p.pattern})" for p in (_SRUN, _MPIRUN, _KUBECTL, _PDSH)))
 _MARKDOWN_QUOTE = re.compile(r"^> ?")
 _PROMPT = re.compile(
-    r"^\s*(?:\$|[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s?[$#]|\[[\w.-]+@[\w.-]+[^\]]*\]\s?[$#]|\(\S+\)\s*\$)\s+(?P<cmd>\S.*)$"
+    r"^\s*(?:\$|[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s?[$#]|\[[\w.-]+@[\w.-]+[^\]]*\]\s?[$#]|\(\S+\)\s*\$"
+    r"|(?:ba|z|k|c|tc)?sh-\d+(?:\.\d+)*[$#]|╰─[$#]|➜\s+\S+)\s+(?P<cmd>\S.*)$"
 )
 _JOB_NOISE = re.compile(r"^\s*(?:\^[A-Z\\]|\[\d+\][+-]?\s+(?:Stopped|Done|Killed|Terminated|Running)\b.*)$")
-_FENCE = re.compile(r"^\s*(?:```|~~~)[\w+-]*\s*$")
+_FENCE = re.compile(r"^\s*(?:```|~~~)\s*[\w+-]*\s*$")
 _ELISION = re.compile(r"^\s*(?:\.{3,}|…+|\[\s*(?:\.{3,}|…|snip\w*|truncated|cut)\s*\]|<snip\w*>)\s*$", re.I)
 _ANNOTATION = re.compile(r"\s+(?:<-{2,}|<={2,}|←).*$")
 
@@ -263,6 +264,8 @@ class LineCleaner:
     >>> cleaner = LineCleaner("n1: a\\nn1: b\\n")
     >>> cleaner.clean("n1: [ 1.0] NVRM: GPU 0000:01:00.0"), cleaner.clean("n1: $ dmesg -T")
     (('[ 1.0] NVRM: GPU 0000:01:00.0', 'n1', None, False), ('', 'n1', 'dmesg -T', True))
+    >>> cleaner.clean("n1: ")  # the tag alone: an empty line of that host
+    ('', 'n1', None, False)
     """
 
     def __init__(self, text: str, *, tags: bool = True) -> None:
@@ -275,7 +278,9 @@ class LineCleaner:
         pattern = self.pattern
         if line.startswith(">"):
             line = _MARKDOWN_QUOTE.sub("", line, count=1)
-        if pattern is not None and (m := pattern.match(line)):
+        if pattern is not None and (
+            m := pattern.match(line) or (line[-1:] == ":" and pattern.match(line + " "))
+        ):
             if pattern is not _PDSH or not _NOT_HOST.match(m.group(1)):
                 host, line = m.group(1), line[m.end() :]
         elif line.startswith("[") and (m := _MPIRUN.match(line)):
@@ -294,7 +299,7 @@ class LineCleaner:
             )
         ):
             return "", host, None, True
-        if ("$" in line or "#" in line) and (m := _PROMPT.match(line)):
+        if ("$" in line or "#" in line or "➜" in line) and (m := _PROMPT.match(line)):
             return "", host, m.group("cmd").strip(), True
         if "<" in line or "←" in line:
             line = _ANNOTATION.sub("", line)

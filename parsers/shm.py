@@ -15,8 +15,12 @@ Sample (hand-written, in collector.sh's format; see tests/fixtures/shm/PROVENANC
     -rw-------  1 ubuntu ubuntu  9637888 Dec  2 09:27 nccl-5XyQ1b
 
 The df part is read by :mod:`parsers.df`, so any df style works (``-h`` as in a pod's
-``shm 64M 0 64M 0% /dev/shm``, ``-T`` which gives the type).  Without ``-T`` the type is taken as
-``tmpfs`` when the device is ``tmpfs`` or ``shm`` (Docker and Kubernetes name their shm mount so).
+``shm 64M 0 64M 0% /dev/shm``, ``-T`` which gives the type, busybox ``df -hT`` with ``64.0M``).  Without
+``-T`` the type is taken as ``tmpfs`` when the device is ``tmpfs`` or ``shm`` (Docker and Kubernetes name
+their shm mount so).  The listing starts after the ``--- ls`` marker, after a pasted ``$ ls -la /dev/shm``
+prompt line, or at the first line when the file is a bare ``ls -la`` listing (then only the listing
+columns are filled).  Travel noise (launcher tags, prompts, markdown quotes, fences) is taken off by
+``parsers._text.clean_lines``; a listing line that does not read is a ParseIssue.
 
 Schema
 ------
@@ -30,6 +34,11 @@ Schema
 - ``entries`` int — entries in the listing, without ``.`` and ``..`` (null without a listing)
 - ``nccl_files`` int — entries named ``nccl-*`` (null without a listing)
 - ``nccl_bytes`` int, bytes — their total size
+- ``mountpoint`` str — df's Mounted on column
+- ``size_printed``, ``used_printed``, ``avail_printed``, ``use_printed`` str — df's cells as printed
+- ``listing_line`` int — line of the listing's first entry (or ``total``), null without a listing
+- ``entry_names`` str — JSON list of the listing's entry names (without ``.`` and ``..``), else null
+- ``host`` str — launcher tag of the df row (pdsh host, srun rank, pod), else null
 
 Examples
 --------
@@ -42,6 +51,7 @@ Examples
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -56,7 +66,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import strip_prefix
+from parsers._text import clean_lines
 
 SAMPLE = sample_of(__doc__)
 
@@ -80,6 +90,14 @@ SCHEMA = {
         Column("entries", "int", "entries in the listing"),
         Column("nccl_files", "int", "nccl-* entries"),
         Column("nccl_bytes", "int", "total size of nccl-* entries, bytes"),
+        Column("mountpoint", "str", "df Mounted on column"),
+        Column("size_printed", "str", "df size cell as printed"),
+        Column("used_printed", "str", "df used cell as printed"),
+        Column("avail_printed", "str", "df avail cell as printed"),
+        Column("use_printed", "str", "df Use% cell as printed"),
+        Column("listing_line", "int", "line of the listing's first entry"),
+        Column("entry_names", "str", "JSON list of the listing's entry names"),
+        Column("host", "str", "launcher tag of the df row"),
     )
 }
 
@@ -90,13 +108,20 @@ _SHM_ROW = re.compile(r"^\S+\s+(?:\S+\s+){3,4}\d+%\s+/dev/shm\s*$")
 
 
 def detect(text: str) -> int:
-    """Confidence that text is the shm probe (df of /dev/shm, maybe with its listing)."""
-    lines = [strip_prefix(line).strip() for line in text.splitlines() if line.strip()]
+    """Confidence that text is the shm probe (df of /dev/shm, maybe with its listing, or its listing)."""
+    cleaned = clean_lines(text[:65536])
+    lines = [line.strip() for line in cleaned.lines if line.strip()]
     if any(_MARKER.match(line) and "/dev/shm" in line for line in lines):
         return 90
     rows = [line for line in lines if not df.HEADER.match(line)]
     if len(rows) == 1 and _SHM_ROW.match(rows[0]):
         return 85  # df of /dev/shm alone; a whole df listing has more rows
+    listed = [m.group("name") for line in rows if (m := _LS.match(line))]
+    if listed and len(listed) * 2 >= len(rows):
+        if any("/dev/shm" in cmd and re.match(r"ls\b", cmd) for _, cmd in cleaned.commands):
+            return 85
+        if sum(name.startswith("nccl-") for name in listed) * 2 >= len(listed):
+            return 70  # a bare listing of NCCL segments: /dev/shm
     return 0
 
 
@@ -104,34 +129,52 @@ def parse(text: str) -> ParseResult:
     if not text.strip():
         raise NoData("empty input")
     result = ParseResult()
-    lines = text.splitlines()
-    split = next((i for i, line in enumerate(lines) if _MARKER.match(strip_prefix(line).strip())), len(lines))
+    cleaned = clean_lines(text)
+    lines = [line.strip() for line in cleaned.lines]
+    raw = text.splitlines()
+    split, start = _split(lines, dict(cleaned.commands))
     df_text, shift = "\n".join(lines[:split]), 0
-    if split == len(lines) and not any(df.HEADER.match(strip_prefix(x)) for x in lines):
+    if start == len(lines) and not any(df.HEADER.match(x) for x in lines):
         df_text, shift = "Filesystem Size Used Avail Use% Mounted on\n" + df_text, -1  # a bare df -h row
-    row = _df_row(df_text, shift, result) if df_text.strip() else None
-    counts = _listing(lines, split + 1, result) if split < len(lines) else None
+    row = _df_row(df_text, shift, raw, result) if df_text.strip() else None
+    counts = _listing(lines, raw, start, result) if start < len(lines) else None
     if row is None and counts is None:
-        errors = [x.strip() for x in lines if re.match(r"^\s*(?:df|ls):", strip_prefix(x))]
+        errors = [x for x in lines if re.match(r"^(?:df|ls):", x)]
         if errors:
             raise CollectorError(errors[0][:300])
         require_text(text)
-        raise ParseError("no df row for /dev/shm and no listing")
+        seen = next((x[:80] for x in lines if x), "")
+        raise ParseError(f"expected a df row for /dev/shm or an ls -la listing of it; saw {seen!r}")
     if row is None:
         row = {c.name: None for c in SCHEMA["shm"]}
-        row["line"] = split + 1
+        row["line"] = min(split + 1, len(lines))
+    if row["host"] is None and cleaned.hosts:
+        row["host"] = cleaned.hosts[row["line"] - 1]
     row.update(counts or {})
     result.add("shm", row)
     return result
 
 
-def _df_row(df_text: str, shift: int, result: ParseResult) -> dict[str, Any] | None:
+def _split(lines: list[str], commands: dict[int, str]) -> tuple[int, int]:
+    """(end of the df part, index of the first listing line): the ``--- ls`` marker or an ``ls`` prompt
+    line splits them; a bare listing is all listing; else all df."""
+    for i, line in enumerate(lines):
+        if _MARKER.match(line) or re.match(r"(?:sudo\s+)?ls\b", commands.get(i + 1, "")):
+            return i, i + 1
+    data = [x for x in lines if x]
+    if data and all(_LS.match(x) or x.startswith("total ") for x in data):
+        return 0, 0
+    return len(lines), len(lines)
+
+
+def _df_row(df_text: str, shift: int, raw: list[str], result: ParseResult) -> dict[str, Any] | None:
     try:
         parsed = df.parse(df_text)
     except (ParseError, CollectorError):
         return None
     for issue in parsed.issues:
-        result.issue(issue.line_no + shift, issue.line, issue.reason)
+        no = issue.line_no + shift
+        result.issue(no, raw[no - 1] if 0 < no <= len(raw) else issue.line, issue.reason)
     rows = [r for r in parsed.rows("filesystem_usage") if r["error"] is None]
     chosen = [r for r in rows if r["mountpoint"] == "/dev/shm"] or rows[:1]
     if not chosen:
@@ -139,31 +182,39 @@ def _df_row(df_text: str, shift: int, result: ParseResult) -> dict[str, Any] | N
     r = chosen[0]
     fstype = r["fstype"] or ("tmpfs" if r["device"] in ("tmpfs", "shm") else None)
     row: dict[str, Any] = {c.name: None for c in SCHEMA["shm"]}
-    row.update({k: r[k] for k in ("device", "size_bytes", "used_bytes", "avail_bytes", "use_pct")})
+    keep = ("device", "size_bytes", "used_bytes", "avail_bytes", "use_pct", "mountpoint", "host")
+    row.update({k: r.get(k) for k in keep + ("size_printed", "used_printed", "avail_printed", "use_printed")})
     row.update(line=r["line"] + shift, fstype=fstype)
     return row
 
 
-def _listing(lines: list[str], start: int, result: ParseResult) -> dict[str, Any] | None:
+def _listing(lines: list[str], raw: list[str], start: int, result: ParseResult) -> dict[str, Any] | None:
     """Count entries and nccl-* segments in an ``ls -la`` listing; None when ls printed none."""
     entries = nccl_files = nccl_bytes = 0
-    seen = False
-    for no, raw in enumerate(lines[start:], start=start + 1):
-        line = strip_prefix(raw).strip()
+    names: list[str] = []
+    first: int | None = None
+    for no, line in enumerate(lines[start:], start=start + 1):
         m = _LS.match(line)
         if m is None:
             if line.startswith("total "):
-                seen = True
+                first = first or no
             elif line and not line.startswith("ls:"):
-                result.issue(no, raw, "not an ls -la line")
+                result.issue(no, raw[no - 1], "not an ls -la line")
             continue
-        seen = True
+        first = first or no
         if m.group("name") in (".", ".."):
             continue
         entries += 1
+        names.append(m.group("name"))
         if m.group("name").startswith("nccl-"):
             nccl_files += 1
             nccl_bytes += int(m.group("size"))
-    if not seen:
+    if first is None:
         return None
-    return {"entries": entries, "nccl_files": nccl_files, "nccl_bytes": nccl_bytes}
+    return {
+        "entries": entries,
+        "nccl_files": nccl_files,
+        "nccl_bytes": nccl_bytes,
+        "listing_line": first,
+        "entry_names": json.dumps(names),
+    }

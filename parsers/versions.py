@@ -28,6 +28,21 @@ shared-object file names (``libnccl.so.2.21.5``, ``libnvidia-ml.so.550.54.15``, 
 ``cat .../device/p2p``.  Command lines pasted with or without a prompt set that context; ``#``
 comments are skipped.  An unrecognised line becomes a ParseIssue.
 
+Package lists: ``dpkg -l`` (its ``Desired=``/``||/ Name`` header is skipped; status, architecture and
+description go to ``extra``), ``apt list --installed`` (``libnccl2/unknown,now 2.18.3-1+cuda12.2 amd64
+[installed]``: suite, architecture and state in ``extra``; ``Listing...`` and apt's CLI warning are
+skipped), ``rpm -qa`` NVRs one per line or space-separated (the efa_installed_packages line).  Every package
+is kept: a name the rules know becomes its component (``libnccl2`` -> nccl, ``gdrdrv-dkms`` -> gdrcopy,
+``nvidia-driver-535``/``cuda-drivers``/``kmod-nvidia-latest-dkms`` -> nvidia_driver, ``cuda-toolkit-12-2``
+-> cuda), any other its name in snake case.  ``modinfo`` opens a row at ``filename:`` (version null until
+``version:`` is read: in-tree modules often have none) and keeps every other key as printed in ``extra``
+(``srcversion``, ``vermagic``, ``depends``, repeated ``alias``/``parm`` as lists).  Kernel log lines give
+the driver a module loaded: ``Elastic Fabric Adapter (EFA) v2.6.0g`` (efa_module), ``Elastic Network
+Adapter (ENA) v2.8.1g`` (ena_module), ``NVRM: loading NVIDIA UNIX ... Kernel Module  535.104.05``
+(nvidia_driver), source ``dmesg``; other stamped kernel lines are skipped (this is not the dmesg parser).
+Travel noise (launcher tags, kept in ``host``; prompts, whose command sets the context as above; fences,
+elisions) is taken off by ``parsers._text.clean_lines``.
+
 Schema
 ------
 ``software_version`` (one row per version found):
@@ -41,6 +56,9 @@ Schema
   nvidia-smi, proc, fi_info, fabricmanager, nccl-log, command
 - ``path`` str — file the version belongs to, when printed
 - ``detail`` str — package name and release, or dkms kernel/arch/status
+- ``extra`` str — JSON object of what else the line or block printed (modinfo keys, dpkg status/arch/
+  description, apt suite/arch/state), else null
+- ``host`` str — launcher tag of the line (pdsh host, srun rank, pod), else null
 
 Examples
 --------
@@ -55,11 +73,12 @@ Examples
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import key_value, snake, strip_prefix
+from parsers._text import clean_lines, key_value, snake
 
 SAMPLE = sample_of(__doc__)
 
@@ -87,6 +106,8 @@ SCHEMA = {
         Column("source", "str", "format it came from"),
         Column("path", "str", "file the version belongs to"),
         Column("detail", "str", "package name/release or dkms kernel and status"),
+        Column("extra", "str", "JSON object of the other fields printed with it"),
+        Column("host", "str", "launcher tag of the line"),
     )
 }
 
@@ -109,7 +130,12 @@ _PACKAGES = (
     (r"(?:libnccl-ofi|aws-ofi-nccl)(?:-aws)?", "ofi_nccl"),
     (r"libnccl2?", "nccl"),
     (r"nvidia-fabricmanager(?:-\d+)?", "fabricmanager"),
-    (r"gdrcopy|libgdrapi", "gdrcopy"),
+    (r"gdrcopy|libgdrapi|gdrdrv(?:-dkms)?", "gdrcopy"),
+    (
+        r"nvidia-driver(?:-\d+)?(?:-server|-open)?|cuda-drivers(?:-\d+)?|kmod-nvidia-(?:latest|open)-dkms",
+        "nvidia_driver",
+    ),
+    (r"cuda(?:-toolkit)?-\d+-\d+", "cuda"),
 )
 #: (pattern over one line, component, source); group 1 is the version.
 _LINES = (
@@ -123,7 +149,18 @@ _LINES = (
     (re.compile(r"Fabric Manager version is\s*:\s*(\S+)"), "fabricmanager", "fabricmanager"),
     (re.compile(r"Initializing aws-ofi-nccl (\d\S*?)(?:-aws)?$"), "ofi_nccl", "nccl-log"),
     (re.compile(r"NCCL version (\d+\.\d+\.\d+)"), "nccl", "nccl-log"),
+    (re.compile(r"Elastic Fabric Adapter \(EFA\) v(\d\S*)"), "efa_module", "dmesg"),
+    (re.compile(r"Elastic Network Adapter \(ENA\) v(\d\S*)"), "ena_module", "dmesg"),
+    (re.compile(r"NVRM: loading NVIDIA UNIX .*Kernel Module\s+(\d[\d.]+)"), "nvidia_driver", "dmesg"),
 )
+_DMESG_STAMP = re.compile(r"^\[\s*\d+\.\d+\]|^\[[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}\]")
+_DPKG_HEADER = re.compile(r"^(?:Desired=|\| Status=|\|/ Err\?=|\|\|/ Name\b|\+\+\+-=)")
+_DPKG = re.compile(r"^(?P<status>[a-zA-Z][a-zA-Z ]?[a-zA-Z ]?)\s+(?P<name>[a-z0-9][\w.+:-]*)\s+(?P<ver>\S+)\s+"
+                   r"(?P<arch>amd64|arm64|all|i386|ppc64el|s390x)(?:\s+(?P<desc>.*))?$")  # fmt: skip
+_APT = re.compile(
+    r"^(?P<name>[a-z0-9][\w.+-]*)/(?P<suite>\S+)\s+(?P<ver>\S+)\s+(?P<arch>\S+)(?:\s+\[(?P<state>[^\]]+)\])?$"
+)
+_APT_NOISE = re.compile(r"^(?:Listing\.\.\.|WARNING: apt does not have a stable CLI interface)")
 #: (pattern over a path, component, version group or None for presence only)
 _FILES = (
     (re.compile(r"libnccl\.so\.(\d+\.\d+\.\d+)"), "nccl"),
@@ -146,6 +183,7 @@ _MISSING = re.compile(
 
 def detect(text: str) -> int:
     """Confidence that text is a versions capture."""
+    text = "\n".join(clean_lines(text[:65536]).lines)
     if "EFA installer version:" in text:
         return 90
     keys = "efa_installer|efa_module|libfabric|ofi_nccl|nccl|cuda|nvidia_driver|gdrcopy|fabricmanager"
@@ -155,18 +193,39 @@ def detect(text: str) -> int:
         return 70
     if re.search(r"modinfo efa|/sys/module/efa/version", text):
         return 60
+    if re.search(r"^filename:\s+/\S+\.ko\b", text, re.MULTILINE) and re.search(r"^vermagic:", text, re.M):
+        return 60  # a modinfo block of any module
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    packages = [line for line in lines if _DPKG.match(line) or _APT.match(line)]
+    if packages and len(packages) * 2 >= len([x for x in lines if not _DPKG_HEADER.match(x)]):
+        return 55  # dpkg -l / apt list --installed lines
     return 50 if re.search(r"libnccl\.so\.\d+\.\d+\.\d+|libnccl-net[\w-]*\.so", text) else 0
 
 
 def parse(text: str) -> ParseResult:
     require_text(text)
     state = _State()
-    for no, raw in enumerate(text.splitlines(), start=1):
-        line = strip_prefix(raw.strip()).strip()
-        if line and line not in ("...", "…") and not state.line(no, line):
-            state.result.issue(no, raw, "unrecognised line")
-    if not state.result.rows("software_version"):
-        raise ParseError("no software version found")
+    cleaned = clean_lines(text)
+    raw = text.splitlines()
+    commands = dict(cleaned.commands)
+    for no, line in enumerate(cleaned.lines, start=1):
+        state.host = cleaned.hosts[no - 1] if cleaned.hosts else None
+        if no in commands:
+            state.line(no, "--- " + commands[no])  # a prompt's command sets the context
+            continue
+        line = line.strip()
+        if line and not state.line(no, line):
+            state.result.issue(no, raw[no - 1], "unrecognised line")
+    rows = state.result.rows("software_version")
+    if not rows:
+        seen = next((x.strip()[:80] for x in cleaned.lines if x.strip()), "")
+        raise ParseError(
+            "expected version lines (key=value, efa_installed_packages, modinfo, dpkg -l, rpm -qa, "
+            f"nvidia-smi/nvcc banners, library paths); saw {seen!r}"
+        )
+    for row in rows:
+        extra = row.pop("_extra", None)
+        row["extra"] = json.dumps(extra, sort_keys=True) if extra else None
     return state.result
 
 
@@ -178,11 +237,14 @@ class _State:
         self.pending: list[str] = []  # commands whose bare-value output has not been seen yet
         self.module: str | None = None  # the module of the modinfo block being read
         self.modpath: str | None = None
+        self.modrow: dict[str, Any] | None = None  # the row of the modinfo block being read
         self.packages_file = False
+        self.host: str | None = None
 
     def add(self, no: int, component: str, version: str | None, source: str, **extra: Any) -> bool:
         row = {"line": no, "component": component, "version": version or None, "source": source}
-        self.result.add("software_version", {**row, "path": None, "detail": None, **extra})
+        row.update(path=None, detail=None, _extra=extra.pop("_extra", None), host=self.host)
+        self.result.add("software_version", {**row, **extra})
         return True
 
     def line(self, no: int, line: str) -> bool:
@@ -192,7 +254,7 @@ class _State:
             self.pending.append(command)
             self.packages_file |= "efa_installed_packages" in command
             if mod := re.search(r"modinfo\s+(?:-F\s+\w+\s+)?([\w-]+)", command):
-                self.module, self.modpath = mod.group(1), None
+                self.module, self.modpath, self.modrow = mod.group(1), None, None
             return True
         found = [(c, m.group(1), s) for p, c, s in _LINES if (m := p.search(line))]
         for component, version, source in found:  # the nvidia-smi banner carries two
@@ -200,8 +262,10 @@ class _State:
             self.add(no, component, version, source)
         if found:
             return True
-        if line.startswith("#"):
-            return True  # a comment ("# Debug packages installed: no", prose)
+        if line.startswith("#") or _DPKG_HEADER.match(line) or _APT_NOISE.match(line):
+            return True  # a comment ("# Debug packages installed: no", prose), dpkg's header, apt's notes
+        if _DMESG_STAMP.match(line):
+            return True  # a kernel log line without a version (the dmesg parser reads those)
         if m := _KEY_VALUE.match(line):
             return self.key_value(no, m["key"], m["value"].strip())
         if m := _DKMS.match(line):
@@ -215,10 +279,15 @@ class _State:
         tokens = line.split()
         if file := next((t for t in tokens if any(p.search(t) for p, _ in _FILES)), None):
             return self.path_line(no, file, "")  # ls -l, ldconfig -p
+        if m := _DPKG.match(line):  # dpkg -l
+            extra = {"status": m["status"].strip(), "arch": m["arch"], "description": m["desc"]}
+            name = m["name"]
+            return self.package(no, name.split(":")[0], m["ver"], None, printed=name, extra=extra)
+        if m := _APT.match(line):  # apt list --installed
+            extra = {"suite": m["suite"], "arch": m["arch"], "state": m["state"]}
+            return self.package(no, m["name"], m["ver"], None, extra=extra)
         if (kv := key_value(line)) is not None:
             return self.modinfo(no, *kv)
-        if m := re.match(r"ii\s+(\S+)\s+(\S+)", line):  # dpkg -l
-            return self.package(no, m.group(1).split(":")[0], m.group(2), None)
         if all(_RPM.match(t) or _DEB.match(t) for t in tokens):
             for token in tokens:
                 m = _RPM.match(token) or _DEB.match(token)
@@ -242,10 +311,28 @@ class _State:
         if key == "filename":
             self.modpath = value
             self.module = re.sub(r"\.ko(?:\.\w+)?$", "", value.rsplit("/", 1)[-1])
+            self.add(no, _module(self.module), None, "modinfo", path=value, _extra={})
+            self.modrow = self.result.rows("software_version")[-1]
             return True
         if key == "version":
-            return self.add(no, _module(self.module or "efa"), value, "modinfo", path=self.modpath)
-        return key in _MODINFO_KEYS or bool(re.fullmatch(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2})*:?", key))
+            if self.modrow is not None and self.modrow["version"] is None:
+                self.modrow.update(version=value or None, line=no)
+                return True
+            self.add(no, _module(self.module or "efa"), value, "modinfo", path=self.modpath, _extra={})
+            self.modrow = self.result.rows("software_version")[-1]
+            return True
+        known = key in _MODINFO_KEYS
+        if not known and not re.fullmatch(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2})*:?", key):
+            return False
+        if self.modrow is not None and known:
+            extra = self.modrow["_extra"]
+            if key not in extra:
+                extra[key] = value
+            elif isinstance(extra[key], list):
+                extra[key].append(value)
+            else:
+                extra[key] = [extra[key], value]
+        return True
 
     def path_line(self, no: int, path: str, value: str) -> bool:
         if m := re.search(r"/sys/module/([\w-]+)/version$", path):
@@ -257,11 +344,20 @@ class _State:
                 return self.add(no, component, m.group(1) if m.groups() else None, "file", path=path)
         return True  # other files of a listing
 
-    def package(self, no: int, name: str, version: str, release: str | None) -> bool:
+    def package(
+        self,
+        no: int,
+        name: str,
+        version: str,
+        release: str | None,
+        printed: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> bool:
         component = next((c for p, c in _PACKAGES if re.fullmatch(p, name)), None) or snake(name)
         source = "efa_installed_packages" if self.packages_file else "package"
-        detail = f"{name}-{version}-{release}" if release else name
-        return self.add(no, component, version, source, detail=detail)
+        detail = f"{name}-{version}-{release}" if release else (printed or name)
+        kept = {k: v for k, v in (extra or {}).items() if v}
+        return self.add(no, component, version, source, detail=detail, _extra=kept or None)
 
     def bare_value(self, no: int, value: str) -> bool:
         """A value printed alone: the oldest pending command that prints such a value owns it."""

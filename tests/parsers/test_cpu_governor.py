@@ -25,9 +25,12 @@ def test_detect_kind(name: str) -> None:
 def test_cpupower_intel_pstate_performance() -> None:
     result = cpu_governor.parse(load("cpupower-frequency-info-intel_pstate-performance.txt"))
     assert result.issues == []
-    assert result.rows("cpu_governor") == [
-        {"line": 1, "cpu": 0, "governor": "performance", "driver": "intel_pstate", "source": "cpupower"}
-    ]
+    [row] = result.rows("cpu_governor")
+    assert {k: row[k] for k in ("line", "cpu", "governor", "driver", "source", "status")} == {
+        "line": 1, "cpu": 0, "governor": "performance", "driver": "intel_pstate", "source": "cpupower",
+        "status": "ok",
+    }  # fmt: skip
+    assert (row["hw_min_mhz"], row["hw_max_mhz"], row["boost_active"]) == (800.0, 3900.0, True)
 
 
 def test_bare_cat_eight_cpus_powersave() -> None:
@@ -70,5 +73,8 @@ def test_cpupower_without_cpufreq_driver() -> None:
         "  no or unknown cpufreq driver is active on this CPU\n"
         "  maximum transition latency: 0.97 ms\n"
     )
-    rows = cpu_governor.parse(text).rows("cpu_governor")
-    assert rows == [{"line": 1, "cpu": 0, "governor": None, "driver": None, "source": "cpupower"}]
+    [row] = cpu_governor.parse(text).rows("cpu_governor")
+    assert {k: row[k] for k in ("line", "cpu", "governor", "driver", "source", "status")} == {
+        "line": 1, "cpu": 0, "governor": None, "driver": None, "source": "cpupower", "status": "no_driver",
+    }  # fmt: skip
+    assert row["transition_latency"] == "0.97 ms"

@@ -24,7 +24,7 @@ def test_efa_installed_packages_1_7_0() -> None:
     got = rows(fixture_text("versions", "efa-installed-packages-1.7.0-p3dn.txt"))
     assert got[0] == {
         "line": 1, "component": "efa_installer", "version": "1.7.0", "source": "efa_installed_packages",
-        "path": None, "detail": None,
+        "path": None, "detail": None, "extra": None, "host": None,
     }  # fmt: skip
     assert len(got) == 15 and {r["source"] for r in got} == {"efa_installed_packages"}
     versions_of = by_component(got)
