@@ -28,15 +28,27 @@ Sample (hand-written from lines of the della-h100-545 and a10-550 fixtures; DRAM
         Temperature
             GPU Current Temp                  : 33 C
 
-The text is a tree of ``Key : value`` lines indented by four spaces; the parser walks it, keeps the path
-of section names, and maps known paths to columns.  It reads the 36-column keys of 396.x drivers and the
-42-column keys of 5xx, "Clocks Throttle Reasons" and its successor "Clocks Event Reasons", Single/Double
-Bit ECC (pre-Ampere) and SRAM/DRAM Correctable/Uncorrectable (with or without the 565 Parity/SEC-DED split),
-section names with trailing spaces, and ``-d ECC,ROW_REMAPPER`` partial dumps.
+The text is a tree of ``Key : value`` lines; the parser walks it line by line, keeps the path of
+section names (by relative indentation, so any key padding works: 36 columns on 396.x, 42 on 5xx, 55 on
+580, or none), and maps known paths to columns.  It reads "Clocks Throttle Reasons" and its successor
+"Clocks Event Reasons", Single/Double Bit ECC (pre-Ampere) and SRAM/DRAM Correctable/Uncorrectable (with
+or without the 565 Parity/SEC-DED split), section names with trailing spaces, ``-d ECC,ROW_REMAPPER``
+partial displays, several GPUs, values printed as ``N/A``, ``[N/A]``, ``Unknown Error``, ``[GPU requires
+reset]`` (no number, listed in ``error_values`` when they are errors).  Lossless: every key printed for a
+GPU whose value is not already held verbatim in a ``str`` column is kept in ``extra`` (JSON: section path
+joined with ``/`` -> value as printed; a key printed twice, as under ``Processes`` or ``MIG Devices``,
+holds the list of its values), unknown sections and keys at any depth included.  A key with its own
+children (``HW Slowdown``, ``Process ID``) is a section of them.  Travel noise (launcher prefixes, prompts,
+``[...]`` elisions, ``<===`` annotations, CRLF) is taken off by ``parsers._text.clean_lines``.  Lost
+indentation (every line flush left under the ``GPU`` header) is rebuilt from the known nesting of
+nvidia-smi's sections.  Excerpts without a ``GPU <bus id>`` header (``nvidia-smi -q | grep -A6 Fabric``, a
+pasted ``Retired Pages`` section) give one row per excerpt with ``pci`` null; ``--`` separators and a
+repeated top-level key or section start the next row.  A value that should be a number and is not, or a
+line without a key that holds digits, is a ParseIssue.
 
 Schema
 ------
-``gpu`` (one row per ``GPU <bus id>`` block):
+``gpu`` (one row per ``GPU <bus id>`` block, or per headerless excerpt):
 
 - ``line`` int — line of the ``GPU <bus id>`` header; ``index`` int — order in the dump (0-based)
 - ``pci`` str — bus id normalised to ``dddd:bb:dd.f``; ``name``, ``serial``, ``uuid``, ``vbios`` str
@@ -57,6 +69,19 @@ Schema
 - ``power_draw_w``, ``power_limit_w`` float, W; ``memory_total_mib``, ``memory_used_mib`` float, MiB;
   ``util_gpu_pct`` float, %
 - ``fabric_state``, ``fabric_status`` str (NVSwitch systems: Completed / Success)
+- ``mig_mode_pending``, ``ecc_mode_pending`` str; ``mig_devices`` int — number of ``MIG Device`` sections
+  (0 for ``MIG Devices : None``; null when the dump has no such section)
+- ``virtualization_mode``, ``host_vgpu_mode`` str (``GPU Virtualization Mode``: None / Pass-Through / VGPU /
+  Host VGPU); ``vgpu_license_product``, ``vgpu_license_status`` str (``vGPU Software Licensed Product``)
+- ``reset_recommended`` str (``Drain and Reset Recommended``: Yes/No)
+- ``bank_remap_max``, ``bank_remap_high``, ``bank_remap_partial``, ``bank_remap_low``, ``bank_remap_none``
+  int, banks — the ``Bank Remap Availability Histogram``
+- ``fabric_clique_id`` int; ``fabric_cluster_uuid``, ``fabric_health_summary``, ``fabric_bandwidth`` str
+- ``timestamp`` str (dump header, as printed); ``attached_gpus`` int (dump header)
+- ``error_values`` str — comma list of the distinct error values printed in place of readings
+  (``Unknown Error``, ``GPU requires reset``, ``System is not in ready state``, ``GPU is lost``, ...)
+- ``extra`` str — JSON object, every other key printed for the GPU (and the dump header), path -> value
+- ``host`` str — launcher tag (pdsh host, srun rank, pod) of the GPU's first line, else null
 - evidence lines (int): ``temp_line``, ``throttle_line``, ``pcie_line``, ``ecc_volatile_line``,
   ``ecc_aggregate_line``, ``remap_line``, ``retired_line``, ``persistence_line``, ``fabric_line``, ``clock_line``;
   ``driver_version_line``, ``cuda_version_line`` — the ``Driver Version`` / ``CUDA Version`` lines of the
@@ -71,24 +96,36 @@ Examples
 ('HW Slowdown', 16, 19)
 >>> gpu["driver_version_line"], gpu["cuda_version_line"], gpu["line"]
 (2, 3, 5)
+>>> json.loads(gpu["extra"])["Temperature/GPU Current Temp"], json.loads(gpu["extra"])["Attached GPUs"]
+('33 C', '1')
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import leading_number, pci_address, strip_prefix, to_int
+from parsers._text import NOT_AVAILABLE, clean_lines, leading_number, pci_address, to_int
 
 SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="nvidia-smi-q",
     title="nvidia-smi -q (full GPU query)",
-    commands=("nvidia-smi -q",),
+    commands=("nvidia-smi -q", "nvidia-smi -q -d ECC,ROW_REMAPPER,...", "nvidia-smi -q | grep -A6 Fabric"),
     tables=("gpu",),
-    versions_seen=("396.37", "545.23.08", "550.127.05", "565.57.01"),
+    versions_seen=(
+        "396.37",
+        "510.73.08",
+        "535.247.01",
+        "545.23.08",
+        "550.90.07",
+        "550.127.05",
+        "565.57.01",
+        "580.142 (55-column keys)",
+    ),
 )
 
 _INT_COLS = [
@@ -128,6 +165,14 @@ _INT_COLS = [
     "cuda_version_line",
     "vbios_version_line",
     "line",
+    "mig_devices",
+    "bank_remap_max",
+    "bank_remap_high",
+    "bank_remap_partial",
+    "bank_remap_low",
+    "bank_remap_none",
+    "fabric_clique_id",
+    "attached_gpus",
 ]
 _FLOAT_COLS = [
     "temp_c",
@@ -163,6 +208,20 @@ _STR_COLS = [
     "retired_pages_pending",
     "fabric_state",
     "fabric_status",
+    "mig_mode_pending",
+    "ecc_mode_pending",
+    "virtualization_mode",
+    "host_vgpu_mode",
+    "vgpu_license_product",
+    "vgpu_license_status",
+    "reset_recommended",
+    "fabric_cluster_uuid",
+    "fabric_health_summary",
+    "fabric_bandwidth",
+    "timestamp",
+    "error_values",
+    "extra",
+    "host",
 ]
 _BOOL_COLS = ("remap_pending", "remap_failure")
 
@@ -175,19 +234,27 @@ SCHEMA = {
     )
 }
 
-#: (section path, key) -> (column, converter); paths are joined with '/', lower case.
-_SIMPLE: dict[str, tuple[str, str]] = {
+#: Full section path + key (lower case, joined with '/') -> (column, converter).
+_COLUMNS: dict[str, tuple[str, str]] = {
     "product name": ("name", "str"),
     "serial number": ("serial", "str"),
     "gpu uuid": ("uuid", "str"),
     "vbios version": ("vbios", "str"),
     "minor number": ("minor_number", "int"),
     "module id": ("module_id", "int"),
+    "platform info/module id": ("module_id", "int"),
     "persistence mode": ("persistence_mode", "str"),
     "mig mode/current": ("mig_mode", "str"),
+    "mig mode/pending": ("mig_mode_pending", "str"),
     "ecc mode/current": ("ecc_mode", "str"),
+    "ecc mode/pending": ("ecc_mode_pending", "str"),
     "performance state": ("performance_state", "str"),
     "gpu reset status/reset required": ("reset_required", "str"),
+    "gpu reset status/drain and reset recommended": ("reset_recommended", "str"),
+    "gpu virtualization mode/virtualization mode": ("virtualization_mode", "str"),
+    "gpu virtualization mode/host vgpu mode": ("host_vgpu_mode", "str"),
+    "vgpu software licensed product/product name": ("vgpu_license_product", "str"),
+    "vgpu software licensed product/license status": ("vgpu_license_status", "str"),
     "temperature/gpu current temp": ("temp_c", "num"),
     "temperature/gpu slowdown temp": ("temp_slowdown_c", "num"),
     "temperature/gpu shutdown temp": ("temp_shutdown_c", "num"),
@@ -205,14 +272,21 @@ _SIMPLE: dict[str, tuple[str, str]] = {
     "pci/replays since reset": ("pcie_replays", "int"),
     "retired pages/single bit ecc": ("retired_pages_sbe", "int"),
     "retired pages/double bit ecc": ("retired_pages_dbe", "int"),
+    "retired pages/pending": ("retired_pages_pending", "str"),
     "retired pages/pending page blacklist": ("retired_pages_pending", "str"),
     "retired pages/pending page retirement": ("retired_pages_pending", "str"),
     "remapped rows/correctable error": ("remapped_rows_correctable", "int"),
     "remapped rows/uncorrectable error": ("remapped_rows_uncorrectable", "int"),
     "remapped rows/pending": ("remap_pending", "bool"),
     "remapped rows/remapping failure occurred": ("remap_failure", "bool"),
+    "remapped rows/bank remap availability histogram/max": ("bank_remap_max", "int"),
+    "remapped rows/bank remap availability histogram/high": ("bank_remap_high", "int"),
+    "remapped rows/bank remap availability histogram/partial": ("bank_remap_partial", "int"),
+    "remapped rows/bank remap availability histogram/low": ("bank_remap_low", "int"),
+    "remapped rows/bank remap availability histogram/none": ("bank_remap_none", "int"),
     "power readings/power draw": ("power_draw_w", "num"),
     "gpu power readings/power draw": ("power_draw_w", "num"),
+    "gpu power readings/average power draw": ("power_draw_w", "num"),
     "power readings/power limit": ("power_limit_w", "num"),
     "power readings/current power limit": ("power_limit_w", "num"),
     "gpu power readings/current power limit": ("power_limit_w", "num"),
@@ -221,6 +295,10 @@ _SIMPLE: dict[str, tuple[str, str]] = {
     "utilization/gpu": ("util_gpu_pct", "num"),
     "fabric/state": ("fabric_state", "str"),
     "fabric/status": ("fabric_status", "str"),
+    "fabric/cliqueid": ("fabric_clique_id", "int"),
+    "fabric/clusteruuid": ("fabric_cluster_uuid", "str"),
+    "fabric/health/summary": ("fabric_health_summary", "str"),
+    "fabric/health/bandwidth": ("fabric_bandwidth", "str"),
 }
 #: Which evidence-line column a section (first path element) feeds.
 _LINE_OF_SECTION = {
@@ -233,54 +311,291 @@ _LINE_OF_SECTION = {
     "fabric": "fabric_line",
     "clocks": "clock_line",
 }
+_THROTTLE = ("clocks throttle reasons", "clocks event reasons")
+#: Dump header keys (before the first GPU block); Driver/CUDA Version also have columns.
+_HEADER_KEYS = frozenset({"timestamp", "driver version", "cuda version", "attached gpus", "nvml version"})
+#: Lost indentation: the section each nested section belongs to (a section not listed is top level).
+_PARENT = {
+    "gpu link info": ("pci",),
+    "pcie generation": ("gpu link info",),
+    "link width": ("gpu link info",),
+    "bridge chip": ("pci",),
+    "volatile": ("ecc errors",),
+    "aggregate": ("ecc errors",),
+    "aggregate uncorrectable sram sources": ("ecc errors",),
+    "single bit": ("volatile", "aggregate"),
+    "double bit": ("volatile", "aggregate"),
+    "bank remap availability histogram": ("remapped rows",),
+    "health": ("fabric",),
+    "mig device": ("mig devices",),
+    "device attributes": ("mig device",),
+    "shared": ("device attributes",),
+}
+#: Lost indentation: keys printed after a nested section that belong to its parent (or the GPU).
+_TOP_KEYS = frozenset(
+    [
+        "product name",
+        "product brand",
+        "product architecture",
+        "display mode",
+        "display attached",
+        "display active",
+        "persistence mode",
+        "addressing mode",
+        "accounting mode",
+        "accounting mode buffer size",
+        "serial number",
+        "gpu uuid",
+        "gpu pdi",
+        "minor number",
+        "vbios version",
+        "multigpu board",
+        "board id",
+        "board part number",
+        "gpu part number",
+        "fru part number",
+        "module id",
+        "gsp firmware version",
+        "gpu c2c mode",
+        "gpu recovery action",
+        "fan speed",
+        "performance state",
+        "sparse operation mode",
+        "compute mode",
+        "processes",
+        "power smoothing",
+    ]
+)
+_PCI_TAIL = frozenset(
+    [
+        "replays since reset",
+        "replay number rollovers",
+        "tx throughput",
+        "rx throughput",
+        "atomic caps inbound",
+        "atomic caps outbound",
+    ]
+)
+#: Values nvidia-smi prints in place of a reading when the GPU or driver is in trouble.
+_ERROR_VALUES = {
+    "unknown error": "Unknown Error",
+    "gpu requires reset": "GPU requires reset",
+    "system is not in ready state": "System is not in ready state",
+    "gpu is lost": "GPU is lost",
+    "insufficient permissions": "Insufficient Permissions",
+    "err!": "ERR!",
+}
+_NO_NUMBER = NOT_AVAILABLE | {
+    "not supported",
+    "[not supported]",
+    "requested functionality has been deprecated",
+}
 _GPU_HEADER = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+#: "Key<2+ spaces>: value" — the padded key of nvidia-smi -q (any width).
+_PADDED = re.compile(r"^\s*[A-Za-z][\w .()/+-]*?\s{2,}: ?\S")
+_SECTIONS = (
+    "fabric|retired pages|remapped rows|ecc errors|ecc mode|temperature|clocks event reasons|"
+    "clocks throttle reasons|gpu reset status|vgpu software licensed product|mig mode|mig devices|"
+    "gpu virtualization mode|fb memory usage|gpu power readings|power readings|bank remap availability "
+    "histogram|processes|pci|clocks|max clocks|utilization"
+)
+_SECTION_LINE = re.compile(rf"^\s*(?:{_SECTIONS})\s*$", re.I | re.M)
+#: An srun/pdsh tag on an empty line ("0:" once the trailing space is gone) that clean_lines leaves.
+_BARE_TAG = re.compile(r"^\d{1,5}:$")
+_COMMAND = re.compile(r"^\s*(?:[#$]\s*)?(?:sudo\s+)?nvidia-smi\b|^\s*[#$]\s")
 
 
 def detect(text: str) -> int:
-    """Confidence that text is ``nvidia-smi -q`` output."""
+    """Confidence that text is ``nvidia-smi -q`` output, whole or an excerpt (prefixes taken off first)."""
     if "NVSMI LOG" in text[:2000]:
         return 95
-    if re.search(r"^GPU [0-9A-Fa-f]{8}:[0-9A-Fa-f]{2}:", text, re.M) and "Product Name" in text:
+    text = "\n".join(clean_lines(text[:65536]).lines)
+    padded = sum(1 for line in text.splitlines()[:400] if _PADDED.match(line))
+    if re.search(r"^\s*GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s*$", text, re.M) and (
+        "Product Name" in text or padded >= 2
+    ):
         return 85
+    if padded >= 2 and _SECTION_LINE.search(text):
+        return 70  # a grep'd or pasted section: "    Fabric" / "        State   : Completed"
+    if re.search(r"^\s*(?:GPU UUID|Product Name|Driver Version)\s{2,}: \S", text, re.M):
+        return 60
     return 0
+
+
+class _Gpu:
+    """One GPU block being read: its row, the section stack and what has been printed under it."""
+
+    def __init__(self, row: dict[str, Any], base: int, headerless: bool) -> None:
+        self.row = row
+        self.base = base  # indent of the "GPU <bus id>" header (-1 for a headerless excerpt)
+        self.headerless = headerless
+        self.flat: bool | None = None  # lost indentation (decided on the first line under the header)
+        self.stack: list[list[Any]] = []  # [indent, printed name, has child, line no, raw line]
+        self.pending: tuple[int, str] | None = None  # last key, a section if the next line is deeper
+        self.extra: dict[str, Any] = {}
+        self.verbatim: set[str] = set()  # paths whose value a str column holds as printed
+        self.errors: list[str] = []
+        self.active: list[str] = []
+        self.ecc: dict[tuple[str, str, str], int] = {}
+        self.nonzero: set[str] = set()
+        self.top_seen: set[str] = set()
 
 
 def parse(text: str) -> ParseResult:
     require_text(text)
-    result = ParseResult()
+    result = ParseResult(tables={"gpu": []})
+    cleaned = clean_lines(text)
+    raw_lines = text.splitlines()
     header: dict[str, str] = {}
-    header_lines: dict[str, int] = {}  # header key -> its line (evidence for the versions)
-    gpu: dict[str, Any] | None = None
-    path: list[tuple[int, str]] = []  # (indent, section name)
-    for no, raw in enumerate(text.splitlines(), start=1):
-        line = strip_prefix(raw).rstrip().replace("\t", "    ")
-        if not line.strip() or line.startswith("====="):
+    header_lines: dict[str, int] = {}
+    gpus: list[_Gpu] = []
+    gpu: _Gpu | None = None
+    first_seen = ""
+    for no, line, host in cleaned.numbered():
+        if "\t" in line:
+            line = line.replace("\t", "    ")
+        stripped = line.strip()
+        if stripped.startswith("=====") and "NVSMI LOG" in stripped:  # the banner: a new dump begins
+            if gpu is not None:
+                _close(gpu, result, raw_lines)
+            gpu, header, header_lines = None, {}, {}
             continue
-        if m := _GPU_HEADER.match(line.strip()):
-            gpu = _new_gpu(no, m.group(1), len(result.rows("gpu")), header, header_lines)
-            result.add("gpu", gpu)
-            path = []
+        if not stripped or _COMMAND.match(line) or (cleaned.hosts is not None and _BARE_TAG.match(stripped)):
+            continue
+        first_seen = first_seen or stripped
+        if stripped == "--":  # grep -A/-C group separator
+            if gpu is not None:
+                _close(gpu, result, raw_lines)
+                if gpu.headerless:
+                    gpu = None
+            continue
+        if stripped.startswith("GPU ") and (m := _GPU_HEADER.match(stripped)):
+            if gpu is not None:
+                _close(gpu, result, raw_lines)
+            row = _new_row(no, len(gpus), header, header_lines, host, pci_address(m.group(1)))
+            gpu = _Gpu(row, len(line) - len(line.lstrip(" ")), headerless=False)
+            gpus.append(gpu)
+            result.add("gpu", row)
             continue
         indent = len(line) - len(line.lstrip(" "))
-        while path and path[-1][0] >= indent:
-            path.pop()
-        kv = _split(line)
+        kv = _split(stripped)
+        if gpu is not None and kv and kv[0].lower() in _HEADER_KEYS and (gpu.flat or indent <= gpu.base):
+            _close(gpu, result, raw_lines)  # the header of a further dump (concatenated nodes)
+            gpu, header, header_lines = None, {}, {}
         if gpu is None:
-            if kv and kv[0] in ("Driver Version", "CUDA Version"):
+            if kv and indent == 0 and kv[0].lower() in _HEADER_KEYS:
                 header[kv[0]] = kv[1]
                 header_lines[kv[0]] = no
-            continue
-        if kv is None or (kv[1] == "" and ":" not in line):
-            path.append((indent, line.strip().lower()))
-            continue
-        _apply(gpu, [p for _, p in path], kv[0].lower(), kv[1], no)
-    if not result.rows("gpu"):
+                continue
+            if not (_PADDED.match(line) or _SECTION_LINE.match(line) or (kv and kv[0].lower() in _COLUMNS)):
+                if re.search(r"\d", stripped):
+                    result.issue(no, raw_lines[no - 1], "not an nvidia-smi -q line (no GPU block open)")
+                continue
+            gpu = _Gpu(_new_row(no, len(gpus), header, header_lines, host, None), -1, headerless=True)
+            gpus.append(gpu)
+            result.add("gpu", gpu.row)
+        if gpu.flat is None and not gpu.headerless:
+            gpu.flat = indent <= gpu.base
+        gpu = _line(gpu, result, raw_lines, no, indent, stripped, kv, host, gpus, header, header_lines)
+    if gpu is not None:
+        _close(gpu, result, raw_lines)
+    if not gpus:
         if header:
-            raise ParseError("nvidia-smi -q output lists no GPU block")
-        raise ParseError("not nvidia-smi -q output: no 'GPU <bus id>' block and no NVSMI LOG banner")
-    for row in result.rows("gpu"):
-        _finish(row)
+            raise ParseError(
+                f"nvidia-smi -q output lists no GPU block: header keys {sorted(header)} but no 'GPU <bus id>'"
+            )
+        raise ParseError(
+            "not nvidia-smi -q output: expected an NVSMI LOG banner, a 'GPU <bus id>' block or padded"
+            f" 'Key   : value' lines under a section; first line seen: {first_seen[:120]!r}"
+        )
+    for g in gpus:
+        _finish(g)
     return result
+
+
+def _line(
+    gpu: _Gpu,
+    result: ParseResult,
+    raw_lines: list[str],
+    no: int,
+    indent: int,
+    stripped: str,
+    kv: tuple[str, str] | None,
+    host: str | None,
+    gpus: list[_Gpu],
+    header: dict[str, str],
+    header_lines: dict[str, int],
+) -> _Gpu:
+    """Read one line inside a GPU block (or a headerless excerpt); returns the GPU it went to."""
+    is_section = kv is None
+    name = (stripped if kv is None else kv[0]).rstrip()
+    low = name.lower()
+    if gpu.flat:
+        _flat_path(gpu, result, raw_lines, low, is_section)
+    else:
+        while gpu.stack and gpu.stack[-1][0] >= indent:
+            _pop(gpu, result, raw_lines)
+        if (
+            gpu.pending is not None
+            and indent > gpu.pending[0]
+            and (not gpu.stack or gpu.stack[-1][0] < indent)
+        ):
+            gpu.stack.append([gpu.pending[0], gpu.pending[1], True, no, ""])
+    gpu.pending = None
+    if not gpu.stack and gpu.headerless:
+        if low in gpu.top_seen:  # the same top-level key again: the next GPU of a grep'd excerpt
+            _close(gpu, result, raw_lines)
+            gpu = _Gpu(_new_row(no, len(gpus), header, header_lines, host, None), -1, headerless=True)
+            gpus.append(gpu)
+            result.add("gpu", gpu.row)
+        gpu.top_seen.add(low)
+    if gpu.stack:
+        gpu.stack[-1][2] = True
+    if kv is None:
+        if low == "mig device" and gpu.stack and gpu.stack[-1][1].lower() == "mig devices":
+            gpu.row["mig_devices"] = (gpu.row["mig_devices"] or 0) + 1
+        gpu.stack.append([indent, name, False, no, raw_lines[no - 1]])
+        return gpu
+    key, value = kv
+    sections = [s[1] for s in gpu.stack]
+    _apply(gpu, result, sections, key, value, no, raw_lines[no - 1])
+    gpu.pending = (indent, key)
+    return gpu
+
+
+def _flat_path(gpu: _Gpu, result: ParseResult, raw_lines: list[str], low: str, is_section: bool) -> None:
+    """Lost indentation: put the line under the section nvidia-smi nests it in."""
+    if is_section:
+        parents = _PARENT.get(low)
+        names = [s[1].lower() for s in gpu.stack]
+        keep = max((names.index(p) + 1 for p in parents or () if p in names), default=0)
+        while len(gpu.stack) > keep:
+            _pop(gpu, result, raw_lines)
+        for s in gpu.stack:
+            s[0] = -1  # flat: nothing is popped by indentation
+    elif low in _TOP_KEYS and not (
+        low == "module id" and gpu.stack and gpu.stack[-1][1].lower() == "platform info"
+    ):
+        while gpu.stack:
+            _pop(gpu, result, raw_lines)
+    elif low in _PCI_TAIL:
+        while gpu.stack and gpu.stack[-1][1].lower() != "pci":
+            _pop(gpu, result, raw_lines)
+
+
+def _pop(gpu: _Gpu, result: ParseResult, raw_lines: list[str]) -> None:
+    indent, name, has_child, no, raw = gpu.stack.pop()
+    if not has_child and raw:  # a line without a key and nothing under it: kept, loud if it holds digits
+        path = "/".join([s[1] for s in gpu.stack] + [name])
+        _keep(gpu.extra, path, "")
+        if re.search(r"\d", name):
+            result.issue(no, raw, "a line without a key (value or cut line?)")
+
+
+def _close(gpu: _Gpu, result: ParseResult, raw_lines: list[str]) -> None:
+    while gpu.stack:
+        _pop(gpu, result, raw_lines)
+    gpu.pending = None
 
 
 def _split(line: str) -> tuple[str, str] | None:
@@ -291,106 +606,141 @@ def _split(line: str) -> tuple[str, str] | None:
     return (key, value.strip()) if key else None
 
 
-def _new_gpu(
-    no: int, bus: str, index: int, header: dict[str, str], header_lines: dict[str, int]
+def _new_row(
+    no: int,
+    index: int,
+    header: dict[str, str],
+    header_lines: dict[str, int],
+    host: str | None,
+    pci: str | None,
 ) -> dict[str, Any]:
     row: dict[str, Any] = {c.name: None for c in SCHEMA["gpu"]}
     row.update(
         line=no,
         index=index,
-        pci=pci_address(bus),
+        pci=pci,
+        host=host,
         driver_version=header.get("Driver Version"),
         cuda_version=header.get("CUDA Version"),
+        timestamp=header.get("Timestamp"),
+        attached_gpus=to_int(header.get("Attached GPUs")),
         driver_version_line=header_lines.get("Driver Version"),
         cuda_version_line=header_lines.get("CUDA Version"),
-        _active=[],
-        _ecc={},
+        _header={k: v for k, v in header.items() if k not in ("Driver Version", "CUDA Version", "Timestamp")},
     )
     return row
 
 
-def _apply(gpu: dict[str, Any], sections: list[str], key: str, value: str, no: int) -> None:
-    top = sections[0] if sections else ""
-    if top in ("clocks throttle reasons", "clocks event reasons"):
-        gpu["throttle_line"] = gpu["throttle_line"] or no
+def _apply(
+    gpu: _Gpu, result: ParseResult, sections: list[str], key: str, value: str, no: int, raw: str
+) -> None:
+    row = gpu.row
+    path = "/".join([*sections, key])
+    low_sections = [s.lower() for s in sections]
+    top = low_sections[0] if low_sections else ""
+    error = _ERROR_VALUES.get(value.strip("[]").lower())
+    if error and error not in gpu.errors:
+        gpu.errors.append(error)
+    if top in _THROTTLE:
+        row["throttle_line"] = row["throttle_line"] or no
         if value.lower() == "active":
-            gpu["_active"].append(_title(key))
-        return
-    if top == "ecc errors":
-        _ecc(gpu, sections[1:], key, value, no)
-        return
-    if top == "persistence mode" or key == "persistence mode":
-        gpu["persistence_line"] = no
+            gpu.active.append(key)  # as printed: 'HW Slowdown', 'SW Power Cap'
+    elif top == "ecc errors":
+        _ecc(gpu, low_sections[1:], key, value, no)
+    if key.lower() == "persistence mode" and not sections:
+        row["persistence_line"] = no
     line_col = _LINE_OF_SECTION.get(top)
-    if line_col and gpu[line_col] is None:
-        gpu[line_col] = no
-    full = "/".join([*sections, key])
-    target = _SIMPLE.get(full) or _SIMPLE.get("/".join([*sections[-1:], key])) or _SIMPLE.get(key)
-    if target is None:
-        return
-    column, conv = target
-    if gpu.get(column) is not None and conv != "str":
-        return  # first value wins (e.g. GPU Power Readings before Module Power Readings)
-    gpu[column] = _convert(value, conv)
-    if column == "vbios":
-        gpu["vbios_version_line"] = no
+    if line_col and row[line_col] is None:
+        row[line_col] = no
+    target = _COLUMNS.get("/".join([*low_sections, key.lower()]))
+    if target is not None:
+        column, conv = target
+        if row.get(column) is None or conv == "str":  # first number wins (GPU before Module Power Readings)
+            converted = _convert(value, conv)
+            if (
+                converted is None
+                and conv != "str"
+                and value.strip("[]").lower() not in _NO_NUMBER
+                and not error
+            ):
+                result.issue(
+                    no, raw, f"{key}: expected {'Yes/No' if conv == 'bool' else 'a number'}, got {value!r}"
+                )
+            row[column] = converted
+            if conv == "str" and converted == value:
+                gpu.verbatim.add(path)
+        if column == "vbios":
+            row["vbios_version_line"] = no
+    if path not in gpu.verbatim:
+        _keep(gpu.extra, path, value)
 
 
-def _ecc(gpu: dict[str, Any], sections: list[str], key: str, value: str, no: int) -> None:
+def _keep(extra: dict[str, Any], path: str, value: str) -> None:
+    """Record a printed key; a path printed again (processes, MIG devices) holds the list of its values."""
+    if path not in extra:
+        extra[path] = value
+    elif isinstance(extra[path], list):
+        extra[path].append(value)
+    else:
+        extra[path] = [extra[path], value]
+
+
+def _ecc(gpu: _Gpu, sections: list[str], key: str, value: str, no: int) -> None:
     """Collect ECC counters under 'ECC Errors' into a flat dict keyed by scope and kind."""
     if not sections:
         return
     scope = sections[0]  # volatile / aggregate / aggregate uncorrectable sram sources
     if scope not in ("volatile", "aggregate"):
         return
-    gpu[f"ecc_{scope}_line"] = gpu[f"ecc_{scope}_line"] or no
+    row = gpu.row
+    row[f"ecc_{scope}_line"] = row[f"ecc_{scope}_line"] or no
     count = to_int(value)
     if count is None:
         return
     k = key.lower()
     if sections[1:2] == ["single bit"] and k == "total":
-        gpu["_ecc"][(scope, "legacy", "corrected")] = count
+        gpu.ecc[(scope, "legacy", "corrected")] = count
     elif sections[1:2] == ["double bit"] and k == "total":
-        gpu["_ecc"][(scope, "legacy", "uncorrected")] = count
+        gpu.ecc[(scope, "legacy", "uncorrected")] = count
     elif k.startswith(("sram", "dram")) and ("correctable" in k):
         memory = k[:4]
         kind = "uncorrected" if "uncorrectable" in k else "corrected"
-        gpu["_ecc"][(scope, memory, kind)] = gpu["_ecc"].get((scope, memory, kind), 0) + count
+        gpu.ecc[(scope, memory, kind)] = gpu.ecc.get((scope, memory, kind), 0) + count
     uncorrectable = "uncorrectable" in k or sections[1:2] == ["double bit"]
-    if count > 0 and uncorrectable and not gpu.get(f"_nz_{scope}"):
+    if count > 0 and uncorrectable and scope not in gpu.nonzero:
         # evidence points at the first non-zero uncorrectable counter, not the section start
-        gpu[f"ecc_{scope}_line"] = no
-        gpu[f"_nz_{scope}"] = True
+        row[f"ecc_{scope}_line"] = no
+        gpu.nonzero.add(scope)
 
 
-def _finish(gpu: dict[str, Any]) -> None:
-    active = gpu.pop("_active")
-    gpu["throttle_reasons_active"] = ", ".join(active) if gpu["throttle_line"] is not None else None
-    ecc = gpu.pop("_ecc")
-    gpu.pop("_nz_volatile", None)
-    gpu.pop("_nz_aggregate", None)
+def _finish(gpu: _Gpu) -> None:
+    row = gpu.row
+    row["throttle_reasons_active"] = ", ".join(gpu.active) if row["throttle_line"] is not None else None
+    ecc = gpu.ecc
     for scope in ("volatile", "aggregate"):
         for kind in ("corrected", "uncorrected"):
             parts = [ecc[k] for k in ecc if k[0] == scope and k[2] == kind]
-            gpu[f"ecc_{kind}_{scope}"] = sum(parts) if parts else None
+            row[f"ecc_{kind}_{scope}"] = sum(parts) if parts else None
         for memory in ("sram", "dram"):
-            gpu[f"{memory}_uncorrected_{scope}"] = ecc.get((scope, memory, "uncorrected"))
-        gpu[f"dram_corrected_{scope}"] = ecc.get((scope, "dram", "corrected"))
+            row[f"{memory}_uncorrected_{scope}"] = ecc.get((scope, memory, "uncorrected"))
+        row[f"dram_corrected_{scope}"] = ecc.get((scope, "dram", "corrected"))
+    if row["mig_devices"] is None and "MIG Devices" in gpu.extra:
+        row["mig_devices"] = 0  # "MIG Devices : None"
+    extra = {**row.pop("_header"), **gpu.extra}
+    row["extra"] = json.dumps(extra, ensure_ascii=False) if extra else None
+    row["error_values"] = ", ".join(gpu.errors) or None
 
 
 def _convert(value: str, conv: str) -> Any:
     if conv == "str":
-        return None if value.upper() in ("N/A", "[N/A]") else value.strip()
+        return None if value.upper() in ("N/A", "[N/A]", "") else value.strip()
+    if value.strip("[]").lower() in _NO_NUMBER or value.strip("[]").lower() in _ERROR_VALUES:
+        return None
     if conv == "int":
-        return to_int(value)
+        return to_int(value.split()[0]) if value.split() else None  # "639 bank(s)"
     if conv == "width":
         return to_int(value.rstrip("x"))
     if conv == "bool":
         v = value.strip().lower()
         return True if v in ("yes", "true", "1") else False if v in ("no", "false", "0") else None
     return leading_number(value)
-
-
-def _title(key: str) -> str:
-    """Restore the printed capitalisation of a throttle reason."""
-    return " ".join(w.upper() if w in ("hw", "sw") else w.capitalize() for w in key.split())
