@@ -10,6 +10,7 @@ import json
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Site thresholds (TOML) overriding the defaults.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="Print no terminal summary.")
+@click.option("--quiet", "-q", is_flag=True, help="Print no terminal summary and no progress bar.")
 @click.option("--verbose", "-v", is_flag=True, help="Unfold every finding and list in the terminal summary.")
 @click.pass_context
 def analyze(
@@ -130,7 +131,9 @@ def analyze(
       hptriage analyze /fsx/hptriage/2026-12-02 --json findings.json --db triage.duckdb
     """
     try:
-        data = _run_analysis(list(paths), db_path, jobs, _settings(config), charts=bool(html_out or pdf_out))
+        data = _run_analysis(
+            list(paths), db_path, jobs, _settings(config), charts=bool(html_out or pdf_out), quiet=quiet
+        )
         if json_out:
             from reports.findings_json import dumps
 
@@ -186,7 +189,12 @@ def _settings(config: Path | None):  # type: ignore[no-untyped-def]
 
 
 def _run_analysis(  # type: ignore[no-untyped-def]
-    paths: list[Path], db_path: Path | None, jobs: int | None, settings, charts: bool = False
+    paths: list[Path],
+    db_path: Path | None,
+    jobs: int | None,
+    settings,
+    charts: bool = False,
+    quiet: bool = False,
 ):
     from analyzer.engine import run_rules
     from analyzer.load import load
@@ -200,7 +208,7 @@ def _run_analysis(  # type: ignore[no-untyped-def]
     workdir = Path(tempfile.mkdtemp(prefix="hptriage-"))
     try:
         con = connect(str(db_path) if db_path else None)
-        summary = load(con, paths, workdir, Limits(), jobs=jobs, progress=_progress())
+        summary = load(con, paths, workdir, Limits(), jobs=jobs, progress=None if quiet else _progress())
         if not summary.nodes:
             unread = [(u["path"], u["reason"]) for u in summary.unread_inputs]
             unread = unread or con.execute("SELECT file, error FROM parse_problems").fetchall()
@@ -221,16 +229,30 @@ def _run_analysis(  # type: ignore[no-untyped-def]
 
 
 def _progress():  # type: ignore[no-untyped-def]
-    """A click progress bar on stderr while bundles are read, only on a terminal."""
+    """A progress bar on stderr while bundles are read (nodes done / total, nodes/s, time left), only
+    on a terminal."""
     if not sys.stderr.isatty():
         return None
     state: dict[str, Any] = {}
 
+    def rate(_: object) -> str:
+        elapsed = time.monotonic() - state["start"]
+        done = state["bar"].pos if "bar" in state else 0
+        return f"{done / elapsed:.1f} nodes/s" if elapsed > 0 and done else ""
+
     def show(done: int, total: int) -> None:
         if "bar" not in state:
-            state["bar"] = click.progressbar(length=total, label="reading bundles", file=sys.stderr)
+            state["start"] = time.monotonic()
+            state["bar"] = click.progressbar(
+                length=total,
+                label="reading bundles",
+                file=sys.stderr,
+                show_pos=True,
+                show_eta=True,
+                item_show_func=rate,
+            )
             state["bar"].__enter__()
-        state["bar"].update(1)
+        state["bar"].update(1, current_item=done)
         if done == total:
             state["bar"].__exit__(None, None, None)
 

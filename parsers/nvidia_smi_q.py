@@ -102,6 +102,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -557,7 +558,7 @@ def _line(
         gpu.stack.append([indent, name, False, no, raw_lines[no - 1]])
         return gpu
     key, value = kv
-    sections = [s[1] for s in gpu.stack]
+    sections = tuple(s[1] for s in gpu.stack)
     _apply(gpu, result, sections, key, value, no, raw_lines[no - 1])
     gpu.pending = (indent, key)
     return gpu
@@ -631,12 +632,20 @@ def _new_row(
     return row
 
 
+@functools.lru_cache(maxsize=4096)
+def _section_keys(sections: tuple[str, ...]) -> tuple[str, tuple[str, ...], str]:
+    """(path prefix as printed, the sections in lower case, lower-case path prefix) of a section stack:
+    the same few stacks come back on every GPU, so each is worked out once."""
+    low = tuple(s.lower() for s in sections)
+    return "".join(f"{s}/" for s in sections), low, "".join(f"{s}/" for s in low)
+
+
 def _apply(
-    gpu: _Gpu, result: ParseResult, sections: list[str], key: str, value: str, no: int, raw: str
+    gpu: _Gpu, result: ParseResult, sections: tuple[str, ...], key: str, value: str, no: int, raw: str
 ) -> None:
     row = gpu.row
-    path = "/".join([*sections, key])
-    low_sections = [s.lower() for s in sections]
+    prefix, low_sections, low_prefix = _section_keys(sections)
+    path = prefix + key
     top = low_sections[0] if low_sections else ""
     error = _ERROR_VALUES.get(value.strip("[]").lower())
     if error and error not in gpu.errors:
@@ -646,13 +655,13 @@ def _apply(
         if value.lower() == "active":
             gpu.active.append(key)  # as printed: 'HW Slowdown', 'SW Power Cap'
     elif top == "ecc errors":
-        _ecc(gpu, low_sections[1:], key, value, no)
+        _ecc(gpu, list(low_sections[1:]), key, value, no)
     if key.lower() == "persistence mode" and not sections:
         row["persistence_line"] = no
     line_col = _LINE_OF_SECTION.get(top)
     if line_col and row[line_col] is None:
         row[line_col] = no
-    target = _COLUMNS.get("/".join([*low_sections, key.lower()]))
+    target = _COLUMNS.get(low_prefix + key.lower())
     if target is not None:
         column, conv = target
         if row.get(column) is None or conv == "str":  # first number wins (GPU before Module Power Readings)

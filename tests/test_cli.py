@@ -149,3 +149,33 @@ def test_rules_say_where_they_had_no_data(tmp_path: Path) -> None:
         "p5-node-03",
     ]
     assert "not examined on:" in result.output
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch, capsys) -> None:
+    import io
+
+    from analyzer import cli as cli_module
+
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert cli_module._progress() is None  # not a terminal: no bar
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    show = cli_module._progress()
+    assert show is not None
+    for done in range(1, 4):
+        show(done, 3)
+    out = tty.getvalue()
+    assert "reading bundles" in out and "3/3" in out and "nodes/s" in out
+
+
+def test_quiet_shows_no_progress_bar(sample_cluster: Path, monkeypatch) -> None:
+    from analyzer import cli as cli_module
+
+    monkeypatch.setattr(cli_module, "_progress", lambda: (_ for _ in ()).throw(AssertionError("bar")))
+    result = CliRunner().invoke(cli, ["analyze", str(sample_cluster), "-q"])
+    assert result.exit_code in (0, 1, 5), result.output
