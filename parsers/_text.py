@@ -189,7 +189,7 @@ _PDSH = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*[0-9.-][A-Za-z0-9._-]*|[A-Za-z]
 #: Names that look like a host tag but are what a kernel or a tool itself prints first.
 _NOT_HOST = re.compile(
     r"^(?:nv|NV|mlx|efa|ena|eth|ens|enp|eno|ib|bond|rdma|lo\d|xhci|usb|pci|acpi|sd[a-z]|nvme|md\d|dm-|"
-    r"kernel|systemd|audit|cgroup|CPU|cpu|GPU|gpu|Xid|NCCL|libfabric|\d+\.\d+)",
+    r"kernel|systemd|audit|cgroup|(?:CPU|cpu|GPU|gpu)\d*$|Xid|NCCL|libfabric|\d+\.\d+)",
 )
 _ANY_TAG = re.compile("|".join(f"(?:{p.pattern})" for p in (_SRUN, _MPIRUN, _KUBECTL, _PDSH)))
 _MARKDOWN_QUOTE = re.compile(r"^> ?")

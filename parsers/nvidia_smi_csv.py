@@ -19,6 +19,9 @@ raises ``ParseError``.  Units are stripped from headers (``[MiB]``) and values (
 ``[N/A]``, ``[Not Supported]`` and ``N/A`` become null.  Old and new names are both mapped
 (``clocks_throttle_reasons.active`` / ``clocks_event_reasons.active``, ``pci.bus_id`` / ``gpu_bus_id``).
 A file may hold several blocks, each starting with its own header line (``-l`` loops, remapped rows).
+Travel noise (launcher prefixes, prompts, fences, CRLF) is taken off by ``parsers._text.clean_lines``;
+a data line that cannot be read (wrong cell count, before any header line, an unreadable value) is a
+ParseIssue with its line number.
 
 Schema
 ------
@@ -57,7 +60,7 @@ from datetime import datetime
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import NOT_AVAILABLE, pci_address, snake, strip_prefix, to_float, to_int
+from parsers._text import NOT_AVAILABLE, clean_lines, pci_address, snake, to_float, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -127,8 +130,8 @@ _TOOL_ERROR = re.compile(
 
 def detect(text: str) -> int:
     """Confidence that text is nvidia-smi CSV: a header line of known query fields."""
-    for line in text.splitlines()[:50]:
-        header = _header(strip_prefix(line).strip())
+    for line in clean_lines(text[:65536]).lines[:50]:
+        header = _header(line.strip())
         if header is None:
             continue
         known = [f for f in map(_field, header) if f in _FIELDS]
@@ -167,21 +170,27 @@ def parse(text: str, fields: list[str] | None = None) -> ParseResult:
     result = ParseResult()
     header: list[str] | None = [f.strip().lower() for f in fields] if fields else None
     headerless = False
-    for no, raw in enumerate(text.splitlines(), start=1):
-        line = strip_prefix(raw).strip()
+    before: list[tuple[int, str]] = []  # lines seen before the first header
+    for no, line in enumerate(clean_lines(text).lines, start=1):
+        line = line.strip()
         if not line or set(line) <= {"."}:
             continue
         fields = _header(line)
         if fields is not None:
+            if header is None:
+                for line_no, skipped in before:
+                    result.issue(line_no, skipped, "line before the CSV header line: columns unknown")
             header = fields
         elif header is None:
             headerless = headerless or "," in line
+            if "," in line or any(ch.isdigit() for ch in line):
+                before.append((no, line))
         else:
             cells = [c.strip() for c in line.split(",")]
             if len(cells) != len(header):
-                result.issue(no, raw, f"{len(cells)} cells, header has {len(header)}")
+                result.issue(no, line, f"{len(cells)} cells, header has {len(header)}")
                 continue
-            result.add("gpu_query", _row(no, raw, header, cells, result))
+            result.add("gpu_query", _row(no, line, header, cells, result))
     if header is None:
         if error := _TOOL_ERROR.search(text):
             raise CollectorError(text[: error.end()].strip().splitlines()[-1][:300])

@@ -11,6 +11,14 @@ Sample (lines of tests/fixtures/nvidia-smi-nvlink/azhpc-73-v100-inactive-links.t
              Link 0: 25.781 GB/s
              Link 3: <inactive>
 
+Other ``nvidia-smi nvlink`` outputs are read into ``extra`` (JSON, keys and values as printed) of the
+link they name, merged with that link's status row when the file has one: ``-e`` (``Link 0: Replay
+Errors: 0``), ``-c`` (``Link 0, P2P is supported: true``), ``-g``/``-gt`` (``Link 0: Rx0: 0 KBytes, Tx0:
+0 KBytes``), ``-R``; GPU-level lines (``-info``: ``NVLE: disabled``, ``Firmware Version:`` and the
+lines under it) go to one row per GPU with ``link`` and ``state`` null.  Bare command lines
+(``nvidia-smi nvlink -s``) and prompts are skipped; travel noise (launcher prefixes, fences, CRLF) is
+taken off by ``parsers._text.clean_lines``.
+
 dcgmi prints one line of U/D/X/_ per GPU (``gpuId N:``) and per NVSwitch (``physicalId N:``), one
 letter per link up to the maximum the software supports; links the device does not have show ``_``.
 NVSwitch rows have ``gpu`` null and their physical id in ``nvswitch_id``.  nvidia-smi's
@@ -32,6 +40,9 @@ Schema
 - ``state`` str — active, inactive (nvidia-smi), down, disabled, not_supported (dcgmi U/D/X/_ = active/
   down/disabled/not_supported)
 - ``source`` str — nvidia-smi or dcgmi
+- ``extra`` str — JSON object of the other values printed for the link (or, with ``link`` null, for
+  the GPU), under their printed keys: ``{"Replay Errors": "0", "P2P is supported": "true"}``; ``{}``
+- ``host`` str — launcher tag of the line (pdsh host, srun rank), else null
 
 Examples
 --------
@@ -44,11 +55,12 @@ Examples
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import snake, strip_prefix, to_float
+from parsers._text import clean_lines, key_value, snake, to_float
 
 SAMPLE = sample_of(__doc__)
 
@@ -71,6 +83,8 @@ SCHEMA = {
         Column("speed_gbps", "float", "per-link rate, GB/s"),
         Column("state", "str", "active/inactive/down/disabled/not_supported"),
         Column("source", "str", "nvidia-smi or dcgmi"),
+        Column("extra", "str", "JSON object of the other values printed for the link or GPU"),
+        Column("host", "str", "launcher tag of the line"),
     )
 }
 
@@ -84,49 +98,104 @@ _NO_INFO = re.compile(r"Unable to retrieve NVLink information", re.IGNORECASE)
 _TOOL_ERROR = re.compile(r"^(?:Error: .*|.*Unable to connect to host engine.*|NVML: .*)$", re.MULTILINE)
 
 
+_LINK_ANY = re.compile(r"^Link (?P<link>\d+)\s*[:,]\s*(?P<rest>.*?)\s*$")
+_COMMAND = re.compile(r"^(?:sudo\s+)?(?:nvidia-smi|dcgmi)\s")
+
+
 def detect(text: str) -> int:
-    """Confidence that text is NVLink status output."""
-    if "NvLink Link Status" in text or re.search(r"^\s*gpuId \d+:\s*$", text, re.MULTILINE):
+    """Confidence that text is NVLink status output (prefixes and prompts taken off first)."""
+    text = "\n".join(line.strip() for line in clean_lines(text[:65536]).lines)
+    if "NvLink Link Status" in text or re.search(r"^gpuId \d+:$", text, re.MULTILINE):
         return 85
-    if re.search(r"^\s*Link \d+: (?:\d+(?:\.\d+)? GB/s|<\w+>)\s*$", text, re.MULTILINE):
+    if re.search(r"^Link \d+: (?:\d+(?:\.\d+)? GB/s|<\w+>)$", text, re.MULTILINE):
         return 85
+    if re.search(r"^GPU \d+: .*\n+Link \d+[:,] .*(?:Errors|supported|Rx\d|Tx\d)", text, re.MULTILINE):
+        return 80
     return 0
 
 
 def parse(text: str) -> ParseResult:
     require_text(text)
     result = ParseResult()
+    cleaned = clean_lines(text)
     gpu: dict[str, Any] | None = None  # the current nvidia-smi GPU header / dcgmi entity
-    for no, raw in enumerate(text.splitlines(), start=1):
-        line = strip_prefix(raw).strip()
+    links: dict[tuple[int, int | None], dict[str, Any]] = {}  # nvidia-smi rows by (GPU, link), file-wide
+    extras: dict[int, dict[str, str]] = {}  # id(row) -> its extra keys
+    prefix: tuple[int, str] | None = None  # ("Firmware Version:", indent) for the lines under it
+    for i, raw in enumerate(cleaned.lines):
+        no, line = i + 1, raw.strip()
+        host = cleaned.hosts[i] if cleaned.hosts else None
         if not line or set(line) <= {"."} or line.startswith(("+-", "|", "Key:", "No NvSwitches", "No GPUs")):
             continue
-        if line in ("GPUs:", "NvSwitches:"):
+        if _COMMAND.match(line) or line in ("GPUs:", "NvSwitches:"):
             gpu = None
             continue
         if m := _GPU.match(line):
             uuid = m["uuid"] if m["uuid"] and m["uuid"].strip(". ") else None
             gpu = {"gpu": int(m["gpu"]), "gpu_name": m["name"], "uuid": uuid, "source": "nvidia-smi"}
+            prefix = None
         elif m := _DCGM_ENTITY.match(line):
             key = "gpu" if m["kind"] == "gpuId" else "nvswitch_id"
             gpu = {key: int(m["id"]), "source": "dcgmi"}
-        elif (link := _link(line)) and gpu and gpu["source"] == "nvidia-smi":
-            _add(result, no, gpu, *link)
+        elif gpu and gpu["source"] == "nvidia-smi" and (m := _LINK_ANY.match(line)):
+            status = _link(line)
+            if status is not None:
+                links[gpu["gpu"], status[0]] = _add(result, no, gpu, *status, host=host)
+                continue
+            pairs = _pairs(m["rest"])
+            if not pairs:
+                result.issue(no, raw, "not an NVLink status, error, capability or counter line")
+                continue
+            row = links.get((gpu["gpu"], int(m["link"])))  # the link's status row, when -s came first
+            if row is None:
+                row = links[gpu["gpu"], int(m["link"])] = _add(
+                    result, no, gpu, int(m["link"]), None, None, host=host
+                )
+            extras.setdefault(id(row), {}).update(pairs)
         elif _DCGM_LINE.match(line) and gpu and gpu["source"] == "dcgmi":
             for link, letter in enumerate(line.split()):
-                _add(result, no, gpu, link, None, _DCGM_STATES[letter])
+                _add(result, no, gpu, link, None, _DCGM_STATES[letter], host=host)
         elif _NO_INFO.search(line) and gpu and gpu["source"] == "nvidia-smi":
-            _add(result, no, gpu, None, None, "inactive" if "inactive" in line.lower() else "not_supported")
+            _add(
+                result,
+                no,
+                gpu,
+                None,
+                None,
+                "inactive" if "inactive" in line.lower() else "not_supported",
+                host=host,
+            )
+        elif gpu and gpu["source"] == "nvidia-smi" and (kv := key_value(line)):
+            indent = len(raw) - len(raw.lstrip())
+            if prefix and indent <= prefix[0]:
+                prefix = None
+            if not kv[1]:
+                prefix = (indent, kv[0])
+                continue
+            row = links.get((gpu["gpu"], None))
+            if row is None:
+                row = links[gpu["gpu"], None] = _add(result, no, gpu, None, None, None, host=host)
+            extras.setdefault(id(row), {})[f"{prefix[1]}: {kv[0]}" if prefix else kv[0]] = kv[1]
         else:
             result.issue(no, raw, "not an NVLink status line")
+    for row in result.rows("nvlink"):
+        row["extra"] = json.dumps(extras.get(id(row), {}))
     if not result.rows("nvlink"):
         if m := _TOOL_ERROR.search(text):
             raise CollectorError(m.group(0).strip()[:300])
         if (gpu or "No GPUs found" in text) and not result.issues:
             result.tables["nvlink"] = []  # GPU headers without links, or dcgmi saw no GPU/NVSwitch
             return result
-        raise ParseError("no NVLink status lines (Link N: ... / gpuId N:) found")
+        seen = next((x.strip() for x in cleaned.lines if x.strip()), "")[:80]
+        raise ParseError(f"expected NVLink status lines (GPU N: ... / Link N: ... / gpuId N:), saw {seen!r}")
     return result
+
+
+def _pairs(rest: str) -> dict[str, str]:
+    """'Replay Errors: 0' -> {'Replay Errors': '0'}; 'Rx0: 0 KBytes, Tx0: 0 KBytes' -> two keys."""
+    parts = rest.split(", ") if re.search(r":.*, \w[\w ]*:", rest) else [rest]
+    pairs = [key_value(p) for p in parts]
+    return {kv[0]: kv[1] for kv in pairs if kv} if all(pairs) else {}
 
 
 def _link(line: str) -> tuple[int, float | None, str] | None:
@@ -141,9 +210,17 @@ def _link(line: str) -> tuple[int, float | None, str] | None:
 
 
 def _add(
-    result: ParseResult, no: int, gpu: dict[str, Any], link: int | None, speed: float | None, state: str
-) -> None:
+    result: ParseResult,
+    no: int,
+    gpu: dict[str, Any],
+    link: int | None,
+    speed: float | None,
+    state: str | None,
+    host: str | None = None,
+) -> dict[str, Any]:
     row = {"line": no, "gpu": None, "gpu_name": None, "uuid": None, "nvswitch_id": None}
     row.update({k: v for k, v in gpu.items() if k != "source"})
     row.update({"link": link, "speed_gbps": speed, "state": state, "source": gpu["source"]})
+    row.update({"extra": "{}", "host": host})
     result.add("nvlink", row)
+    return row

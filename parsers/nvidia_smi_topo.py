@@ -1,4 +1,4 @@
-"""GPU/NIC interconnect matrix from ``nvidia-smi topo -m``.
+"""GPU/NIC interconnect matrix from ``nvidia-smi topo -m`` (and ``topo -mp``).
 
 Command the collector runs::
 
@@ -15,12 +15,18 @@ Sample (hand-written, tab separated, in the layout of the della-h100 fixture)::
 
       NIC0: mlx5_0
 
-Accepted variations: tabs, or spaces when pasted from a rendered page; NICs as named ``mlx5_N``
-columns (old) or ``NIC0..`` with a "NIC Legend"; ``SOC`` (old name of ``SYS``); optional
-"NUMA Affinity" / "GPU NUMA ID" columns; an EMPTY CPU-affinity cell; NIC rows with trailing empty
-cells.  Tab-separated rows are read by position, the last affinity column taking the last non-empty
-cell (nvidia-smi prints an extra tab before "GPU NUMA ID").  With spaces an empty cell cannot be
-seen; one missing affinity value is taken to be the CPU affinity (the only one seen empty).
+Accepted variations: tabs, or spaces when pasted from a rendered page; NICs as named columns
+(``mlx5_N``, ``rdmap...``: old drivers) or ``NIC0..`` with a "NIC Legend"; ``SOC`` (old name of
+``SYS``); any number of GPUs and NICs; optional affinity columns ("CPU Affinity", "NUMA Affinity",
+"GPU NUMA ID", and any other label after the device columns, kept in ``extra``); NIC rows with
+trailing empty cells; several matrices in one file (pdsh / srun output, tagged ``host``).
+Tab-separated rows are read by position: the cell after the links is the CPU affinity (it may be
+EMPTY), the other non-empty cells fill the other affinity columns in order (nvidia-smi prints extra
+tabs around "N/A").  With spaces an empty cell cannot be seen: one missing affinity value is taken to
+be the CPU affinity, unless the first value looks like a CPU list run into the NUMA value
+(``0-470`` for ``0-47`` + ``0``): that is split when another row shows the CPU list alone, else
+reported.  Travel noise (launcher prefixes, prompts, fences, CRLF) is taken off by
+``parsers._text.clean_lines``.  A matrix row whose link codes cannot be read is a ParseIssue.
 
 Schema
 ------
@@ -32,6 +38,7 @@ Schema
 - ``link_class`` str — self, nvlink, pcie_switch (PIX/PXB), pcie_host (PHB), numa (NODE),
   cross_socket (SYS/SOC); null for a code not listed here
 - ``nvlinks`` int — the number in NV# (bonded NVLinks), null otherwise
+- ``host`` str — launcher tag of the row (pdsh host, srun rank), else null
 
 ``topo_device`` (one row per matrix row):
 
@@ -40,6 +47,9 @@ Schema
 - ``cpu_affinity`` str — CPU list as printed (``48-63,176-191``); null when empty or N/A
 - ``numa_affinity`` str — NUMA node(s) as printed; null when empty or N/A
 - ``gpu_numa_id`` int — null for N/A
+- ``extra`` str — JSON object of every affinity cell as printed, under its column label
+  (``CPU Affinity``, ``NUMA Affinity``, ``GPU NUMA ID``, any other label)
+- ``host`` str — launcher tag of the row, else null
 
 Examples
 --------
@@ -52,19 +62,26 @@ Examples
 
 from __future__ import annotations
 
+import json
 import re
+from dataclasses import dataclass, field
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import NOT_AVAILABLE, strip_prefix, to_int
+from parsers._text import NOT_AVAILABLE, clean_lines, to_int
 
 SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="nvidia-smi-topo",
     title="nvidia-smi topo -m (GPU/NIC topology matrix)",
-    commands=("nvidia-smi topo -m",),
+    commands=("nvidia-smi topo -m", "nvidia-smi topo -mp"),
     tables=("topo_link", "topo_device"),
-    versions_seen=("~384 (SOC, no NUMA column)", "DGX A100 (mlx5 columns)", "545 (NIC Legend, GPU NUMA ID)"),
+    versions_seen=(
+        "~384 (SOC, no NUMA column)",
+        "DGX A100 (mlx5 columns)",
+        "470-580 (NIC Legend, GPU NUMA ID)",
+        "spaces instead of tabs (pasted)",
+    ),
 )
 
 SCHEMA = {
@@ -75,6 +92,7 @@ SCHEMA = {
         Column("link", "str", "connection code as printed"),
         Column("link_class", "str", "self/nvlink/pcie_switch/pcie_host/numa/cross_socket"),
         Column("nvlinks", "int", "bonded NVLinks for NV#"),
+        Column("host", "str", "launcher tag of the row"),
     ),
     "topo_device": (
         Column("line", "int", "line of the matrix row"),
@@ -84,19 +102,24 @@ SCHEMA = {
         Column("cpu_affinity", "str", "CPU list"),
         Column("numa_affinity", "str", "NUMA node(s)"),
         Column("gpu_numa_id", "int", "GPU NUMA id"),
+        Column("extra", "str", "JSON object of the affinity cells as printed"),
+        Column("host", "str", "launcher tag of the row"),
     ),
 }
 
 _CLASSES = {"X": "self", "PIX": "pcie_switch", "PXB": "pcie_switch", "PHB": "pcie_host", "NODE": "numa"}
 _CLASSES.update({"SYS": "cross_socket", "SOC": "cross_socket"})
 _LINK = re.compile(r"^(?:X|NV(?P<n>\d+)|[A-Z][A-Z0-9]{1,4})$")
-_LABELS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+_KNOWN = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _LEGEND_NIC = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 _GPU = re.compile(r"^GPU\d+$")
+_DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|[A-Za-z][\w.-]*\d)$")
+_CPU_LIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
 
 
 def detect(text: str) -> int:
-    """Confidence that text is an ``nvidia-smi topo -m`` matrix."""
+    """Confidence that text is an ``nvidia-smi topo -m`` matrix (prefixes and prompts taken off)."""
+    text = "\n".join(clean_lines(text[:65536]).lines)
     head = re.search(r"^[^\n]*GPU0[ \t]+(?:GPU1|CPU Affinity|mlx5_0|NIC0)\b", text, re.MULTILINE)
     row = re.search(r"^\W*GPU0[ \t]+X\b", text, re.MULTILINE)
     if head and row:
@@ -106,52 +129,50 @@ def detect(text: str) -> int:
     return 0
 
 
+@dataclass
+class _Matrix:
+    peers: list[str]
+    labels: list[str]
+    tabs: bool
+    rows: list[tuple[int, str, list[str], list[str], str | None]] = field(default_factory=list)
+
+
 def parse(text: str) -> ParseResult:
     require_text(text)
     result = ParseResult()
-    lines = [(no, strip_prefix(raw)) for no, raw in enumerate(text.splitlines(), start=1)]
-    start = next((i for i, (_, line) in enumerate(lines) if _is_header(line)), None)
-    if start is None:
-        raise ParseError("no nvidia-smi topo -m header (GPU0 GPU1 ... CPU Affinity) found")
-    header_line = lines[start][1]
-    tabs = "\t" in header_line
-    columns = _split(header_line, tabs, header=True)
-    labels = [c for c in columns if c in _LABELS]
-    peers = [c for c in columns if c not in _LABELS]
-    legend = dict(m.groups() for _, line in lines if (m := _LEGEND_NIC.match(line)))
-    for no, line in lines[start + 1 :]:
-        if not line.strip():
-            if result.rows("topo_device"):
-                break
+    cleaned = clean_lines(text)
+    hosts = cleaned.hosts
+    legend: dict[str, str] = {}
+    matrices: list[_Matrix] = []
+    matrix: _Matrix | None = None
+    for i, line in enumerate(cleaned.lines):
+        no, stripped = i + 1, line.strip()
+        if m := _LEGEND_NIC.match(line):
+            legend[m[1]] = m[2]
             continue
-        if line.strip().startswith("Legend"):
-            break
-        if set(line.strip()) <= {"."}:  # "..." pasted in place of elided rows
+        if not stripped or set(stripped) <= {"."}:  # blank, or "..." pasted in place of elided rows
             continue
-        cells = _split(line, tabs)
-        device, links = cells[0], cells[1 : 1 + len(peers)]
-        if len(links) < len(peers) or not all(_LINK.match(x) for x in links):
-            result.issue(no, line, "matrix row does not have one link code per column")
+        if header := _header(line):
+            matrix = _Matrix(*header)
+            matrices.append(matrix)
             continue
-        for peer, link in zip(peers, links, strict=True):
-            m = _LINK.match(link)
-            result.add("topo_link", {
-                "line": no, "device": device, "peer": peer, "link": link,
-                "link_class": "nvlink" if m and m["n"] else _CLASSES.get(link),
-                "nvlinks": int(m["n"]) if m and m["n"] else None,
-            })  # fmt: skip
-        affinity = _affinity(cells[1 + len(peers) :], labels, tabs)
-        if affinity is None:
-            result.issue(no, line, "more affinity cells than affinity columns")
-            affinity = {}
-        is_gpu = bool(_GPU.match(device))
-        result.add("topo_device", {
-            "line": no, "device": device, "device_type": "gpu" if is_gpu else "nic",
-            "nic_name": None if is_gpu else legend.get(device, None if device.startswith("NIC") else device),
-            "cpu_affinity": _value(affinity.get("CPU Affinity")),
-            "numa_affinity": _value(affinity.get("NUMA Affinity")),
-            "gpu_numa_id": to_int(_value(affinity.get("GPU NUMA ID"))),
-        })  # fmt: skip
+        if matrix is None:
+            continue
+        cells = [c.strip() for c in line.split("\t")] if matrix.tabs and "\t" in line else line.split()
+        device = cells[0]
+        if not _DEVICE.match(device) or device.endswith(":"):
+            matrix = None  # "Legend:", prose after the matrix
+            continue
+        links, affinity = cells[1 : 1 + len(matrix.peers)], cells[1 + len(matrix.peers) :]
+        if len(links) < len(matrix.peers) or not all(_LINK.match(x) for x in links):
+            result.issue(no, line, f"matrix row does not have one link code per column ({len(matrix.peers)})")
+            continue
+        matrix.rows.append((no, line, links, affinity, hosts[i] if hosts else None))
+    if not matrices:
+        seen = next((x.strip() for x in cleaned.lines if x.strip()), "")[:80]
+        raise ParseError(f"expected an nvidia-smi topo -m header (GPU0 GPU1 ... CPU Affinity), saw {seen!r}")
+    for matrix in matrices:
+        _emit(matrix, legend, result)
     if not result.rows("topo_device") and not result.issues:
         raise ParseError("nvidia-smi topo -m header without matrix rows")
     result.tables.setdefault("topo_link", [])
@@ -159,23 +180,56 @@ def parse(text: str) -> ParseResult:
     return result
 
 
-def _is_header(line: str) -> bool:
-    cells = _split(line, "\t" in line, header=True)
-    return "GPU0" in cells and "X" not in cells
+def _header(line: str) -> tuple[list[str], list[str], bool] | None:
+    """(device columns, affinity labels, tab separated) when the line is a matrix header."""
+    if "GPU0" not in line:
+        return None
+    tabs = "\t" in line
+    cells = [c.strip() for c in re.split(r"\t| {2,}", line.strip()) if c.strip()]
+    if any(" " in c and _DEVICE.match(c.split()[0]) for c in cells):  # spaces collapsed to one
+        for label in _KNOWN:
+            line = line.replace(label, label.replace(" ", "\x00"))
+        cells = [c.replace("\x00", " ") for c in line.split()]
+    if "GPU0" not in cells or "X" in cells:
+        return None
+    first_label = next((i for i, c in enumerate(cells) if not _DEVICE.match(c)), len(cells))
+    return cells[:first_label], cells[first_label:], tabs
 
 
-def _split(line: str, tabs: bool, header: bool = False) -> list[str]:
-    """Cells of a line; the header's corner cell and a tab row's trailing empty cells are dropped."""
-    if tabs:
-        cells = [c.strip() for c in line.split("\t")]
-        if header:
-            return [c for c in cells if c]
-        while len(cells) > 1 and not cells[-1]:
-            cells.pop()
-        return cells
-    for label in _LABELS:
-        line = line.replace(label, label.replace(" ", "\x00"))
-    return [c.replace("\x00", " ") for c in line.split()]
+def _emit(matrix: _Matrix, legend: dict[str, str], result: ParseResult) -> None:
+    labels, tabs = matrix.labels, matrix.tabs
+    full = [cells for _, _, _, cells, _ in matrix.rows if len(cells) == len(labels) and not tabs]
+    known_cpu = {cells[0] for cells in full if labels and labels[0] == "CPU Affinity"}
+    for no, line, links, cells, host in matrix.rows:
+        device = line.split()[0]
+        values = _affinity(cells, labels, tabs)
+        if values is None:
+            result.issue(no, line, f"more affinity cells than affinity columns ({', '.join(labels)})")
+            values = {}
+        elif not tabs and len(cells) == len(labels) - 1 and cells and re.search(r"[-,]", cells[0]):
+            cpu = cells[0]  # "0-470": a CPU list run into the NUMA value?
+            glued = next((k for k in known_cpu if cpu.startswith(k) and cpu[len(k) :].isdigit()), None)
+            if glued:
+                values = dict(zip(labels, [glued, cpu[len(glued) :], *cells[1:]], strict=False))
+            elif "NUMA Affinity" in labels:
+                reason = f"CPU list {cpu!r} may have the NUMA affinity run into it: NUMA affinity unknown"
+                result.issue(no, line, reason)
+        for peer, link in zip(matrix.peers, links, strict=False):
+            m = _LINK.match(link)
+            result.add("topo_link", {
+                "line": no, "device": device, "peer": peer, "link": link,
+                "link_class": "nvlink" if m and m["n"] else _CLASSES.get(link),
+                "nvlinks": int(m["n"]) if m and m["n"] else None, "host": host,
+            })  # fmt: skip
+        is_gpu = bool(_GPU.match(device))
+        result.add("topo_device", {
+            "line": no, "device": device, "device_type": "gpu" if is_gpu else "nic",
+            "nic_name": None if is_gpu else legend.get(device, None if device.startswith("NIC") else device),
+            "cpu_affinity": _value(values.get("CPU Affinity")),
+            "numa_affinity": _value(values.get("NUMA Affinity")),
+            "gpu_numa_id": to_int(_value(values.get("GPU NUMA ID"))),
+            "extra": json.dumps({k: v for k, v in values.items() if v}), "host": host,
+        })  # fmt: skip
 
 
 def _affinity(cells: list[str], labels: list[str], tabs: bool) -> dict[str, str] | None:
@@ -183,12 +237,15 @@ def _affinity(cells: list[str], labels: list[str], tabs: bool) -> dict[str, str]
     if not labels:
         return {} if not any(cells) else None
     if tabs:
-        head, tail = cells[: len(labels) - 1], [c for c in cells[len(labels) - 1 :] if c]
-        return None if len(tail) > 1 else dict(zip(labels, [*head, *tail], strict=False))
+        first, rest = (cells[0] if cells else ""), [c for c in cells[1:] if c]
+        if len(rest) > len(labels) - 1:
+            return None
+        return dict(zip(labels, [first, *rest], strict=False))
     if len(cells) > len(labels):
         return None
-    if len(cells) == len(labels) - 1 and labels[0] == "CPU Affinity":
-        cells = ["", *cells]
+    short = len(cells) == len(labels) - 1 and labels[0] == "CPU Affinity"
+    if short and not (cells and re.search(r"[-,]", cells[0])):
+        cells = ["", *cells]  # the CPU affinity cell is the one seen empty
     return dict(zip(labels, cells, strict=False))
 
 
