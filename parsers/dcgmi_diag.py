@@ -21,7 +21,11 @@ regardless of words; the pieces are glued back exactly.  "GPU 0GPU 0's" (a DCGM 
 becomes "GPU 0's".  Rows missing their closing ``|``, uniformly indented copies, wrapper lines
 ("Executing in Pod ...", "Successfully ran diagnostic ...") and ``...`` lines are tolerated.
 JSON: DCGM 4.x root "DCGM Diagnostic" (test_categories > tests > results with entity_id,
-warnings as objects, test_summary) and 2.x/3.x root "DCGM GPU Diagnostic" (results with gpu_ids).
+warnings as objects, test_summary) and 2.x/3.x root "DCGM GPU Diagnostic" (results with gpu_ids or
+gpu_id, ``null`` entries); a JSON document that does not load (cut by a paste, ``{"..."}`` elisions of
+the author) is read key by key, and the cut is a ParseIssue.  Travel noise (launcher tags, prompts,
+fences, ``...``) is taken off by ``parsers._text.clean_lines``; a line outside the table that looks like
+a result is a ParseIssue.  Every Metadata row is kept as printed in ``dcgm_run.metadata``.
 
 Schema
 ------
@@ -35,6 +39,24 @@ Schema
 - ``message`` str — Warning/Info/Error text for this row, several joined with "; " (null if none)
 - ``dcgm_version`` str — "DCGM Version" when printed (Metadata section, 3.3+)
 - ``driver_version`` str — "Driver Version Detected" when printed
+- ``result_printed`` str — the result cell as printed ("Fail - GPU: 3", "GPU0: Pass", "Pass - All")
+- ``warning`` str — the Warning/Error text only, joined from its wrapped cells ("; " between several)
+- ``info`` str — the Info text only, joined the same way
+- ``error_id`` str — DCGM error ids of the warnings (JSON), comma-joined, else null
+- ``host`` str — launcher tag of the result row (pdsh host, srun rank, pod), else null
+
+``dcgm_run`` (one row per output):
+
+- ``line`` int — first line of the table (JSON: 1)
+- ``format`` str — ``table`` or ``json``
+- ``dcgm_version`` str, ``driver_version`` str — as above
+- ``gpu_device_ids`` str — "GPU Device IDs Detected" as printed (JSON: entity device_id values, comma-joined)
+- ``gpu_serials`` str — serials when printed ("GPU Device Serials", JSON serial_num), comma-joined
+- ``metadata`` str — JSON object of every Metadata row (JSON: metadata keys) as printed
+- ``command`` str — the ``dcgmi diag`` command of a prompt line in the capture, else null
+- ``run_level`` str — its ``-r`` value (1, 2, 3, 4, or a test name), else null
+- ``tests`` int — distinct tests; ``failed`` int, ``warned`` int — result rows fail / warn
+- ``complete`` bool — the table's closing border (JSON: the document loaded) was seen
 
 Examples
 --------
@@ -52,16 +74,22 @@ import re
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import strip_prefix, to_int
+from parsers._text import clean_lines, to_int
 
 SAMPLE = sample_of(__doc__)
 
 INFO = ParserInfo(
     kind="dcgmi-diag",
     title="DCGM diagnostics (dcgmi diag)",
-    commands=("dcgmi diag -r 1", "dcgmi diag -r 2", "dcgmi diag -r 3", "dcgmi diag -r 1 -j"),
-    tables=("dcgm_test",),
-    versions_seen=("DCGM 2.4.6", "3.3.x", "4.0.0", "4.2.3 (JSON)", "4.4.2"),
+    commands=(
+        "dcgmi diag -r 1",
+        "dcgmi diag -r 2",
+        "dcgmi diag -r 3",
+        "dcgmi diag -r 4",
+        "dcgmi diag -r 1 -j",
+    ),
+    tables=("dcgm_test", "dcgm_run"),
+    versions_seen=("DCGM 2.4.6", "3.0.4", "3.1.x (JSON)", "3.3.1-3.3.7", "4.0.0", "4.2.3 (JSON)", "4.4.2"),
 )
 
 SCHEMA = {
@@ -74,18 +102,50 @@ SCHEMA = {
         Column("message", "str", "warning/info text, joined"),
         Column("dcgm_version", "str", "DCGM version"),
         Column("driver_version", "str", "driver version detected"),
-    )
+        Column("result_printed", "str", "the result cell as printed"),
+        Column("warning", "str", "Warning/Error text, joined"),
+        Column("info", "str", "Info text, joined"),
+        Column("error_id", "str", "DCGM error ids (JSON)"),
+        Column("host", "str", "launcher tag"),
+    ),
+    "dcgm_run": (
+        Column("line", "int", "first line of the table"),
+        Column("format", "str", "table or json"),
+        Column("dcgm_version", "str", "DCGM version"),
+        Column("driver_version", "str", "driver version detected"),
+        Column("gpu_device_ids", "str", "GPU Device IDs Detected, as printed"),
+        Column("gpu_serials", "str", "GPU serials, as printed"),
+        Column("metadata", "str", "JSON object of the Metadata rows as printed"),
+        Column("command", "str", "dcgmi diag command of a prompt line"),
+        Column("run_level", "str", "-r value of that command"),
+        Column("tests", "int", "distinct tests"),
+        Column("failed", "int", "fail result rows"),
+        Column("warned", "int", "warn result rows"),
+        Column("complete", "bool", "closing border / JSON document seen"),
+    ),
 }
+_TEST_COLUMNS = tuple(c.name for c in SCHEMA["dcgm_test"])
 
 _CHUNK = 45  # DCGM prints messages in pieces of exactly this many characters
-_SECTION = re.compile(r"^[|+]-{3,}\s+([A-Za-z][A-Za-z ]*?)\s+-+\+")
-_RESULT = re.compile(r"^(pass|fail|warn|skip|not run)(?:\s*-\s*(?:(all)|gpus?\s*:\s*([\d,\s]+)))?$", re.I)
+_SECTION = re.compile(r"^[|+]-{3,}\s+([A-Za-z][A-Za-z ]*?)\s+-+[+|]")
+_RESULT = re.compile(
+    r"^(pass|fail|warn|warning|skip|skipped|not run)(?:\s*-\s*(?:(all)|(?:gpus?|entities)\s*:\s*([\d,\s]+)))?$",
+    re.I,
+)
 _ENTITY = re.compile(r"^(GPU|CPU)\s*(\d+)\s*:\s*(pass|fail|warn|skip|not run)$", re.I)
-_LABEL = re.compile(r"^(?:warning|info|error)(?:\s*:\s*(GPU|CPU)\s*(\d+))?$", re.I)
+_LABEL = re.compile(r"^(warning|info|error)(?:\s*:\s*(GPU|CPU)\s*(\d+))?$", re.I)
 _LEADING_GPU = re.compile(r"^GPU (\d+)\b")
 _DUP_GPU = re.compile(r"\bGPU (\d+)GPU \1\b")
 _DRV = "Driver Version Detected"
 _TOOL_ERROR = re.compile(r"^\s*(?:Error:.*|.*Unable to (?:connect|establish).*|.*could not be run.*)$", re.M)
+_WRAPPER = re.compile(
+    r"^(?:Successfully ran diagnostic|Executing in Pod|Defaulted container|Running |Diagnostic |Command |"
+    r"dcgmi |WARNING: )",
+    re.I,
+)
+_LOOKS_LIKE_RESULT = re.compile(
+    r"\|.*\b(?:Pass|Fail|Warn|Skip)\b|\b(?:Pass|Fail|Warn|Skip) - (?:All|GPUs?:)|GPU\d+: (?:Pass|Fail)"
+)
 
 
 def detect(text: str) -> int:
@@ -94,7 +154,7 @@ def detect(text: str) -> int:
         return 90
     if re.search(r"Successfully ran diagnostic for group|\|\s*Diagnostic\s*\|\s*Result\s*\|", text):
         return 90
-    if re.search(r"^\s*[|+]-{3,}\s+(?:Metadata|Deployment|Hardware|Integration|Stress)\s+-+\+", text, re.M):
+    if re.search(r"^\s*[|+]-{3,}\s+(?:Metadata|Deployment|Hardware|Integration|Stress)\s+-+[+|]", text, re.M):
         return 85
     if re.search(r"\|\s+(?:(?:Pass|Fail|Warn|Skip) - (?:All|GPUs?:)|GPU\d+: (?:Pass|Fail|Warn|Skip))", text):
         return 70
@@ -111,43 +171,94 @@ def parse(text: str) -> ParseResult:
 
 def _parse_table(text: str) -> ParseResult:
     result = ParseResult()
-    st: dict[str, Any] = {"category": None, "test": None, "msg": None, "rows": [], "meta": {}}
-    table_lines = 0
-    for no, raw in enumerate(text.splitlines(), start=1):
-        s = strip_prefix(raw).lstrip()
+    cleaned = clean_lines(text)
+    hosts = cleaned.hosts
+    st: dict[str, Any] = {"category": None, "test": None, "msg": None, "rows": [], "meta": {}, "host": None}
+    table_lines, first, complete = 0, None, False
+    for i, line in enumerate(cleaned.lines):
+        no, s = i + 1, line.lstrip()
         if not s.startswith(("|", "+")):
+            if s.startswith("dcgmi diag"):
+                cleaned.commands.append((no, s))
+            elif s and not _WRAPPER.match(s) and _LOOKS_LIKE_RESULT.search(s):
+                result.issue(no, line, "looks like a result but is outside the result table")
             continue
         table_lines += 1
+        first = first or no
+        st["host"] = hosts[i] if hosts else None
         if m := _SECTION.match(s):
             _flush(st)
             st["category"] = m.group(1).strip()
             continue
         if set(s.rstrip()) <= set("+-=|"):
             _flush(st)
+            complete = table_lines > 2 and s.startswith("+") and "=" not in s and bool(st["rows"])
             continue
+        complete = False
         if s.startswith("+"):
-            result.issue(no, raw, "unrecognised table border")
+            result.issue(no, line, "unrecognised table border")
             continue
-        _row(st, no, raw, s[1:], result)
+        _row(st, no, line, s[1:], result)
     _flush(st)
     if not st["rows"]:
         if err := _TOOL_ERROR.search(text):
             raise CollectorError(err.group(0).strip()[:300])
         if table_lines:
-            raise ParseError("dcgmi diag table without any test result")
-        raise ParseError("not dcgmi diag output: no result table")
+            raise ParseError(
+                f"dcgmi diag table without any test result ({table_lines} table lines, "
+                f"metadata {sorted(st['meta']) or 'none'}): expected rows like '| memory | Pass |'"
+            )
+        first_line = next((x.strip() for x in cleaned.lines if x.strip()), "")[:80]
+        raise ParseError(
+            f"not dcgmi diag output: no result table ('| Diagnostic | Result |'), saw {first_line!r}"
+        )
+    meta = st["meta"]
     for row in st["rows"]:
-        row["dcgm_version"] = st["meta"].get("dcgm version")
-        row["driver_version"] = st["meta"].get("driver version detected")
+        row["dcgm_version"] = meta.get("DCGM Version")
+        row["driver_version"] = meta.get(_DRV)
         result.add("dcgm_test", row)
+    serials = next((v for k, v in meta.items() if "serial" in k.lower()), None)
+    _run(
+        result,
+        first or 1,
+        "table",
+        meta,
+        meta.get("GPU Device IDs Detected"),
+        serials,
+        cleaned.commands,
+        complete,
+    )
     return result
+
+
+def _run(result: ParseResult, line: int, fmt: str, meta: dict[str, Any], ids: str | None, serials: str | None,
+         commands: list[tuple[int, str]], complete: bool) -> None:  # fmt: skip
+    rows = result.rows("dcgm_test")
+    command = next((c for _, c in reversed(commands) if "dcgmi" in c and "diag" in c), None)
+    level = re.search(r"(?:-r|--run)[ =]?(\S+)", command or "")
+    result.add("dcgm_run", {
+        "line": line, "format": fmt,
+        "dcgm_version": _str(meta.get("DCGM Version") or meta.get("version")),
+        "driver_version": _str(meta.get(_DRV)),
+        "gpu_device_ids": ids, "gpu_serials": serials,
+        "metadata": json.dumps(meta, ensure_ascii=False) if meta else None,
+        "command": command, "run_level": level.group(1) if level else None,
+        "tests": len({(r["category"], r["test"]) for r in rows}),
+        "failed": sum(r["result"] == "fail" for r in rows), "warned": sum(r["result"] == "warn" for r in rows),
+        "complete": complete,
+    })  # fmt: skip
 
 
 def _row(st: dict[str, Any], no: int, raw: str, body: str, result: ParseResult) -> None:
     """Handle one ``| name | value |`` row (body = the text after the first ``|``)."""
     sep = body.find("|")
     if sep < 0:
-        result.issue(no, raw, "table row without a column separator")
+        name, value = body.strip(), ""
+        if _RESULT.match(name.split()[-1] if name else "") or not name:
+            result.issue(no, raw, "table row without a column separator")
+            return
+        # a row cut by the paste after its first cell ("| PCIe"): the test name without a result
+        result.issue(no, raw, "row cut after the test name: no result")
         return
     name = body[:sep].strip()
     cell = body[sep + 1 :]
@@ -157,13 +268,18 @@ def _row(st: dict[str, Any], no: int, raw: str, body: str, result: ParseResult) 
     value = cell.strip()
     if name == "Diagnostic" and value == "Result":
         return
-    if st["category"] == "Metadata" or name.lower() in ("dcgm version", "driver version detected"):
-        st["meta"][name.lower()] = value
+    if st["category"] == "Metadata" or name in ("DCGM Version", _DRV):
+        last = st.get("meta_last")
+        if not name and last is not None:  # a wrapped value: glue the piece like a message piece
+            prev = st["meta"][last]
+            st["meta"][last] = prev + value if len(prev) >= _CHUNK else f"{prev} {value}".strip()
+        elif name:
+            st["meta"][name], st["meta_last"] = value, name
         return
     if lab := _LABEL.match(name):
         _flush(st)
-        gpu = int(lab.group(2)) if lab.group(1) and lab.group(1).upper() == "GPU" else None
-        st["msg"] = {"gpu": gpu, "chunks": [_piece(cell)]}
+        gpu = int(lab.group(3)) if lab.group(2) and lab.group(2).upper() == "GPU" else None
+        st["msg"] = {"gpu": gpu, "kind": lab.group(1).lower(), "chunks": [_piece(cell)]}
         return
     res = _RESULT.match(value)
     if name:
@@ -173,40 +289,33 @@ def _row(st: dict[str, Any], no: int, raw: str, body: str, result: ParseResult) 
             return
         _flush(st)
         st["test"] = {"name": name, "category": st["category"], "rows": {}}
-        _results(st, no, res)
+        _results(st, no, res, value)
         return
     ent = _ENTITY.match(value)
     if ent and st["test"]:
         _flush(st)
         gpu = int(ent.group(2)) if ent.group(1).upper() == "GPU" else None
-        _add(st, no, gpu, ent.group(3))
+        _add(st, no, gpu, ent.group(3), value)
     elif res and res.group(3) and st["test"]:
         _flush(st)
-        _results(st, no, res)
+        _results(st, no, res, value)
     elif st["msg"] is not None:
         st["msg"]["chunks"].append(_piece(cell))
     elif value:
         result.issue(no, raw, "continuation row without a test or message above it (cut excerpt?)")
 
 
-def _results(st: dict[str, Any], no: int, res: re.Match[str]) -> None:
+def _results(st: dict[str, Any], no: int, res: re.Match[str], printed: str) -> None:
     gpus = [int(g) for g in re.findall(r"\d+", res.group(3) or "")]
     for gpu in gpus or [None]:
-        _add(st, no, gpu, res.group(1))
+        _add(st, no, gpu, res.group(1), printed)
 
 
-def _add(st: dict[str, Any], no: int, gpu: int | None, status: str) -> None:
+def _add(st: dict[str, Any], no: int, gpu: int | None, status: str, printed: str) -> None:
     test = st["test"]
-    row = {
-        "line": no,
-        "category": test["category"],
-        "test": test["name"],
-        "gpu": gpu,
-        "result": _status(status),
-        "message": None,
-        "dcgm_version": None,
-        "driver_version": None,
-    }
+    row = dict.fromkeys(_TEST_COLUMNS)
+    row.update(line=no, category=test["category"], test=test["name"], gpu=gpu, result=_status(status))
+    row.update(result_printed=printed, host=st["host"])
     test["rows"][gpu] = row
     st["rows"].append(row)
 
@@ -225,7 +334,12 @@ def _flush(st: dict[str, Any]) -> None:
         gpu = int(lead.group(1))
     target = rows.get(gpu) or rows.get(None) or next(iter(rows.values()), None)
     if target is not None and text:
-        target["message"] = f"{target['message']}; {text}" if target["message"] else text
+        _attach(target, "info" if msg["kind"] == "info" else "warning", text)
+
+
+def _attach(row: dict[str, Any], column: str, text: str) -> None:
+    row["message"] = f"{row['message']}; {text}" if row["message"] else text
+    row[column] = f"{row[column]}; {text}" if row[column] else text
 
 
 def _piece(cell: str) -> str:
@@ -234,22 +348,31 @@ def _piece(cell: str) -> str:
 
 
 def _status(value: str) -> str:
-    return value.strip().lower().replace(" ", "_")
+    v = value.strip().lower().replace(" ", "_")
+    return {"warning": "warn", "skipped": "skip"}.get(v, v)
+
+
+# --- JSON ------------------------------------------------------------------------------------------
 
 
 def _parse_json(text: str) -> ParseResult:
     brace = text.find("{")
+    doc: Any = None
     try:
         doc, _ = json.JSONDecoder().raw_decode(text[brace:]) if brace >= 0 else (None, 0)
     except json.JSONDecodeError as exc:
-        raise ParseError(f"dcgmi diag JSON does not parse: {exc}") from exc
+        return _scan_json(text, exc)
     root = doc.get("DCGM Diagnostic") or doc.get("DCGM GPU Diagnostic") if isinstance(doc, dict) else None
     if not isinstance(root, dict):
-        raise ParseError('not dcgmi diag JSON: no "DCGM Diagnostic" object')
+        raise ParseError('not dcgmi diag JSON: no "DCGM Diagnostic" / "DCGM GPU Diagnostic" object')
     if root.get("runtime_error"):
         raise CollectorError(str(root["runtime_error"])[:300])
-    meta = {**doc, **root, **_dict(doc.get("metadata")), **_dict(root.get("metadata"))}
-    versions = {k: _str(meta.get(key)) for k, key in (("dcgm_version", "version"), ("driver_version", _DRV))}
+    meta = {**_dict(doc.get("metadata")), **_dict(root.get("metadata"))}
+    for key in ("version", _DRV):
+        for src in (root, doc):
+            if key in src and not isinstance(src[key], (dict, list)):
+                meta.setdefault(key, src[key])
+    versions = {"dcgm_version": _str(meta.get("version")), "driver_version": _str(meta.get(_DRV))}
     result = ParseResult()
     find = _Locator(text)
     for cat in _dicts(root.get("test_categories")):
@@ -262,30 +385,124 @@ def _parse_json(text: str) -> ParseResult:
             for res, gpus in entries:
                 line = find(r'"status"\s*:')
                 for gpu in gpus:
-                    row = {"line": line, "category": _str(cat.get("category")), "test": name, "gpu": gpu}
-                    row.update(result=_status(str(res.get("status", "not run"))), message=_json_message(res))
-                    result.add("dcgm_test", {**row, **versions})
+                    row = dict.fromkeys(_TEST_COLUMNS)
+                    row.update(line=line, category=_str(cat.get("category")), test=name, gpu=gpu, **versions)
+                    row.update(
+                        result=_status(str(res.get("status", "not run"))),
+                        result_printed=_str(res.get("status")),
+                    )
+                    _json_messages(row, res)
+                    result.add("dcgm_test", row)
     if not result.rows("dcgm_test"):
-        raise ParseError("dcgmi diag JSON without any test result")
+        raise ParseError("dcgmi diag JSON without any test result (no test_categories > tests > results)")
+    ids, serials = _entities(doc, root)
+    meta_printed = {k: v for k, v in meta.items()}
+    _run(
+        result,
+        1,
+        "json",
+        meta_printed,
+        ids,
+        serials,
+        clean_lines(text[:brace]).commands if brace > 0 else [],
+        True,
+    )
     return result
 
 
 def _json_gpus(res: dict[str, Any]) -> list[int | None]:
     if "entity_id" in res and str(res.get("entity_group", "GPU")).upper() == "GPU":
         return [to_int(str(res["entity_id"]))]
-    ids = [int(g) for g in re.findall(r"\d+", str(res.get("gpu_ids", "")))]
+    raw = res.get("gpu_ids", res.get("gpu_id", ""))
+    ids = [int(g) for g in re.findall(r"\d+", str(raw))]
     return list(ids) or [None]
 
 
-def _json_message(res: dict[str, Any]) -> str | None:
-    parts: list[str] = []
-    for key in ("warnings", "info"):
+def _json_messages(row: dict[str, Any], res: dict[str, Any]) -> None:
+    ids: list[str] = []
+    for key, column in (("warnings", "warning"), ("warning", "warning"), ("info", "info")):
         items = res.get(key)
         for item in items if isinstance(items, list) else [items] if items else []:
             msg = item.get("warning") if isinstance(item, dict) else item
+            if isinstance(item, dict) and item.get("error_id") is not None:
+                ids.append(str(item["error_id"]))
             if msg:
-                parts.append(_DUP_GPU.sub(r"GPU \1", str(msg).strip()))
-    return "; ".join(parts) or None
+                _attach(row, column, _DUP_GPU.sub(r"GPU \1", str(msg).strip()))
+    row["error_id"] = ",".join(ids) or None
+
+
+def _entities(doc: dict[str, Any], root: dict[str, Any]) -> tuple[str | None, str | None]:
+    ids, serials = [], []
+    for group in _dicts(doc.get("entity_groups") or root.get("entity_groups")):
+        for ent in _dicts(group.get("entities")):
+            if "device_id" in ent:
+                ids.append(str(ent["device_id"]))
+            if "serial_num" in ent:
+                serials.append(str(ent["serial_num"]))
+    return ",".join(ids) or None, ",".join(serials) or None
+
+
+_JSON_KEY = re.compile(
+    r'^\s*"(?P<key>[^"]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*"|-?\d+|null|true|false)?\s*,?\s*$'
+)
+
+
+def _scan_json(text: str, exc: json.JSONDecodeError) -> ParseResult:
+    """Read a JSON document that does not load (cut, ``{"..."}`` elisions) key by key, line by line."""
+    if '"runtime_error"' in text and (m := re.search(r'"runtime_error"\s*:\s*"((?:[^"\\]|\\.)*)"', text)):
+        raise CollectorError(m.group(1)[:300])
+    result = ParseResult()
+    cur: dict[str, Any] = {"category": None, "test": None, "gpus": [None], "row": None, "array": None}
+    meta: dict[str, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for no, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        m = _JSON_KEY.match(s)
+        if not m:
+            if s.startswith('"') and cur["array"] in ("warnings", "info") and cur["row"] is not None:
+                _attach(cur["row"], "info" if cur["array"] == "info" else "warning", s.rstrip(",").strip('"'))
+            elif s.startswith("]"):
+                cur["array"] = None
+            continue
+        key, raw = m["key"], m["value"]
+        try:
+            value = json.loads(raw) if raw is not None else None
+        except json.JSONDecodeError:
+            value = raw.strip('"')
+        if raw is None:
+            cur["array"] = key
+        elif key == "category":
+            cur["category"] = value
+        elif key == "name":
+            cur["test"], cur["gpus"] = value, [None]
+        elif key in ("gpu_ids", "gpu_id", "entity_id"):
+            cur["gpus"] = [int(g) for g in re.findall(r"\d+", str(value))] or [None]
+        elif key == "status" and cur["test"] is not None:
+            for gpu in cur["gpus"]:
+                row = dict.fromkeys(_TEST_COLUMNS)
+                row.update(
+                    line=no, category=cur["category"], test=cur["test"], gpu=gpu, result=_status(str(value))
+                )
+                row["result_printed"] = value
+                rows.append(row)
+                cur["row"] = row
+            cur["gpus"] = [None]
+        elif key == "warning" and cur["row"] is not None and value:
+            _attach(cur["row"], "warning", _DUP_GPU.sub(r"GPU \1", str(value)))
+        elif key in ("version", _DRV):
+            meta[key] = value
+    if not rows:
+        raise ParseError(
+            f"dcgmi diag JSON that does not load ({exc.msg} at line {exc.lineno}) holds no test result"
+        )
+    for row in rows:
+        row.update(dcgm_version=_str(meta.get("version")), driver_version=_str(meta.get(_DRV)))
+        result.add("dcgm_test", row)
+    last = text.rstrip().splitlines()[-1] if text.strip() else ""
+    result.issue(exc.lineno, text.splitlines()[exc.lineno - 1] if exc.lineno <= len(text.splitlines()) else last,
+                 f"JSON does not load ({exc.msg}): read key by key; results after this point may be missing")  # fmt: skip
+    _run(result, 1, "json", meta, None, None, [], False)
+    return result
 
 
 def _dicts(items: Any) -> list[dict[str, Any]]:
