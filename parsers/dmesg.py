@@ -175,6 +175,10 @@ _BOND_ACTIVE = re.compile(
     r"^(?P<bond>[\w.-]+): (?:\(slave (?P<slave>[\w.@-]+)\): )?making interface (?:(?P<ifname>[\w.@-]+) )?"
     r"the new active one"
 )
+#: a stamp-like prefix that ``_STAMP`` does not read ("[  903.61q]", "Mar 21q 21:42:01 host kernel:")
+_LOOSE_STAMP = re.compile(r"^(?:\[(?P<bracket>[^\]]{1,40})\]\s?|(?P<syslog>.{1,80}?\bkernel:)\s?)")
+#: "GPU 0000q:01:00:", "GPU at 0000q:01:00": a GPU named by something address-shaped
+_GPU_NAMED = re.compile(r"\bGPU (?:at )?(?:PCI:)?[0-9A-Fa-f]{2,8}\w*:")
 _KMSG_DICT = re.compile(r"^ [A-Z_]+=")  # /dev/kmsg dictionary lines (" SUBSYSTEM=pci")
 _UNKNOWN = {"'<unknown>'", "<unknown>", ""}
 #: lines between a fault's "fallen off the bus" lines that still belong to the same fault
@@ -249,9 +253,24 @@ def parse(text: str) -> ParseResult:
             _classify_continuation(current)
         else:
             current = _event(body)
+            loose = None
+            if current is None and m is None and (loose := _LOOSE_STAMP.match(line)):
+                body = line[loose.end() :]  # a stamp we cannot read in front of an event
+                if inner := _INNER_UP.match(body):
+                    body = body[inner.end() :]
+                current = _event(body)
             if current is None:
+                if "Xid" in body or "GPU" in body:
+                    _unreadable_device(result, i + 1, raw[i], body)
                 continue
-            current.update(_stamp(m) if m else {"ts_raw": None, "uptime_s": None, "ts": None})
+            if loose is not None:
+                stamp = loose.group("bracket") or loose.group("syslog")
+                current.update(
+                    ts_raw=stamp.strip(), uptime_s=float(inner.group(1)) if inner else None, ts=None
+                )
+                result.issue(i + 1, raw[i], f"timestamp not understood: {stamp.strip()!r} (event kept)")
+            else:
+                current.update(_stamp(m) if m else {"ts_raw": None, "uptime_s": None, "ts": None})
             if inner:
                 current["uptime_s"] = float(inner.group(1))
             current.update(line=i + 1, raw=raw[i].rstrip(), host=host)
@@ -272,6 +291,15 @@ def parse(text: str) -> ParseResult:
         ev.setdefault("interface", None)
         result.add("kernel_event", ev)
     return result
+
+
+def _unreadable_device(result: ParseResult, no: int, raw: str, body: str) -> None:
+    """An Xid or NVRM line that names a device the driver's address spellings do not read: no event
+    (it cannot be placed on a GPU), but said."""
+    if (m := _XID.search(body)) and _XID_ADDR.fullmatch(m.group("pci")) is None:
+        result.issue(no, raw, f"Xid line whose device {m.group('pci')!r} is not a PCI address: no Xid event")
+    elif "NVRM:" in body and _GPU_NAMED.search(body) and not _GPU_PCI.search(body):
+        result.issue(no, raw, "NVRM line naming a GPU whose address is not understood: no event")
 
 
 def _continues(event: dict[str, Any], body: str, m: re.Match[str] | None) -> bool:
