@@ -28,11 +28,16 @@ header; a cell with a lowercase ``k`` (only ``-H`` writes kilo so); else powers 
 ``df -h``).  A row keeps each cell as printed (``size_printed``...) beside the bytes, with the size column's
 header and the powers used.
 
-A paste prefix in front of the header (``# ``, indentation) is removed from every line; a launcher's host
-prefix (pdsh ``node-1: ``, kubectl ``--prefix`` ``[pod/name/ctr] ``) is removed and kept in ``host``, each
-host read on its own (interleaved output, wrapped names).  A ``df: /fsx: ...`` error line (a hung or stale
-mount) becomes a row carrying ``error``.  A line that looks like data but does not read is an issue at
-its line; a header whose data lines all fail is a ParseError.
+How the output travelled is taken off first by ``parsers._text.clean_lines`` (launcher tags, prompts,
+``^Z``, fences, glued backticks, ``...`` elisions, ``<-----`` annotations, CRLF); a launcher's tag (pdsh
+``node-1: ``, kubectl ``--prefix`` ``[pod/name/ctr] ``, ``srun -l`` rank) is kept in ``host``, each host read
+on its own (interleaved output, wrapped names).  A paste prefix in front of the header (``# ``) is removed
+from every line; a df command line or a prompt left alone (``dragon@smaug:~$``) is skipped.  Rows met
+without a header (a ``df | grep /$`` excerpt) are read when they have the shape of a row: digits as
+1K-blocks (df's default, ``unit_bytes`` 1024, ``size_header`` null), a letter as a human size.  A ``df:
+/fsx: ...`` error line (a hung or stale mount) becomes a row carrying ``error``.  A line that looks like
+data but does not read is an issue at its line; no row at all is a ParseError saying what was expected
+and what was seen.
 
 Schema
 ------
@@ -49,8 +54,9 @@ Schema
 - ``is_network`` bool — a client mount of Lustre, NFS/SMB/FUSE-network types, or a ``host:/path``/``//host``
   device (a Lustre server's own targets, ``mgspool/mgt``, are not)
 - ``error`` str — the ``df:`` message for a mount df could not read (other columns null)
-- ``host`` str — the pdsh/kubectl host prefix of the line (null without one)
-- ``size_header`` str — the size column's header as printed (``Size``, ``1K-blocks``, ``Inodes``)
+- ``host`` str — the launcher tag of the line: pdsh host, kubectl pod, srun rank (null without one)
+- ``size_header`` str — the size column's header as printed (``Size``, ``1K-blocks``, ``Inodes``; null
+  for rows read without a header)
 - ``unit_bytes`` int — bytes per block of a ``*-blocks`` column (null for human sizes)
 - ``human_base`` int — 1024 (``-h``) or 1000 (``-H``), the powers of a human cell's unit letter
 - ``size_printed``, ``used_printed``, ``avail_printed``, ``use_printed`` str — the cells as printed
@@ -80,7 +86,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import percent, strip_prefix, to_float
+from parsers._text import clean_lines, percent, to_float
 
 SAMPLE = sample_of(__doc__)
 
@@ -135,8 +141,12 @@ _LUSTRE_NID = re.compile(r"@(?:tcp|o2ib|efa|kfi)\d*[:,]", re.IGNORECASE)
 _NETWORK_TYPES = re.compile(
     r"^(?:lustre|nfs\d*|cifs|smb\d*|ceph|glusterfs|fuse\.(?:sshfs|s3fs|glusterfs|ceph.*)|wekafs|gpfs|beegfs|9p)$"
 )
-#: A launcher's per-line host prefix: pdsh/clush ``node-1: ``, kubectl --prefix ``[pod/name/ctr] ``.
-_HOST_PREFIX = re.compile(r"^(?P<host>\[[^\]\s]+\]|[A-Za-z0-9][\w.\-]*:)\s+(?P<rest>.*)$")
+#: A df command line in a paste: ``df``, ``sudo df -PT /fsx``, ``→ df | grep /$``, ``/root # df -kP``.
+_DF_CMD = re.compile(r"(?:^|[\s$#>|;&(/])df(?:\s|$)")
+#: A use% cell (a command line has none).
+_PCT_CELL = re.compile(r"\s(?:\d+%|-)\s+/")
+#: A prompt with no command after it (``dragon@smaug:~$``, ``[root@x ~]#``, ``$``), left by a paste.
+_BARE_PROMPT = re.compile(r"^(?:[\w.-]+@[\w.-]+(?::\S*)?\s?[$#]|\[[^\]]*\]\s?[$#]|[$#>→➜])$")
 #: A df command line pasted with its output (``$ df -H``, ``[root@x ~]# df -hT /fsx``).
 _COMMAND = re.compile(r"(?:^|[\s$#>])df(?P<args>(?:\s+-{1,2}[\w-]+(?:=\S+)?)+)")
 #: A capture file named after its flags (``df-H.txt``, ``cmd/df_-hT.txt``).
@@ -147,8 +157,18 @@ _POWERS = "_KMGTPEZY"
 
 def detect(text: str) -> int:
     """Confidence that text is df output."""
-    lines = [strip_prefix(line) for line in text.splitlines()[:20]]
-    return 80 if any(HEADER.match(line) for line in lines) else 0
+    head = "\n".join(text.splitlines()[:60])
+    cleaned = clean_lines(head)
+    lines = cleaned.lines
+    if any("Filesystem" in line and HEADER.match(line) for line in lines):
+        return 80
+    # a grep'd excerpt: a df command line (`$ df | grep /$`) and a row that reads without a header
+    if any(_is_df(cmd) for _, cmd in cleaned.commands) or any(_is_df(ln) and len(ln) < 80 for ln in lines):
+        for line in lines:
+            tokens = line.split()
+            if (fmt := _headerless(tokens, 1024)) and _row(0, tokens, fmt, None):
+                return 60
+    return 0
 
 
 def human_base(command: str | None) -> int | None:
@@ -195,73 +215,112 @@ def parse(text: str, *, command: str | None = None) -> ParseResult:
     if not text.strip():
         raise NoData("empty input")
     result = ParseResult()
-    base = human_base(command)
-    states: dict[str | None, dict[str, Any]] = {}  # per host prefix: fmt and a wrapped device
+    given = human_base(command)
+    cleaned = clean_lines(text)
+    if cleaned.hosts:  # a kubectl tag alone on a blank line ("[pod/x/c]" once its space is stripped)
+        tags = {f"[{h}]" for h in cleaned.hosts if h}
+        cleaned.lines[:] = ["" if line in tags else line for line in cleaned.lines]
+    raw_lines = text.splitlines()
+    commands = dict(cleaned.commands)
+    hosts = cleaned.hosts
+    states: dict[str | None, dict[str, Any]] = {}  # per host: fmt, a wrapped device, the last df command
     errors: list[str] = []
-    lines = [strip_prefix(raw).rstrip() for raw in text.splitlines()]
-    hosted = any((m := _HOST_PREFIX.match(line)) and HEADER.match(m.group("rest")) for line in lines)
-    si_hint = _si_hint(lines)
-    for no, (raw, line) in enumerate(zip(text.splitlines(), lines, strict=True), start=1):
-        host = None
-        if hosted and (hm := _HOST_PREFIX.match(line)) and hm.group("host") != "df:":
-            host, line = hm.group("host").strip("[]:"), hm.group("rest")
-        state = states.setdefault(host, {"fmt": None, "pending": None})
-        if m := HEADER.match(line):
+    si_hint = _si_hint(cleaned.lines)
+    for index, line in enumerate(cleaned.lines):
+        no = index + 1
+        host = hosts[index] if hosts else None
+        state = states.get(host) or states.setdefault(host, {"fmt": None, "pending": None, "cmd": None})
+        if not line:
+            if no in commands and _is_df(commands[no]):  # a prompt line: `$ df -H`
+                state["cmd"] = commands[no]
+            continue
+        if "Filesystem" in line and (m := HEADER.match(line)):
+            cmd_base = human_base(state["cmd"])
             state["fmt"] = {
                 "prefix": m.group("prefix"),
                 "type": bool(m.group("type")),
                 "size": m.group("size"),
-                "base": base or (1000 if si_hint else 1024),
+                "base": given or cmd_base or (1000 if si_hint else 1024),
             }
             continue
         fmt = state["fmt"]
         if fmt and fmt["prefix"].strip() and line.startswith(fmt["prefix"].rstrip()):
             line = line[len(fmt["prefix"].rstrip()) :]
         line = line.strip()
-        if not line or set(line) <= set("[.…]"):
+        if not line or (line[-1] in "$#>→➜" and _BARE_PROMPT.match(line)):
             continue
-        if m := _DF_ERROR.match(line):
+        raw = raw_lines[index]
+        if line.startswith("df:") and (m := _DF_ERROR.match(line)):
             errors.append(line)
             if m.group("path"):
                 result.add("filesystem_usage", _error_row(no, m.group("path"), line, host))
+            else:
+                result.issue(no, raw, "df error naming no mount point")
+            continue
+        if _is_df(line) and not _PCT_CELL.search(line):  # a command line pasted with its output
+            state["cmd"] = line
+            state["fmt"] = None if fmt is None else fmt
             continue
         if fmt is None:
-            if human_base(line) is not None or _COMMAND.search(line):
-                base = human_base(line) or base
-                continue
-            result.issue(no, raw, "line before the df header")
+            fmt = _headerless(line.split(), given or human_base(state["cmd"]) or 1024)
+            row = _row(no, line.split(), fmt, host) if fmt else None
+            if row is None:
+                result.issue(no, raw, "line before the df header (Filesystem ... Mounted on)")
+            else:
+                result.add("filesystem_usage", row)
             continue
         pending = state["pending"]
         row = _row(no, line.split(), fmt, host)
         if row is None and pending is not None:  # the values of a wrapped device name
             row = _row(pending[0], f"{pending[1]} {line}".split(), fmt, host)
         elif pending is not None:
-            result.issue(pending[0], pending[1], "device name without its values")
+            result.issue(pending[0], pending[2], "device name without its values")
         state["pending"] = None
         if row is not None:
             result.add("filesystem_usage", row)
-        elif _COMMAND.search(line) and not re.search(r"\d%", line):  # the next command, pasted
-            base = human_base(line) or base
         elif len(line.split()) == 1:
-            state["pending"] = (no, line)
+            state["pending"] = (no, line, raw)
         else:
             result.issue(no, raw, "expected device, sizes, use% and mount point")
     for state in states.values():
         if state["pending"] is not None:
-            no, device = state["pending"]
-            result.issue(no, device, "device name without its values (truncated)")
-    if not any(state["fmt"] for state in states.values()):
-        if errors:
-            raise CollectorError(errors[0][:300])
-        require_text(text)
-        raise ParseError("no df header line ('Filesystem ... Mounted on') found")
+            no, _, raw = state["pending"]
+            result.issue(no, raw, "device name without its values (truncated)")
     if not result.rows("filesystem_usage"):
         if errors:
             raise CollectorError(errors[0][:300])
+        require_text(text)
+        seen = next((ln.strip() for ln in cleaned.lines if ln.strip()), "")[:120]
+        if not any(state["fmt"] for state in states.values()):
+            raise ParseError(
+                f"expected a df header line ('Filesystem ... Mounted on') or df rows; saw {seen!r}"
+            )
         if result.issues:
-            raise ParseError(f"no df row read: {len(result.issues)} line(s) not understood")
+            first = result.issues[0]
+            raise ParseError(
+                "expected df rows (device, sizes, use% and mount point) under the header; "
+                f"{len(result.issues)} line(s) not understood, first at line {first.line_no}: {first.line[:120]!r}"
+            )
         raise NoData("a df header without rows")
     return result
+
+
+def _is_df(line: str) -> bool:
+    """A df command line: ``df -h``, ``sudo df -PT /fsx``, ``df | grep /$``."""
+    return "df" in line and bool(_DF_CMD.search(line))
+
+
+def _headerless(tokens: list[str], base: int) -> dict[str, Any] | None:
+    """The format of a df row met without a header (a grep'd excerpt): sizes as digits are read as
+    1K-blocks (df's default), with a letter as human sizes; a Type column when a word precedes them."""
+    if len(tokens) < 6:
+        return None
+    typed = len(tokens) >= 7 and not _PCT.match(tokens[4]) and _PCT.match(tokens[5]) is not None
+    cells = tokens[1 + typed : 4 + typed]
+    if not all(_HUMAN.match(c) or c == "-" for c in cells) or not _PCT.match(tokens[4 + typed]):
+        return None
+    digits = all(c.isdigit() or c == "-" for c in cells)
+    return {"prefix": "", "type": typed, "size": None, "base": base, "unit": 1024 if digits else None}
 
 
 def _si_hint(lines: list[str]) -> bool:
@@ -285,7 +344,11 @@ def _row(no: int, tokens: list[str], fmt: dict[str, Any], host: str | None) -> d
     row = _error_row(no, " ".join(tokens[pct_at + 1 :]), None, host)
     row.update(device=device, fstype=fstype, is_lustre=is_lustre(device, fstype), size_header=fmt["size"])
     row["is_network"] = _is_network(device, fstype) or bool(_LUSTRE_NID.search(device))
-    unit, human = _unit(fmt["size"], fmt["base"])
+    unit, human = (
+        (fmt["unit"], None if fmt["unit"] else fmt["base"])
+        if "unit" in fmt
+        else _unit(fmt["size"], fmt["base"])
+    )
     row.update(unit_bytes=unit, human_base=human)
     values = [_count(v, unit, human) for v in (size, used, avail)]
     if any(v is None and t != "-" for v, t in zip(values, (size, used, avail), strict=True)):

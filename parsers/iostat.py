@@ -31,16 +31,26 @@ Lossless: every printed value is kept under the tool's own column name and unit,
 snake-cased name, into ``extra`` (a JSON object).  A device line whose cells are not all numbers, or
 whose count columns (``kB_read`` ...) are not integers, is skipped as a ParseIssue with its line.
 
-Reports are numbered from 1 in the order printed; a new report starts at a timestamp line or when an
-avg-cpu or Device block comes again.  When the banner is present, report 1 holds the averages since
-boot (unless iostat ran with ``-y``, which the output does not show); without the banner (a cut
-excerpt) ``since_boot`` is null.
+How the output travelled is taken off first by ``parsers._text.clean_lines``: launcher tags (kept in
+``host``, each host read on its own), prompts, ``^Z``, fences, glued backticks, ``...`` elisions,
+``<-----`` annotations, CRLF.  An iostat command line pasted with the output (``$ iostat -xy 1 1``,
+``# iostat /dev/sd[a-d]``, ``./iostat -mt 1``) is read for ``-y``.  The proposed ``-T`` layout
+(``Datetime`` before each header, a date and time before each row) is read, the stamp in ``ts_raw``.
+A line that looks like data but does not read is an issue at its line; no row from input with headers
+is a ParseError saying what was expected and what was seen.
+
+Reports are numbered from 1 in the order printed; a new report starts at a timestamp line, at a banner,
+or when an avg-cpu or Device block comes again.  After a banner, the first report holds the averages
+since boot, unless a pasted command line shows ``-y``; without a banner (a cut excerpt)
+``since_boot`` is null.  ``-o JSON`` from sysstat < 12.1.5 with ``-y`` (``"statistics": [`` then a lone
+``,``) is repaired and read as ``-y`` (no report since boot); JSON cut short (iostat interrupted) is read
+line by line, with an issue for the cut.
 
 Schema
 ------
 ``iostat_host`` (one row, from the banner ``Linux <kernel> (<host>) <date> _<arch>_ (<n> CPU)``):
 ``line`` int; ``kernel`` str; ``hostname`` str; ``date`` str (as printed, locale format);
-``arch`` str; ``ncpu`` int.
+``arch`` str; ``ncpu`` int; ``host`` str (launcher tag of the line, null without one; every table has it).
 
 ``iostat_cpu`` (one row per avg-cpu block): ``line`` int; ``report_no`` int; ``since_boot`` bool
 (null when unknown); ``ts_raw`` str (``-t`` timestamp as printed, or null); ``user_pct``,
@@ -85,10 +95,11 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import strip_prefix, to_float
+from parsers._text import Cleaned, clean_lines, to_float
 
 SAMPLE = sample_of(__doc__)
 
@@ -111,6 +122,7 @@ _REPORT = (
     Column("report_no", "int", "1-based report"),
     Column("since_boot", "bool", "report holds since-boot averages (null: unknown)"),
     Column("ts_raw", "str", "-t timestamp as printed"),
+    Column("host", "str", "launcher tag of the line (pdsh host, srun rank, pod), null without one"),
 )
 _CPU = ("user_pct", "nice_pct", "system_pct", "iowait_pct", "steal_pct", "idle_pct")
 #: avg-cpu labels as printed (``%sys``: sysstat < 5.0.5) -> normalised column.
@@ -160,6 +172,15 @@ _DEV_RAW: dict[str, tuple[str, str]] = {
     "rqm_s": ("float", "merges/s (-s)"),
 }  # fmt: skip
 _DEV_ALL = _DEV + tuple(c for c in _DEV_RAW if c not in _DEV)
+_DEV_EMPTY = dict.fromkeys(_DEV_ALL)
+#: an empty iostat_device row in schema order (report columns, device columns, extra)
+_DEV_TEMPLATE: dict[str, Any] = {
+    **dict.fromkeys(("line", "report_no", "since_boot", "ts_raw", "host")),
+    **_DEV_EMPTY,
+    "extra": "{}",
+}
+_DEV_INT = frozenset(c for c, (kind, _) in _DEV_RAW.items() if kind == "int")
+_DEV_KNOWN = frozenset(_DEV_RAW) | frozenset(_DEV_COLS)
 _EXTRA = Column("extra", "str", "JSON object of columns not known to this parser: printed name -> number")
 
 SCHEMA = {
@@ -170,6 +191,7 @@ SCHEMA = {
         Column("date", "str", "date as printed (locale format)"),
         Column("arch", "str", "machine architecture"),
         Column("ncpu", "int", "CPU count"),
+        Column("host", "str", "launcher tag of the banner line (pdsh host, srun rank, pod)"),
     ),
     "iostat_cpu": _REPORT
     + tuple(Column(c, "float", "percent of CPU time") for c in _CPU)
@@ -190,68 +212,179 @@ _TS = re.compile(r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}[ T]\d{1,2}:\d\d:\d\d(?:\s*[A
 _NUM = re.compile(r"^-?\d+(?:[.,]\d+)?$")
 _ARTEFACT = re.compile(r"^(?:\[\.\.\.\]|\.\.\.+|\^C|…)$")
 _RANK = {"ts": 0, "cpu": 1, "dev": 2}
+_KEYS: dict[str, str] = {}  # printed label -> column name, filled by _key
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+#: str.translate table deleting what a plain number is made of (an empty result: all cells are numbers)
+_PLAIN_NUMBER = str.maketrans("", "", "0123456789.-")
 _JSON = re.compile(r'^\s*\{\s*"sysstat"\s*:')
+_JSON_Y = re.compile(r"\[\s*,")  # sysstat < 12.1.5 with -y: "statistics": [\n,\n{...}
+_JSON_ELIDED = re.compile(r"^\s*(?:\.{3}|…),?\s*$", re.MULTILINE)
+_JSON_TRAILING = re.compile(r",(\s*[\]}])")
+_JSON_FIELD = re.compile(
+    r'"(nodename|sysname|release|machine|number-of-cpus|date|timestamp)"\s*:\s*("[^"]*"|\d+)'
+)
+_JSON_CPU = re.compile(r'"avg-cpu"\s*:\s*(\{[^{}]*\})')
+_JSON_DISK = re.compile(r'\{\s*"disk_device"[^{}]*\}')
+#: An iostat command line pasted with its output (``# iostat -xy 1 1``, ``./iostat -mt 1 sda``).
+_IOSTAT_CMD = re.compile(r"(?:^|[\s/$#>|;&])iostat(?:\s|$)")
+_DATE = re.compile(r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}$")
+_CLOCK = re.compile(r"^\d{1,2}:\d\d:\d\d$")
 #: ``-o JSON`` keys that differ from the snake-cased text header (``%util`` is ``util`` there).
 _JSON_KEYS = {"util": "pct_util", "rrqm": "pct_rrqm", "wrqm": "pct_wrqm", "drqm": "pct_drqm"}
 
 
 def detect(text: str) -> int:
-    """Confidence that text is iostat output."""
-    if re.search(r"^\s*avg-cpu:\s+%user", text, re.MULTILINE):
+    """Confidence that text is iostat output (a grep'd, prefixed or quoted excerpt too)."""
+    if "avg-cpu" not in text and "Device" not in text and "disk_device" not in text:
+        return 0
+    head = "\n".join(_clean(text[:65536]).lines)
+    if re.search(r"^\s*(?:Datetime\s+)?avg-cpu:\s+%user", head, re.MULTILINE):
         return 85
-    if re.search(r"^[ \t]*Device:?[ \t]+(?:\S+[ \t]+)*?(?:r/s|tps|rrqm/s)(?=\s)", text, re.MULTILINE):
+    if re.search(
+        r"^[ \t]*(?:Datetime[ \t]+)?Device:?[ \t]+(?:\S+[ \t]+)*?(?:r/s|tps|rrqm/s)(?=\s)", head, re.M
+    ):
         return 85
-    if _JSON.match(text) and ('"avg-cpu"' in text or '"disk_device"' in text):
+    if _JSON.match(head) and ('"avg-cpu"' in head or '"disk_device"' in head):
         return 85
     return 0
 
 
 def parse(text: str) -> ParseResult:
     require_text(text)
-    if _JSON.match(text):
-        return _parse_json(text)
+    cleaned = _clean(text)
+    if "sysstat" in text[:4096] and _JSON.match("\n".join(cleaned.lines[:40])):
+        return _parse_json(text, cleaned.lines)
     result = ParseResult()
-    st: dict[str, Any] = {"report": 0, "seen": -1, "ts": None, "banner": False}
-    header: list[str] | None = None  # device columns of the current block
-    cpu_cols: list[str] | None = None  # avg-cpu columns awaiting their value row
-    for no, raw in enumerate(text.splitlines(), start=1):
-        line = strip_prefix(raw).strip()
+    raw_lines = text.splitlines()
+    noise = set(cleaned.noise)
+    commands = dict(cleaned.commands)
+    hosts = cleaned.hosts
+    states: dict[str | None, dict[str, Any]] = {}
+    # a double-spaced paste (a blank after every line): only two blanks in a row end a block
+    spaced = _double_spaced(cleaned.lines)
+    for index, line in enumerate(cleaned.lines):
+        no = index + 1
+        host = hosts[index] if hosts else None
+        st = states.get(host) or states.setdefault(host, _state())
+        if no in noise:  # a prompt, ^Z, a fence, an elision: not the end of a block
+            if no in commands and _IOSTAT_CMD.search(commands[no]):
+                _command(st, commands[no])
+            continue
         tokens = line.split()
         if not tokens:
-            header = cpu_cols = None
+            if not spaced or (index and not cleaned.lines[index - 1].strip()):
+                st["header"] = st["cpu_cols"] = None
             continue
-        if m := _BANNER.match(line):
-            st["banner"] = True
-            result.add("iostat_host", _host(no, m))
-        elif _TS.match(line):
+        stamp = None
+        if (
+            tokens[0] == "Datetime" and len(tokens) > 1
+        ):  # `iostat -T` (proposed): date and time before each row
+            tokens, st["dated"] = tokens[1:], True
+        elif st["dated"] and (dated := _dated(tokens)):
+            stamp, tokens = dated
+        first = tokens[0]
+        if first == "Linux" and (m := _BANNER.match(line)):
+            st.update(banner=True, seen=99, boot=None, dated=False)
+            result.add("iostat_host", _host(no, m, host))
+        elif first[0].isdigit() and _TS.match(line):
             _next(st, "ts")
-            st["ts"] = line
-        elif tokens[0] == "avg-cpu:":
-            cpu_cols = [_key(t) for t in tokens[1:]]
-        elif cpu_cols is not None or (header is None and len(tokens) == 6 and all(map(_NUM.match, tokens))):
-            cols, cpu_cols = cpu_cols or [c for c in _CPU_RAW if c != "pct_sys"], None
-            values = [to_float(t) for t in tokens]
+            st["ts"] = line.strip()
+        elif first == "avg-cpu:":
+            st["cpu_cols"] = [_key(t) for t in tokens[1:]]
+        elif st["cpu_cols"] is not None or (
+            st["header"] is None and len(tokens) == 6 and all(map(_NUM.match, tokens))
+        ):
+            cols, st["cpu_cols"] = st["cpu_cols"] or [c for c in _CPU_RAW if c != "pct_sys"], None
+            values = _numbers(tokens)
             if len(values) != len(cols) or None in values:
-                result.issue(no, raw, "avg-cpu value row does not match its header")
+                result.issue(
+                    no, raw_lines[index], f"expected the {len(cols)} avg-cpu values under its header"
+                )
                 continue
             _next(st, "cpu")
-            result.add("iostat_cpu", _cpu_row(_report_row(no, st), dict(zip(cols, values, strict=True))))
-        elif tokens[0] in ("Device:", "Device"):
+            st["ts"] = stamp or st["ts"]
+            row = _cpu_row(_report_row(no, st, host), dict(zip(cols, values, strict=True)))
+            result.add("iostat_cpu", row)
+        elif first in ("Device:", "Device"):
             _next(st, "dev")
-            header = [_key(t) for t in tokens[1:]]
-        elif _ARTEFACT.match(line):
+            st["header"] = [_key(t) for t in tokens[1:]]
+        elif (
+            "iostat" in line and _IOSTAT_CMD.search(line) and not _NUM.match(tokens[-1])
+        ):  # `# iostat -xy 1 1`, `./iostat -mt`
+            _command(st, line)
+        elif first[0] in "[.^…" and _ARTEFACT.match(line.strip()):
             continue
-        elif header is not None:
-            row = _device(no, tokens, header, st)
+        elif st["header"] is not None:
+            st["ts"] = stamp or st["ts"]
+            row = _device(no, tokens, st["header"], st, host)
             if row is None:
-                result.issue(no, raw, f"expected a device name and {len(header)} numbers")
+                result.issue(no, raw_lines[index], f"expected a device name and {len(st['header'])} numbers")
             else:
                 result.add("iostat_device", row)
         else:
-            result.issue(no, raw, "line outside any iostat block")
-    if not (result.rows("iostat_host") or st["report"]):
-        raise ParseError("no iostat banner, avg-cpu block or Device header found")
+            result.issue(no, raw_lines[index], "line outside any iostat block (banner, avg-cpu, Device)")
+    if not (result.rows("iostat_host") or result.rows("iostat_cpu") or result.rows("iostat_device")):
+        seen = next((ln.strip() for ln in cleaned.lines if ln.strip()), "")[:120]
+        if any(st["report"] for st in states.values()):
+            if result.issues:  # headers, but every value line failed
+                first_issue = result.issues[0]
+                raise ParseError(
+                    f"expected iostat rows under the avg-cpu/Device headers; {len(result.issues)} line(s) not "
+                    f"understood, first at line {first_issue.line_no}: {first_issue.line.strip()[:120]!r}"
+                )
+            return result  # headers of reports without rows (-z, idle)
+        raise ParseError(f"expected an iostat banner, avg-cpu block or Device header; saw {seen!r}")
     return result
+
+
+def _clean(text: str) -> Cleaned:
+    """clean_lines, without reading ``avg-cpu:`` as a pdsh host tag (an ``iostat -c`` without banner)."""
+    cleaned = clean_lines(text)
+    if cleaned.hosts and "avg-cpu" in cleaned.hosts:
+        cleaned = clean_lines(text, tags=False)
+    if cleaned.hosts:  # a kubectl tag alone on a blank line ("[pod/x/c]" once its space is stripped)
+        tags = {f"[{h}]" for h in cleaned.hosts if h}
+        cleaned.lines[:] = ["" if line in tags else line for line in cleaned.lines]
+    return cleaned
+
+
+def _numbers(cells: list[str]) -> list[float | None]:
+    """The cells as numbers (None where one is not): ``float`` when they hold only digits, dots and
+    minus signs (the common case), else ``to_float`` (decimal commas ``0,39``)."""
+    if not "".join(cells).translate(_PLAIN_NUMBER):
+        try:
+            return list(map(float, cells))
+        except ValueError:  # '1.2.3', '-'
+            pass
+    return [to_float(t) for t in cells]
+
+
+def _double_spaced(lines: list[str]) -> bool:
+    """True when every text line of the first hundred is followed by a blank one (a paste that doubled
+    each newline)."""
+    sample = lines[:200]
+    texts = [i for i, line in enumerate(sample[:-1]) if line.strip()]
+    return len(texts) >= 3 and all(not sample[i + 1].strip() for i in texts)
+
+
+def _state() -> dict[str, Any]:
+    """Per host: report counter, the part last seen, -t stamp, device header, avg-cpu header, -y."""
+    return {"report": 0, "seen": -1, "ts": None, "banner": False, "boot": None, "y": None, "header": None,
+            "cpu_cols": None, "dated": False}  # fmt: skip
+
+
+def _command(st: dict[str, Any], command: str) -> None:
+    """An iostat command line pasted with its output: ``-y`` says no report is since boot."""
+    flags = "".join(a[1:] for a in command.split() if re.match(r"^-[A-Za-z]+$", a))
+    st["y"] = "y" in flags
+
+
+def _dated(tokens: list[str]) -> tuple[str, list[str]] | None:
+    """(stamp, rest) of a ``-T`` row: ``09/29/25 15:22:19 sda ...``."""
+    if len(tokens) > 2 and _DATE.match(tokens[0]) and _CLOCK.match(tokens[1]):
+        n = 3 if tokens[2] in ("AM", "PM") else 2
+        return " ".join(tokens[:n]), tokens[n:]
+    return None
 
 
 def _key(label: str) -> str:
@@ -260,27 +393,39 @@ def _key(label: str) -> str:
     >>> _key("%util"), _key("kB_read/s"), _key("avgrq-sz"), _key("MB_wrtn"), _key("%iowait")
     ('pct_util', 'kb_read_s', 'avgrq_sz', 'mb_wrtn', 'pct_iowait')
     """
+    if (known := _KEYS.get(label)) is not None:
+        return known
     key = label.lower().rstrip(":")
     if key.startswith("%"):
         key = "pct_" + key[1:]
-    return re.sub(r"[^a-z0-9]+", "_", key).strip("_")
+    key = _NON_ALNUM.sub("_", key).strip("_")
+    if len(_KEYS) < 4096:
+        _KEYS[label] = key
+    return key
 
 
 def _next(st: dict[str, Any], part: str) -> None:
     """Start a new report when a part comes again (timestamp < avg-cpu < Device)."""
     if st["report"] == 0 or _RANK[part] <= st["seen"]:
         st["report"] += 1
+        if st["banner"] and st["boot"] is None:  # the first report after a banner: since boot
+            st["boot"] = st["report"]
         if part != "ts":
             st["ts"] = None
     st["seen"] = _RANK[part]
 
 
-def _report_row(no: int | None, st: dict[str, Any]) -> dict[str, Any]:
-    since_boot = (st["report"] == 1) if st["banner"] else None
-    return {"line": no, "report_no": st["report"], "since_boot": since_boot, "ts_raw": st["ts"]}
+def _report_row(no: int | None, st: dict[str, Any], host: str | None) -> dict[str, Any]:
+    if st["y"]:
+        since_boot: bool | None = False
+    else:
+        since_boot = (st["report"] == st["boot"]) if st["banner"] else None
+    row = {"line": no, "report_no": st["report"], "since_boot": since_boot, "ts_raw": st["ts"]}
+    row["host"] = host
+    return row
 
 
-def _host(no: int, m: re.Match[str]) -> dict[str, Any]:
+def _host(no: int, m: re.Match[str], host: str | None) -> dict[str, Any]:
     return {
         "line": no,
         "kernel": m.group("kernel"),
@@ -288,6 +433,7 @@ def _host(no: int, m: re.Match[str]) -> dict[str, Any]:
         "date": m.group("date") or None,
         "arch": m.group("arch"),
         "ncpu": int(m.group("ncpu")),
+        "host": host,
     }
 
 
@@ -301,101 +447,224 @@ def _cpu_row(row: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
             row[_CPU_NORM[key]] = value
         else:
             extra[key] = value
-    row["extra"] = json.dumps(extra)
+    row["extra"] = json.dumps(extra) if extra else "{}"
     return row
 
 
 def _device_row(row: dict[str, Any], device: str, values: dict[str, Any]) -> dict[str, Any] | None:
     """An iostat_device row from printed column name -> value; None when a count is not an integer."""
-    row.update(dict.fromkeys(_DEV_ALL))
+    row.update(_DEV_EMPTY)
     row["device"] = device
     extra: dict[str, Any] = {}
     for key, value in values.items():
-        if not isinstance(value, float):  # only from -o JSON: kept as it came
+        if value.__class__ is not float:  # only from -o JSON: kept as it came
             extra[key] = value
-        elif key in _DEV_RAW and _DEV_RAW[key][0] == "int":
-            if not float(value).is_integer():
+            continue
+        if key in _DEV_INT:
+            if not value.is_integer():
                 return None
             row[key] = int(value)
-        elif key in _DEV_RAW or key in _DEV_COLS:
+        elif key in _DEV_KNOWN:
             row[key] = value
         else:
             extra[key] = value
-        if key in _DEV_COLS and isinstance(value, float):
-            column, factor = _DEV_COLS[key]
-            row[column] = round(value * factor, 6) if factor != 1 else value
-    row["extra"] = json.dumps(extra)
+        if norm := _DEV_COLS.get(key):
+            row[norm[0]] = value if norm[1] == 1 else round(value * norm[1], 6)
+    row["extra"] = json.dumps(extra) if extra else "{}"
     return row
 
 
-def _device(no: int, tokens: list[str], header: list[str], st: dict[str, Any]) -> dict[str, Any] | None:
+def _device(
+    no: int, tokens: list[str], header: list[str], st: dict[str, Any], host: str | None
+) -> dict[str, Any] | None:
     if len(tokens) != len(header) + 1 or _NUM.match(tokens[0]):
         return None
-    values = [to_float(t) for t in tokens[1:]]
+    values = _numbers(tokens[1:])
     if None in values:
         return None
-    return _device_row(_report_row(no, st), tokens[0], dict(zip(header, values, strict=True)))
+    plan = _PLANS.get(tuple(header)) or _plan(header)
+    for i in plan.ints:  # counts (kB_read ...) must be whole numbers
+        if not values[i].is_integer():  # type: ignore[union-attr]
+            return None
+    row = dict(_DEV_TEMPLATE)
+    row.update(_report_row(no, st, host))
+    row["device"] = tokens[0]
+    row.update(zip(header, values, strict=True))  # every printed column under its own name...
+    for i in plan.ints:
+        row[header[i]] = int(values[i])  # type: ignore[arg-type]
+    for i, column, factor in plan.norm:  # ...the normalised ones beside
+        row[column] = values[i] if factor == 1 else round(values[i] * factor, 6)  # type: ignore[operator]
+    if plan.extra:  # columns this parser does not know: in extra, not as columns
+        row["extra"] = json.dumps({header[i]: row.pop(header[i]) for i in plan.extra})
+    return row
 
 
-def _parse_json(text: str) -> ParseResult:
-    """``iostat -o JSON`` (sysstat >= 11.x): hosts -> statistics -> avg-cpu and disk."""
+@dataclass(frozen=True)
+class _Plan:
+    """How the cells of a Device header become a row (computed once per header)."""
+
+    ints: tuple[int, ...]  # count columns (kB_read ...)
+    norm: tuple[tuple[int, str, float], ...]  # normalised columns beside the printed one
+    extra: tuple[int, ...]  # columns not known
+
+
+_PLANS: dict[tuple[str, ...], _Plan] = {}
+
+
+def _plan(header: list[str]) -> _Plan:
+    norm = tuple(
+        (i, _DEV_COLS[k][0], _DEV_COLS[k][1])
+        for i, k in enumerate(header)
+        if k in _DEV_COLS and (_DEV_COLS[k][0] != k or _DEV_COLS[k][1] != 1)
+    )
+    plan = _Plan(
+        ints=tuple(i for i, k in enumerate(header) if k in _DEV_INT),
+        norm=norm,
+        extra=tuple(i for i, k in enumerate(header) if k not in _DEV_KNOWN),
+    )
+    if len(_PLANS) < 1024:
+        _PLANS[tuple(header)] = plan
+    return plan
+
+
+def _parse_json(text: str, lines: list[str]) -> ParseResult:
+    """``iostat -o JSON`` (sysstat >= 11.5): hosts -> statistics -> avg-cpu and disk.
+
+    Repaired first: the ``[\\n,`` that ``-y`` left in sysstat < 12.1.5 (the first, since-boot, report
+    skipped: so no report is since boot), author elisions (``...,``) and the trailing commas they
+    leave.  Output cut short (iostat interrupted, a pasted head) is read line by line: sysstat writes
+    each avg-cpu and disk entry on one line.
+    """
+    body = "\n".join(lines)
+    skipped_first = bool(_JSON_Y.search(body))
+    body = _JSON_Y.sub("[", body)
+    body = _JSON_ELIDED.sub("", body)
+    body = _JSON_TRAILING.sub(r"\1", body)
+    result = ParseResult()
     try:
-        doc = json.loads(text)
+        doc = json.loads(body)
         hosts = doc["sysstat"]["hosts"]
     except (ValueError, KeyError, TypeError) as e:
-        raise ParseError(f"iostat -o JSON unreadable: {e}") from e
-    result = ParseResult()
-    lines = text.splitlines()
+        _salvage_json(result, lines, skipped_first, str(e))
+        return result
     at = {
         k: iter([n for n, t in enumerate(lines, 1) if f'"{k}"' in t])
         for k in ("nodename", "avg-cpu", "disk_device")
     }
+    if not isinstance(hosts, list) or not hosts:
+        raise ParseError("expected iostat -o JSON with sysstat.hosts[]; saw no hosts")
     for host in hosts:
         if not isinstance(host, dict):
+            result.issue(0, json.dumps(host)[:200], "a hosts[] entry that is not an object")
             continue
-        ncpu = host.get("number-of-cpus")
         result.add(
-            "iostat_host",
-            {
-                "line": next(at["nodename"], None) if "nodename" in host else None,
-                "kernel": host.get("release"),
-                "hostname": host.get("nodename"),
-                "date": host.get("date"),
-                "arch": host.get("machine"),
-                "ncpu": ncpu if isinstance(ncpu, int) else None,
-            },
+            "iostat_host", _json_host(next(at["nodename"], None) if "nodename" in host else None, host)
         )
-        st: dict[str, Any] = {"report": 0, "seen": -1, "ts": None, "banner": True}
+        st = {**_state(), "banner": True, "y": skipped_first}
         for report in host.get("statistics") or []:
             if not isinstance(report, dict):
+                result.issue(0, json.dumps(report)[:200], "a statistics[] entry that is not an object")
                 continue
             st["report"] += 1
+            st["boot"] = st["boot"] or st["report"]
             st["ts"] = report.get("timestamp")
             cpu = report.get("avg-cpu")
             if isinstance(cpu, dict):
                 values = {"pct_" + k: _num(v) for k, v in cpu.items()}
-                result.add("iostat_cpu", _cpu_row(_report_row(next(at["avg-cpu"], None), st), values))
+                result.add("iostat_cpu", _cpu_row(_report_row(next(at["avg-cpu"], None), st, None), values))
             for disk in report.get("disk") or []:
-                name = disk.get("disk_device") if isinstance(disk, dict) else None
                 no = (
                     next(at["disk_device"], None)
                     if isinstance(disk, dict) and "disk_device" in disk
                     else None
                 )
-                if not isinstance(name, str):
-                    result.issue(no or 0, json.dumps(disk)[:200], "disk entry without a device name")
-                    continue
-                values = {_JSON_KEYS.get(k, _key(k)): _num(v) for k, v in disk.items() if k != "disk_device"}
-                row = _device_row(_report_row(no, st), name, values)
-                if row is None:
-                    result.issue(
-                        no or 0, lines[no - 1] if no else json.dumps(disk)[:200], "a count is not an integer"
-                    )
-                else:
-                    result.add("iostat_device", row)
-    if not hosts:
-        raise ParseError("iostat -o JSON without hosts")
+                _json_disk(result, no, disk, st, lines)
     return result
+
+
+def _json_host(no: int | None, host: dict[str, Any]) -> dict[str, Any]:
+    ncpu = host.get("number-of-cpus")
+    return {
+        "line": no,
+        "kernel": host.get("release"),
+        "hostname": host.get("nodename"),
+        "date": host.get("date"),
+        "arch": host.get("machine"),
+        "ncpu": ncpu if isinstance(ncpu, int) else None,
+        "host": None,
+    }
+
+
+def _json_disk(result: ParseResult, no: int | None, disk: Any, st: dict[str, Any], lines: list[str]) -> None:
+    name = disk.get("disk_device") if isinstance(disk, dict) else None
+    if not isinstance(name, str):
+        result.issue(no or 0, json.dumps(disk)[:200], "disk entry without a device name")
+        return
+    values = {_JSON_KEYS.get(k, _key(k)): _num(v) for k, v in disk.items() if k != "disk_device"}
+    row = _device_row(_report_row(no, st, None), name, values)
+    if row is None:
+        result.issue(no or 0, lines[no - 1] if no else json.dumps(disk)[:200], "a count is not an integer")
+    else:
+        result.add("iostat_device", row)
+
+
+def _salvage_json(result: ParseResult, lines: list[str], skipped_first: bool, error: str) -> None:
+    """Read iostat JSON that does not parse (cut short) line by line; the cut is an issue."""
+    st = {**_state(), "banner": True, "y": skipped_first}
+    host: dict[str, Any] = {}
+    host_line = None
+    has_disk = has_cpu = False
+    for no, line in enumerate(lines, 1):
+        if m := _JSON_FIELD.search(line):
+            key, value = m.group(1), m.group(2)
+            if key == "nodename":
+                host, host_line = {}, no
+            if key != "timestamp":
+                host[key] = json.loads(value)
+                if key == "number-of-cpus":  # the last field before statistics
+                    result.add("iostat_host", _json_host(host_line, host))
+                continue
+            st["report"] += 1
+            st["boot"] = st["boot"] or st["report"]
+            st["ts"], has_disk, has_cpu = json.loads(value), False, False
+        elif (m := _JSON_CPU.search(line)) and (cpu := _loads(m.group(1))) is not None:
+            if has_cpu or has_disk or not st["report"]:
+                st["report"] += 1
+                st["boot"] = st["boot"] or st["report"]
+                st["ts"], has_disk = None, False
+            has_cpu = True
+            result.add(
+                "iostat_cpu",
+                _cpu_row(_report_row(no, st, None), {"pct_" + k: _num(v) for k, v in cpu.items()}),
+            )
+        elif '"disk"' in line and has_disk:
+            st["report"] += 1
+            st["ts"], has_disk, has_cpu = None, False, False
+        elif (m := _JSON_DISK.search(line)) and (disk := _loads(m.group(0))) is not None:
+            if not st["report"]:
+                st["report"] = st["boot"] = 1
+            has_disk = True
+            _json_disk(result, no, disk, st, lines)
+        elif '"disk_device"' in line:
+            result.issue(no, line, "a disk entry cut short")
+    if not (result.rows("iostat_cpu") or result.rows("iostat_device")):
+        raise ParseError(
+            f"expected iostat -o JSON; it does not parse ({error}) and no avg-cpu or disk entry reads"
+        )
+    last = next((n for n in range(len(lines), 0, -1) if lines[n - 1].strip()), 0)
+    result.issue(
+        last,
+        lines[last - 1] if last else "",
+        f"iostat JSON cut short or malformed ({error}): read line by line",
+    )
+
+
+def _loads(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _num(value: Any) -> Any:

@@ -154,6 +154,10 @@ def test_inodes() -> None:
 
 JC_CANNOT = {
     "awsdocs-fsx-df-1k-backtick-mountname.txt": "jc fails: the long device name breaks its column alignment",
+    # tests/parsers/test_df_iostat_mounts_noise.py checks these pastes
+    "asiaq-139-df-wrapped-mapper-device.txt": "jc fails on a device name wrapped onto its own line",
+    "dysk-17-grep-no-header-arrow-prompt.txt": "grep'd rows without a header and '→' prompts: jc reads the prompt as a header",
+    "sindresorhus-df-16-busybox-kP-prompt-cifs.txt": "a '/root # df -kP' prompt line first: jc reads it as the header",
 }
 
 

@@ -169,6 +169,12 @@ def test_t_timestamps_reports_and_a_mangled_row() -> None:
 JC_CANNOT = {
     "ssd-blog-comma-decimal-64threads.txt": "decimal commas: jc reads '28,46' as 2846",
     "vbox-xdmz-comma-empty-report.txt": "decimal commas: jc reads '0,39' as 39",
+    # tests/parsers/test_df_iostat_mounts_noise.py checks these (travel noise, JSON, -T): jc reads none of them
+    "linuxgomes-wiki-el9-plain-dscd-comma-prompt-fence.txt": "decimal commas: jc reads '9,99' as 999",
+    "sysstat-163-y-json-leading-comma.txt": "-o JSON: jc's iostat parser reads text only",
+    "sysstat-222-ydx-json-quoted-backticks.txt": "-o JSON: jc's iostat parser reads text only",
+    "sysstat-pr414-mT-datetime-column-proposed.txt": "-T Datetime column (proposed): jc finds no rows",
+    "sysstat-pr414-mt-timestamp-mb-dscd.txt": "plain (not -x) report: this test compares -x columns",
 }
 #: our column -> jc's key(s)
 JC_KEYS = {
