@@ -189,13 +189,13 @@ _PDSH = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*[0-9.-][A-Za-z0-9._-]*|[A-Za-z]
 #: Names that look like a host tag but are what a kernel or a tool itself prints first.
 _NOT_HOST = re.compile(
     r"^(?:nv|NV|mlx|efa|ena|eth|ens|enp|eno|ib|bond|rdma|lo\d|xhci|usb|pci|acpi|sd[a-z]|nvme|md\d|dm-|"
-    r"kernel|systemd|audit|cgroup|(?:CPU|cpu|GPU|gpu)\d*$|Xid|NCCL|libfabric|\d+\.\d+)",
+    r"kernel|systemd|audit|cgroup|(?:CPU|cpu|GPU|gpu)\d*$|avg-cpu$|Xid|NCCL|libfabric|\d+\.\d+)",
 )
 _ANY_TAG = re.compile("|".join(f"(?:{p.pattern})" for p in (_SRUN, _MPIRUN, _KUBECTL, _PDSH)))
 _MARKDOWN_QUOTE = re.compile(r"^> ?")
 _PROMPT = re.compile(
     r"^\s*(?:\$|[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s?[$#]|\[[\w.-]+@[\w.-]+[^\]]*\]\s?[$#]|\(\S+\)\s*\$"
-    r"|(?:ba|z|k|c|tc)?sh-\d+(?:\.\d+)*[$#]|╰─[$#]|➜\s+\S+)\s+(?P<cmd>\S.*)$"
+    r"|(?:ba|z|k|c|tc)?sh-\d+(?:\.\d+)*[$#]|╰─[$#]|➜\s+\S+)(?:\s+(?P<cmd>\S.*))?\s*$"
 )
 _JOB_NOISE = re.compile(r"^\s*(?:\^[A-Z\\]|\[\d+\][+-]?\s+(?:Stopped|Done|Killed|Terminated|Running)\b.*)$")
 _FENCE = re.compile(r"^\s*(?:```|~~~)\s*[\w+-]*\s*$")
@@ -251,7 +251,7 @@ def _tag_kind(lines: list[str]) -> re.Pattern[str] | None:
     return None
 
 
-_QUICK = ("\r", "`", "<-", "<=", "←", "$ ", "# ", "...", "…", "^", "]+", "]-", "> ")
+_QUICK = ("\r", "`", "<-", "<=", "←", "$ ", "# ", "$\n", "...", "…", "^", "]+", "]-", "> ")
 
 
 class LineCleaner:
@@ -279,7 +279,7 @@ class LineCleaner:
         if line.startswith(">"):
             line = _MARKDOWN_QUOTE.sub("", line, count=1)
         if pattern is not None and (
-            m := pattern.match(line) or (line[-1:] == ":" and pattern.match(line + " "))
+            m := pattern.match(line) or (line[-1:] in (":", "]") and pattern.match(line + " "))
         ):
             if pattern is not _PDSH or not _NOT_HOST.match(m.group(1)):
                 host, line = m.group(1), line[m.end() :]
@@ -300,7 +300,7 @@ class LineCleaner:
         ):
             return "", host, None, True
         if ("$" in line or "#" in line or "➜" in line) and (m := _PROMPT.match(line)):
-            return "", host, m.group("cmd").strip(), True
+            return "", host, (m.group("cmd") or "").strip() or None, True
         if "<" in line or "←" in line:
             line = _ANNOTATION.sub("", line)
         return line, host, None, False
