@@ -20,8 +20,10 @@ raises ``ParseError``.  Units are stripped from headers (``[MiB]``) and values (
 (``clocks_throttle_reasons.active`` / ``clocks_event_reasons.active``, ``pci.bus_id`` / ``gpu_bus_id``).
 A file may hold several blocks, each starting with its own header line (``-l`` loops, remapped rows).
 Travel noise (launcher prefixes, prompts, fences, CRLF) is taken off by ``parsers._text.clean_lines``;
-a data line that cannot be read (wrong cell count, before any header line, an unreadable value) is a
-ParseIssue with its line number.
+a data line that cannot be read (wrong cell count, before any header line) is a ParseIssue with its
+line number.  A cell that should be a number but is not (``0q``: a word glued to it that is not a unit,
+nor a not-available marker) is a ParseIssue naming the field, and its value is kept as printed in
+``extra``.
 
 Schema
 ------
@@ -122,7 +124,12 @@ _FIELDS = {
 }  # fmt: skip
 _YES_NO = {"yes": "yes", "no": "no", "true": "yes", "false": "no", "1": "yes", "0": "no"}
 _HEADER_CELL = re.compile(r"^(?P<field>[A-Za-z][\w.]*)(?:\s*\[(?P<unit>[^\]]*)\])?$")
-_WITH_UNIT = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(?:%|[A-Za-z][A-Za-z/]*)$")
+_WITH_UNIT = re.compile(r"^([-+]?\d+(?:\.\d+)?)\s*(%|[A-Za-z][A-Za-z/]*)$")
+#: units nvidia-smi prints after a value (lower case); another word glued to a number is not a unit
+_UNITS = frozenset(
+    {"%", "w", "mw", "mhz", "ghz", "c", "b", "kib", "mib", "gib", "tib", "kb", "mb", "gb", "tb"}
+    | {"rpm", "v", "mv", "ms", "us", "s", "gb/s", "mb/s", "kb/s", "bytes"}
+)
 _TOOL_ERROR = re.compile(
     r"is not a valid field to query|Invalid combination of input arguments|nvidia-smi -h"
 )
@@ -222,19 +229,36 @@ def _row(no: int, raw: str, header: list[str], cells: list[str], result: ParseRe
         field = _field(cell_name)
         column = _FIELDS.get(field)
         if column is None:
-            extra[snake(cell_name)] = _loose(value)
+            extra[snake(cell_name)] = _loose(value, _unit(cell_name))
             continue
         if _missing(value):
             continue
-        converted = _convert(column, value)
+        converted = _convert(column, value, _unit(cell_name))
         if converted is None:
             result.issue(no, raw, f"{field}: unreadable value {value!r}")
+            extra[snake(cell_name)] = value  # kept as printed
         row[column] = converted
     row["extra"] = json.dumps(extra)
     return row
 
 
-def _convert(column: str, value: str) -> Any:
+def _unit(cell: str) -> str | None:
+    """'memory.used [mib]' -> 'mib'; None without a unit."""
+    m = _HEADER_CELL.match(cell)
+    return m.group("unit").strip().lower() if m and m.group("unit") else None
+
+
+def _number(value: str, unit: str | None) -> str:
+    """The number of ``99 %`` / ``81559 MiB`` when its unit is a unit (the header's or a known one); else
+    the value unchanged, so ``0q`` stays unreadable instead of reading as 0."""
+    m = _WITH_UNIT.match(value)
+    if m is None:
+        return value
+    printed = m.group(2).lower()
+    return m.group(1) if printed in _UNITS or printed == unit else value
+
+
+def _convert(column: str, value: str, unit: str | None = None) -> Any:
     kind = _TYPES[column]
     if column == "pci":
         return pci_address(value)
@@ -244,17 +268,16 @@ def _convert(column: str, value: str) -> Any:
         return _timestamp(value)
     if kind == "str":
         return value
-    number = _WITH_UNIT.match(value)
-    text = number.group(1) if number else value
+    text = _number(value, unit)
     return to_int(text) if kind == "int" else to_float(text)
 
 
-def _loose(value: str) -> Any:
-    """A value for ``extra``: a number without its unit, else the string; null when not available."""
+def _loose(value: str, unit: str | None = None) -> Any:
+    """A value for ``extra``: a number without its unit, else the string as printed; null when not
+    available."""
     if _missing(value):
         return None
-    number = _WITH_UNIT.match(value)
-    text = number.group(1) if number else value
+    text = _number(value, unit)
     if re.fullmatch(r"[-+]?\d+", text):
         return int(text)
     parsed = to_float(text)

@@ -70,7 +70,8 @@ switch that lists only switches):
   lowest level for a node's leaf switch
 - ``block_index`` int, ``block_size`` int — block plugin only
 - ``extra`` str — JSON object of the entry's other keys as printed (``LinkSpeed``, ``BlockSizes``
-  of the file, any key Slurm adds later), null when none
+  of the file, any key Slurm adds later; a ``Level``/``BlockIndex``/``BlockSize`` that is not a number,
+  with a ParseIssue), null when none
 - ``host`` str — launcher tag of the entry's line, else null
 
 Examples
@@ -542,6 +543,7 @@ _ENTRIES = {
 }
 _GLOBALS = ("blocksizes",)
 _COLUMNS = {"nodes", "switches", "level", "blockindex", "blocksize"}
+_NUMBERS = ("level", "blockindex", "blocksize")
 
 
 def _slurm(lines: list[str], hosts: list[str | None], result: ParseResult) -> None:
@@ -600,7 +602,12 @@ def _slurm(lines: list[str], hosts: list[str | None], result: ParseResult) -> No
     for e in kept:
         f, tree = e["lf"], e["source"] == "slurm-topology"
         level = (_int(f.get("level")) if "level" in f else _level(e, switches)) if tree else None
-        extra = {k: v for k, v in e["f"].items() if k.lower() not in _COLUMNS}
+        # a number that does not read stays in extra as printed, and is reported
+        odd = {k: v for k, v in e["f"].items() if k.lower() in _NUMBERS and _int(v) is None}
+        if odd:
+            words = " ".join(f"{k}={v}" for k, v in odd.items())
+            result.issue(e["line"], e["raw"], f"not a number: {words[:120]} (kept in extra)")
+        extra = {k: v for k, v in e["f"].items() if k.lower() not in _COLUMNS or k in odd}
         if e["source"] != "slurm-topology":
             extra.update(settings)
         for node in e["nodes"] or [None]:

@@ -20,7 +20,8 @@ The df part is read by :mod:`parsers.df`, so any df style works (``-h`` as in a 
 their shm mount so).  The listing starts after the ``--- ls`` marker, after a pasted ``$ ls -la /dev/shm``
 prompt line, or at the first line when the file is a bare ``ls -la`` listing (then only the listing
 columns are filled).  Travel noise (launcher tags, prompts, markdown quotes, fences) is taken off by
-``parsers._text.clean_lines``; a listing line that does not read is a ParseIssue.
+``parsers._text.clean_lines``; a listing line that does not read (an entry, a ``total`` line that is not
+``total <number>``) is a ParseIssue, and so is each data line of a df part that df cannot read.
 
 Schema
 ------
@@ -104,6 +105,9 @@ SCHEMA = {
 _MARKER = re.compile(r"^-{3}\s*ls\b.*(?:/dev/shm)?\s*$")
 #: ``-rw------- 1 user group 9637888 Dec  2 09:27 name`` (any date style: name is the last field).
 _LS = re.compile(r"^[-dlcbpsD][-rwxsStTl]{9}[.+@]?\s+\d+\s+\S+\s+\S+\s+(?P<size>\d+)\s+.*\s(?P<name>\S+)$")
+#: ``total 18824`` (``ls -lah``: ``total 19M``, ``total 1.5G``)
+_TOTAL = re.compile(r"^total\s+\d+(?:[.,]\d+)?[KMGTP]?$")
+_DATA = re.compile(r"\d")
 _SHM_ROW = re.compile(r"^\S+\s+(?:\S+\s+){3,4}\d+%\s+/dev/shm\s*$")
 
 
@@ -162,7 +166,7 @@ def _split(lines: list[str], commands: dict[int, str]) -> tuple[int, int]:
         if _MARKER.match(line) or re.match(r"(?:sudo\s+)?ls\b", commands.get(i + 1, "")):
             return i, i + 1
     data = [x for x in lines if x]
-    if data and all(_LS.match(x) or x.startswith("total ") for x in data):
+    if data and all(_LS.match(x) or x.startswith("total ") for x in data):  # a bad total is reported
         return 0, 0
     return len(lines), len(lines)
 
@@ -170,7 +174,10 @@ def _split(lines: list[str], commands: dict[int, str]) -> tuple[int, int]:
 def _df_row(df_text: str, shift: int, raw: list[str], result: ParseResult) -> dict[str, Any] | None:
     try:
         parsed = df.parse(df_text)
-    except (ParseError, CollectorError):
+    except (ParseError, CollectorError) as exc:
+        for no, line in enumerate(df_text.splitlines(), start=1 + shift):
+            if 0 < no <= len(raw) and _DATA.search(line) and not df.HEADER.match(line.strip()):
+                result.issue(no, raw[no - 1], f"df part not read: {str(exc)[:160]}")
         return None
     for issue in parsed.issues:
         no = issue.line_no + shift
@@ -196,7 +203,7 @@ def _listing(lines: list[str], raw: list[str], start: int, result: ParseResult) 
     for no, line in enumerate(lines[start:], start=start + 1):
         m = _LS.match(line)
         if m is None:
-            if line.startswith("total "):
+            if _TOTAL.match(line):
                 first = first or no
             elif line and not line.startswith("ls:"):
                 result.issue(no, raw[no - 1], "not an ls -la line")

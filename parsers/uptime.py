@@ -30,7 +30,9 @@ Schema
 - ``source`` str — ``proc_uptime``, ``uptime`` (also ``-p``), ``uptime_since`` (``-s``) or ``loadavg``
 - ``up_text`` str — the time up as printed (``4 days,  1:24``; full-width commas made ASCII)
 - ``users`` int — logged-in users (``uptime`` only)
-- ``time_of_day`` str — the clock time ``uptime`` printed first (``10:14:06``)
+- ``time_of_day`` str — the clock time ``uptime`` printed first (``10:14:06``); what stands before
+  ``up`` when it is not a clock is kept here as printed, with a ParseIssue (a ``host:`` tag before the
+  clock goes to ``host``, other words there are a ParseIssue)
 - ``since`` str — boot time as printed by ``uptime -s``
 - ``runnable``, ``entities`` int — ``/proc/loadavg`` 4th field (``1/234``: runnable / existing)
 - ``last_pid`` int — ``/proc/loadavg`` 5th field
@@ -87,7 +89,8 @@ SCHEMA = {
 _PROC_UPTIME = re.compile(r"^(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)$")
 _LOADAVG = re.compile(r"^(\d+\.\d+)\s+(\d+\.\d+)\s+(\d+\.\d+)\s+(\d+)/(\d+)\s+(\d+)$")
 _UP = re.compile(r"(?:^|\s)[uU]p\s+(?P<span>.*?)(?:,\s*(?P<users>\d+)\s+users?|,?\s*load averages?:|$)")
-_CLOCK = re.compile(r"^(\d{1,2}:\d\d(?::\d\d)?(?:\s*[AaPp][Mm])?)\s+up\b")
+_CLOCK = re.compile(r"(?:^|\s)(\d{1,2}:\d\d(?::\d\d)?(?:\s*[AaPp][Mm])?)$")  # the text before "up"
+_TAG = re.compile(r"^[\w.@-]+:$")  # pdsh's "host:"
 _SINCE = re.compile(r"^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d$")
 _COMMAND = re.compile(r"^(?:sudo\s+)?(?:uptime(?:\s+-{1,2}[\w-]+)*|cat\s+/proc/(?:uptime|loadavg))$")
 _FENCE = re.compile(r"^(?:```|~~~)\s*[\w+-]*$")  # clean_lines leaves '~~~ bash' (a space before the info)
@@ -131,8 +134,11 @@ def parse(text: str) -> ParseResult:
         if row is None:
             result.issue(no, raw[no - 1], "not /proc/uptime, uptime, uptime -p/-s or /proc/loadavg output")
             continue
+        tag, odd = row.pop("_tag", None), row.pop("_odd", None)
+        if odd:
+            result.issue(no, raw[no - 1], f"words before 'up' that are not a clock: {odd!r}")
         row["line"] = no
-        row["host"] = cleaned.hosts[no - 1] if cleaned.hosts else None
+        row["host"] = (cleaned.hosts[no - 1] if cleaned.hosts else None) or (tag[:-1] if tag else None)
         result.add("host_uptime", row)
     if not result.rows("host_uptime"):
         seen = next((line[:80] for line in _lines(text) if line), "")
@@ -164,8 +170,13 @@ def _row(line: str) -> dict[str, Any] | None:
     row.update(uptime_s=_span_s(span), source="uptime", up_text=span)
     if up.group("users"):
         row["users"] = int(up.group("users"))
-    if clock := _CLOCK.match(line):
+    before = line[: up.start()].strip()
+    if clock := _CLOCK.search(before):
         row["time_of_day"] = clock.group(1)
+        if tag := before[: clock.start()].strip():  # a launcher tag clean_lines left (a one-line pdsh file)
+            row["_tag" if _TAG.match(tag) else "_odd"] = tag
+    elif before:  # not a clock: kept as printed, and reported
+        row.update(time_of_day=before, _odd=before)
     if load := _LOAD.search(line):
         loads = [to_float(v) for v in re.split(r",?\s+", load.group("loads").strip())]
         if len(loads) != 3 or None in loads:

@@ -31,8 +31,9 @@ comments are skipped.  An unrecognised line becomes a ParseIssue.
 Package lists: ``dpkg -l`` (its ``Desired=``/``||/ Name`` header is skipped; status, architecture and
 description go to ``extra``), ``apt list --installed`` (``libnccl2/unknown,now 2.18.3-1+cuda12.2 amd64
 [installed]``: suite, architecture and state in ``extra``; ``Listing...`` and apt's CLI warning are
-skipped), ``rpm -qa`` NVRs one per line or space-separated (the efa_installed_packages line).  Every package
-is kept: a name the rules know becomes its component (``libnccl2`` -> nccl, ``gdrdrv-dkms`` -> gdrcopy,
+skipped), ``rpm -qa`` NVRs one per line or space-separated (the efa_installed_packages line; the
+architecture and the word as printed go to ``extra``, and a word among them that is not a package is a
+ParseIssue while the others are kept).  Every package is kept: a name the rules know becomes its component (``libnccl2`` -> nccl, ``gdrdrv-dkms`` -> gdrcopy,
 ``nvidia-driver-535``/``cuda-drivers``/``kmod-nvidia-latest-dkms`` -> nvidia_driver, ``cuda-toolkit-12-2``
 -> cuda), any other its name in snake case.  ``modinfo`` opens a row at ``filename:`` (version null until
 ``version:`` is read: in-tree modules often have none) and keeps every other key as printed in ``extra``
@@ -117,9 +118,11 @@ _COMMAND = re.compile(
 )
 _KEY_VALUE = re.compile(r"^(?P<key>[a-z][a-z0-9_]*|PRETTY_NAME)=(?P<value>.*)$")
 _RPM = re.compile(
-    r"^(?P<name>[\w.+-]+?)-(?P<ver>\d[\w.+~]*)-(?P<rel>[\w.+~]+)\.(?:x86_64|aarch64|noarch|i686)$"
+    r"^(?P<name>[\w.+-]+?)-(?P<ver>\d[\w.+~]*)-(?P<rel>[\w.+~]+)\.(?P<arch>x86_64|aarch64|noarch|i686)$"
 )
-_DEB = re.compile(r"^(?P<name>[a-z0-9][a-z0-9.+-]*)_(?P<ver>\d[\w.+~:-]*)_(?:amd64|arm64|all)(?:\.deb)?$")
+_DEB = re.compile(
+    r"^(?P<name>[a-z0-9][a-z0-9.+-]*)_(?P<ver>\d[\w.+~:-]*)_(?P<arch>amd64|arm64|all)(?:\.deb)?$"
+)
 _DKMS = re.compile(r"^(?P<mod>[\w.-]+)(?:/|,\s*)(?P<ver>\d[\w.+~-]*)(?P<detail>(?:,\s*[^,:]+)*:\s*\w.*)$")
 _MODULES = {"efa": "efa_module", "nvidia": "nvidia_driver", "gdrdrv": "gdrcopy"}
 _PACKAGES = (
@@ -288,11 +291,14 @@ class _State:
             return self.package(no, m["name"], m["ver"], None, extra=extra)
         if (kv := key_value(line)) is not None:
             return self.modinfo(no, *kv)
-        if all(_RPM.match(t) or _DEB.match(t) for t in tokens):
-            for token in tokens:
-                m = _RPM.match(token) or _DEB.match(token)
-                assert m is not None
-                self.package(no, m["name"], m["ver"], m.groupdict().get("rel"))
+        matches = [(t, _RPM.match(t) or _DEB.match(t)) for t in tokens]
+        packages = [(t, m) for t, m in matches if m is not None]
+        if packages and (len(packages) * 2 >= len(tokens) or self.packages_file):
+            for token, m in packages:
+                extra = {"arch": m["arch"], "printed": token}
+                self.package(no, m["name"], m["ver"], m.groupdict().get("rel"), extra=extra)
+            if odd := [t for t, m in matches if m is None]:  # a word among the packages that is not one
+                self.result.issue(no, line, f"not a package name-version: {' '.join(odd)[:120]}")
             return True
         return len(tokens) == 1 and self.bare_value(no, line)
 
