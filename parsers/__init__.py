@@ -20,6 +20,7 @@ Every parser module provides:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 from types import ModuleType
@@ -89,13 +90,14 @@ def module_for(kind: str) -> ModuleType:
     return importlib.import_module(module_name(kind))
 
 
-def available_kinds() -> list[str]:
+@functools.lru_cache(maxsize=1)
+def available_kinds() -> tuple[str, ...]:
     """Kinds whose parser module is present in this installation."""
     found = []
     for kind in KINDS:
         if importlib.util.find_spec(module_name(kind)) is not None:
             found.append(kind)
-    return found
+    return tuple(found)
 
 
 def detect_kind(text: str) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -338,3 +339,16 @@ def clean_lines(text: str, *, tags: bool = True) -> Cleaned:
             if command is not None:
                 cleaned.commands.append((no, command))
     return cleaned
+
+
+@functools.lru_cache(maxsize=4)
+def clean_head(text: str) -> Cleaned:
+    """``clean_lines`` of a text's first 64 KB, worked out once for all the detectors that look at the
+    same text in turn (``parsers.detect_kind``).  Read it, never change it: it is shared."""
+    return clean_lines(text[:65536])
+
+
+@functools.lru_cache(maxsize=4)
+def clean_head_text(text: str) -> str:
+    """The cleaned first 64 KB of a text as one string (see ``clean_head``)."""
+    return "\n".join(clean_head(text).lines)

@@ -81,7 +81,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import NOT_AVAILABLE, clean_lines, key_value, to_float
+from parsers._text import NOT_AVAILABLE, clean_head, clean_lines, key_value, to_float
 
 SAMPLE = sample_of(__doc__)
 
@@ -169,7 +169,7 @@ def detect(text: str) -> int:
     """Confidence that text lists CPU governors (cpupower/cpufreq-info, sysfs files, cat of them)."""
     if re.search(r"^\W*analyzing CPU \d+:", text, re.MULTILINE):
         return 85
-    cleaned = clean_lines(text[:65536])
+    cleaned = clean_head(text)
     lines = [line.strip() for line in cleaned.lines if line.strip()]
     if not lines:
         return 0

@@ -73,7 +73,7 @@ from itertools import product
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import LineCleaner, clean_lines, pci_address, to_int
+from parsers._text import LineCleaner, clean_head, pci_address, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -189,7 +189,7 @@ def detect(text: str) -> int:
     """Confidence that text is a kernel log (launcher tags and prompts taken off first)."""
     if re.search(r"NVRM: Xid|SXid \(PCI|NVRM: loading NVIDIA", text):
         return 80
-    lines = clean_lines(text[:65536]).lines[:200]
+    lines = clean_head(text).lines[:200]
     stamped = sum(1 for line in lines if _STAMP.match(line))
     return 30 if stamped >= 3 else 0
 

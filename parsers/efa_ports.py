@@ -68,7 +68,7 @@ import re
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_lines, key_value, leading_number
+from parsers._text import clean_head_text, clean_lines, key_value, leading_number
 
 SAMPLE = sample_of(__doc__)
 
@@ -139,7 +139,7 @@ _PHYS = {
 
 def detect(text: str) -> int:
     """Confidence that text is EFA/RDMA port state (launcher prefixes and prompts taken off first)."""
-    text = "\n".join(clean_lines(text[:65536]).lines)
+    text = clean_head_text(text)
     if re.search(r"/sys/class/infiniband/[^/\s]+/ports/\d+/(?:state|phys_state|rate)", text):
         return 85
     if re.search(r"^\W*CA '[^']+'", text, re.MULTILINE) and re.search(r"Port \d+:", text):

@@ -74,7 +74,7 @@ import re
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_lines, key_value
+from parsers._text import clean_head_text, clean_lines, key_value
 
 SAMPLE = sample_of(__doc__)
 
@@ -140,7 +140,7 @@ _REQUESTED = re.compile(r"\bfi_info\b.*?(?:-p|--provider)[= ]?\s*['\"]?([\w;-]+)
 
 def detect(text: str) -> int:
     """Confidence that text is fi_info output (launcher prefixes and prompts taken off first)."""
-    text = "\n".join(clean_lines(text[:65536]).lines)
+    text = clean_head_text(text)
     if re.search(r"^\W*provider: \S+\s*$", text, re.MULTILINE) and re.search(r"\bdomain: \S", text):
         return 85
     if "fi_fabric_attr:" in text:

@@ -646,7 +646,9 @@ def _salvage_json(result: ParseResult, lines: list[str], skipped_first: bool, er
             has_disk = True
             _json_disk(result, no, disk, st, lines)
         elif '"disk_device"' in line:
-            result.issue(no, line, "a disk entry cut short")
+            result.issue(no, line, "a disk entry cut short or unreadable")
+        elif '"avg-cpu"' in line:
+            result.issue(no, line, "an avg-cpu entry cut short or unreadable")
     if not (result.rows("iostat_cpu") or result.rows("iostat_device")):
         raise ParseError(
             f"expected iostat -o JSON; it does not parse ({error}) and no avg-cpu or disk entry reads"

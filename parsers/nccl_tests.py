@@ -22,8 +22,13 @@ names the columns of its rows.  ``N/A`` cells; integer times above 10 ms; extra 
 job-control lines, fences, glued backticks, ``...`` elisions, ``<-----`` annotations, CRLF, tabs; markdown
 that ate the ``#``; NCCL log lines from several hosts interleaved with the table; a log that starts at the
 column header or at the rows (a grep'd excerpt); a log cut mid-table (``truncated``, and an issue for the
-cut row).  A line that looks like a result or rank line but does not parse, and a Channel/Ring line
-without its ``via``, are ParseIssues.
+cut row).  Loud: a result row is known by its shape (two numbers, a dtype word such as ``float`` or
+``bfloat16``, then a redop or a root), so one behind a prefix no launcher pattern takes off is still read
+(the prefix kept in ``prefix``) and one whose size or count is not a number is a ParseIssue; a header,
+rank, summary or NCCL log line (``host:pid:tid [dev]``) field that should be a number but is not is a
+ParseIssue at its line (the rest of the line is still kept); unrecognised text before a rank line or the
+``nThread`` header, a line that looks like a result, rank or header line but does not parse, and a
+Channel/Ring line that does not parse or lacks its ``via``, are ParseIssues.
 
 Several tests in one log are separate runs (``run``, 1-based): a new run starts at ``# nccl-tests
 version`` / ``# Collective test starting`` / a ``nThread`` header once the current run has its header, at
@@ -61,7 +66,8 @@ str, ``redop`` str (null when the layout has none), ``root`` int (null on the ol
 out-of-place (``oop_``) and in-place (``ip_``): ``time_us`` float, µs; ``algbw_gbps`` / ``busbw_gbps``
 float, GB/s; ``wrong`` int (``#wrong``; null for ``N/A`` and on the old layouts); ``error`` float (old
 layouts only); ``extra`` str — JSON object of cells after the two sides, under their header names
-(``colN`` when unnamed), else null.
+(``colN`` when unnamed), else null; ``prefix`` str — text before the row that no launcher pattern took
+off, as printed (``[1,0]<stdout>:`` mangled, an unknown tag), else null.
 
 ``nccl_log_event`` (NCCL WARN lines, error lines, and the first INFO line of each informative kind per
 host and run): ``line`` int, ``run`` int, ``host`` str (the log line's host, else a pdsh/kubectl tag),
@@ -140,7 +146,7 @@ SCHEMA = {
     "nccl_result": _cols(
         "line:int run:int size_bytes:int count:int dtype:str redop:str root:int "
         + " ".join(f"{side}_{col}" for side in ("oop", "ip") for col in _SIDE_COLS.split())
-        + " extra:str"
+        + " extra:str prefix:str"
     ),
     "nccl_log_event": _cols("line:int run:int host:str level:str code:str message:str"),
     "nccl_transport": _cols(
@@ -149,23 +155,30 @@ SCHEMA = {
     ),
 }
 
+#: The ``nThread`` header: fields are taken as printed (``\S+``) and checked after, so a mangled number is loud.
 _HEADER = re.compile(
-    r"nThread (?P<nthread>\d+) nGpus (?P<ngpus>\d+) minBytes (?P<min_bytes>\d+) maxBytes (?P<max_bytes>\d+) "
-    r"step: (?P<step>\S+) warmup iters: (?P<warmup_iters>\d+) iters: (?P<iters>\d+)"
-    r"(?: agg iters: (?P<agg_iters>\d+))? validation: (?P<check>\d+)(?: graph: (?P<graph>\d+))?"
+    r"nThread\s+(?P<nthread>\S+)\s+nGpus\s+(?P<ngpus>\S+)\s+minBytes\s+(?P<min_bytes>\S+)\s+maxBytes\s+"
+    r"(?P<max_bytes>\S+)\s+step:\s*(?P<step>\S+)\s+warmup iters:\s*(?P<warmup_iters>\S+)\s+iters:\s*"
+    r"(?P<iters>\S+)(?:\s+agg iters:\s*(?P<agg_iters>\S+))?\s+validation:\s*(?P<check>\S+)"
+    r"(?:\s+graph:\s*(?P<graph>\S+))?"
 )
 _BANNER = re.compile(r"^nccl-tests version (\S+)|^Collective test starting:?\s*(\S+)?")
+#: A rank line, its numbers taken as printed and checked after (a mangled one is an issue, the row is kept).
 _RANK = re.compile(
-    r"Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
-    r"\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*)"
+    r"\bRank\s+(?P<rank>\S+)(?:\s+Group\s+(?P<group>\S+))?\s+Pid\s+(?P<pid>\S+)\s+on\s+(?P<host>\S+)"
+    r"\s+device\s+(?P<device>\S+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*)"
 )
+#: Something that means to be a rank line: ``Rank N ... Pid`` or ``Rank N`` opening the line.
+_RANKISH = re.compile(r"^Rank\s+\S+|\bRank\s+\S+.*\bPid\b")
 #: A ``[N] `` rank tag before nccl-tests' own lines (a launcher clean_lines does not know).
 _RANK_TAG = re.compile(r"^\[\d{1,5}\]\s+(?=#|\d)")
 _ROW = re.compile(r"^\d+\s+\d+\s+[A-Za-z]\w*\s+\S+")
 #: A line that starts like a result row (two numbers) but is not one: loud, never dropped.
 _ROWISH = re.compile(r"^\d+\s+\d+(?:\s+\S+)+")
+#: ``host:pid:tid [cudaDev] ... NCCL INFO|WARN msg``; pid, tid and device taken as printed and checked after.
 _NCCL = re.compile(
-    r"^(?:(?P<host>[\w.-]+):\d+:\d+\s+\[\d+\]\s+)?(?:.*?\s)?NCCL (?P<level>INFO|WARN|ERROR)\b\s*(?P<msg>.*)"
+    r"^(?:(?P<host>[\w.-]+):(?P<pid>[^\s:]+):(?P<tid>\S+?)\s+\[(?P<dev>[^\]\s]*)\]\s+)?(?:.*?\s)?"
+    r"NCCL (?P<level>INFO|WARN|ERROR)\b\s*(?P<msg>.*)"
 )
 #: ``Channel 00/0 : 7[7] -> 8[0] [send] via NET/OFI/0/GDRDMA``; ``Ring 00 : 15 -> 0 [send] via NET/Socket/0``.
 _CHANNEL = re.compile(
@@ -205,6 +218,8 @@ _ERRORS = tuple(
         (r"Test (?:NCCL |CUDA )?failure", "TEST_FAILURE"),
     )
 )
+#: Every error pattern at once: one search tells whether a line needs the ordered look-up at all.
+_ANY_ERROR = re.compile("|".join(f"(?:{p.pattern})" for p, _ in _ERRORS), re.IGNORECASE)
 _TCP = re.compile(r"NET/OFI Using TCP|Using network Socket|via NET/Socket", re.IGNORECASE)
 _SOCKET_INIT = re.compile(r"NET/Socket\s*: Using")
 _OFI_EFA = re.compile(
@@ -216,6 +231,13 @@ _LEAD = {"size": "size_bytes", "count": "count", "type": "dtype", "redop": "redo
 _NEW_LEAD = ("size", "count", "type", "redop", "root")
 _OLD_LEAD = ("size", "count", "type", "redop")
 _SIDE = ("time", "algbw", "busbw")
+#: Data types and reduction ops nccl-tests and rccl-tests print in the ``type`` / ``redop`` columns.
+_DTYPES = frozenset({
+    "int8", "uint8", "int32", "uint32", "int64", "uint64", "int", "char", "half", "float", "double",
+    "bfloat16", "fp8_e4m3", "fp8_e5m2", "f8e4m3", "f8e5m2", "float16", "float32", "float64", "bf16", "fp16",
+    "fp32", "fp64",
+})  # fmt: skip
+_REDOPS = frozenset({"sum", "prod", "max", "min", "avg", "none", "premulsum", "mulsum", "all"})
 _ROW_START = re.compile(
     r"^[ \t]*(?:\S+:[ \t]*|\[[^\]]+\][ \t]*)?\d+[ \t]+\d+[ \t]+(?:float|half|bfloat16|double|u?int(?:8|32|64)|"
     r"int|char|fp8\w*|f8\w*)[ \t]+\S+[ \t]+(?:-?\d+[ \t]+)?[\d.]+[ \t]+[\d.]+",
@@ -225,7 +247,7 @@ _ROW_START = re.compile(
 
 def detect(text: str) -> int:
     """Confidence that text is nccl-tests output or an NCCL log (a grep'd excerpt or a prefixed capture too)."""
-    if re.search(r"nThread \d+ nGpus \d+ minBytes", text):
+    if re.search(r"nThread\s+\S+\s+nGpus\s+\S+\s+minBytes", text):
         return 90
     if re.search(
         r"Avg bus bandwidth|out-of-place\s+in-place|size\s+count\s+type\s+(?:redop|root)|nccl-tests version",
@@ -265,6 +287,8 @@ def parse_with_command(text: str, command: str | None) -> ParseResult:
 
 
 def _error_code(text: str) -> str | None:
+    if not _ANY_ERROR.search(text):
+        return None  # the common case: one search instead of the ordered look-up
     return next((code for pattern, code in _ERRORS if pattern.search(text)), None)
 
 
@@ -338,42 +362,71 @@ class _State:
         if not body:
             return
         self.hits += 1
-        if m := _NCCL.match(line):
+        # cheap substring and first-character tests first: one specific regex per line, not a cascade
+        if "NCCL " in line and (m := _NCCL.match(line)):
             self.nccl_line(no, m, tag)
-        elif _ROW.match(line):
+        elif line[0].isdigit() and _ROW.match(line):
             self.hits -= not self.result_row(no, line, raw)
-        elif m := _BANNER.match(body):
+        elif split := _row_at(line):  # a result row by its shape, behind a prefix no launcher took off
+            self.hits -= not self.result_row(no, split[1], raw, split[0] or None)
+        elif body[0] in "nC" and (m := _BANNER.match(body)):
             run = self.start(1, 2).row
             if m.group(1):
                 run["tests_version"] = m.group(1)
             if m.group(2) and (c := _COLLECTIVE.search(m.group(2))):
                 run["collective"] = c.group(1)
             self.other_line(no, line, body, tag)
-        elif m := _HEADER.search(body):
-            run = self.start(2, 2).row
-            run.update({k: v if k == "step" or v is None else int(v) for k, v in m.groupdict().items()})
-            run["line"] = no
-        elif m := _RANK.search(body):
-            run = self.start(3, 4)
-            bus = m["bus"].strip()
-            self.result.add("nccl_rank", {
-                "line": no, "run": run.row["run"], "rank": int(m["rank"]), "group": to_int(m["group"]),
-                "pid": int(m["pid"]), "host": m["host"], "device": int(m["device"]),
-                "bus_id": (pci_address(bus) if ":" in bus else None) or bus or None,
-                "gpu_name": m["name"].strip() or None,
-            })  # fmt: skip
-        elif re.match(r"size\s+count\s+type", body):
+        elif "nThread" in body and "nGpus" in body:
+            self.header(no, body, raw)
+        elif "Rank" in body and (m := _RANK.search(body)):
+            self.rank(no, body, m, raw)
+        elif body.startswith("size") and re.match(r"size\s+count\s+type", body):
             self.table_header(body)
-        elif m := re.match(r"Avg bus bandwidth\s*:\s*(\S+)", body):
-            self.cur.row["avg_busbw_gbps"] = to_float(m.group(1))
+        elif body.startswith("Avg bus bandwidth") and (m := re.match(r"Avg bus bandwidth\s*:\s*(\S+)", body)):
+            self.cur.row["avg_busbw_gbps"] = self.number(no, raw, "Avg bus bandwidth", m.group(1), to_float)
             self.cur.phase = 5
-        elif m := re.match(r"Out of bounds values\s*:\s*(\d+)", body):
-            self.cur.row["oob_values"] = int(m.group(1))
+        elif body.startswith("Out of bounds") and (m := re.match(r"Out of bounds values\s*:\s*(\S+)", body)):
+            self.cur.row["oob_values"] = self.number(no, raw, "Out of bounds values", m.group(1), to_int)
         else:
             self.hits -= 1
             self.other_line(no, line, body, tag)
-            if _ROWISH.match(body) or re.match(r"Rank\s+\d+\b", body):
+            if body[0].isdigit() and _ROWISH.match(body) or "Rank" in body and _RANKISH.search(body):
                 self.result.issue(no, raw, "line looks like a result or rank line but does not parse")
+
+    def number(self, no: int, raw: str, name: str, printed: str | None, convert: Any) -> Any:
+        """``printed`` read by ``convert``; a value that should be a number but is not is a ParseIssue."""
+        if printed is None:
+            return None
+        value = convert(printed)
+        if value is None and printed.upper() != "N/A":
+            self.result.issue(no, raw, f"non-numeric {name} {printed!r}")
+        return value
+
+    def header(self, no: int, body: str, raw: str) -> None:
+        m = _HEADER.search(body)
+        if m is None:
+            self.result.issue(no, raw, "line looks like the nThread header but does not parse")
+            return
+        if prefix := body[: m.start()].strip(" \t#"):
+            self.result.issue(no, raw, f"unrecognised text before the nThread header: {prefix!r}")
+        run = self.start(2, 2).row
+        for key, printed in m.groupdict().items():
+            number = key != "step"
+            run[key] = self.number(no, raw, f"nThread header {key}", printed, to_int) if number else printed
+        run["line"] = no
+
+    def rank(self, no: int, body: str, m: re.Match[str], raw: str) -> None:
+        run = self.start(3, 4)
+        bus = m["bus"].strip()
+        num = {k: self.number(no, raw, f"rank {k}", m[k], to_int) for k in ("rank", "group", "pid", "device")}
+        self.result.add("nccl_rank", {
+            "line": no, "run": run.row["run"], "rank": num["rank"], "group": num["group"], "pid": num["pid"],
+            "host": m["host"], "device": num["device"],
+            "bus_id": (pci_address(bus) if ":" in bus else None) or bus or None,
+            "gpu_name": m["name"].strip() or None,
+        })  # fmt: skip
+        if prefix := body[: m.start()].strip(" \t#"):  # no launcher pattern took it off: said, not dropped
+            self.result.issue(no, raw, f"unrecognised text before a rank line: {prefix!r}")
 
     def table_header(self, body: str) -> None:
         run = self.cur
@@ -407,16 +460,24 @@ class _State:
     def nccl_line(self, no: int, m: re.Match[str], tag: str | None) -> None:
         host, level, msg, net = m["host"] or _host_tag(tag), m["level"], m["msg"].strip(), self.cur.net
         self.cur.content = True
-        if v := _VERSION.search(msg):
+        if m["host"] and not all(f.isdigit() for f in (m["pid"], m["tid"], m["dev"] or "0")):
+            odd = f"{m['host']}:{m['pid']}:{m['tid']} [{m['dev']}]"
+            self.result.issue(no, self.raw, f"NCCL log line with a non-numeric pid, tid or device: {odd!r}")
+        low = msg.lower()  # substring tests first: most INFO lines need none of the regexes below
+        v = _VERSION.search(msg) if "version" in msg else None
+        if v:
             self.cur.row["nccl_version"] = self.cur.row["nccl_version"] or v.group(1)
-        if p := _PROVIDER.search(msg):
+        p = _PROVIDER.search(msg) if "NET/OFI" in msg else None
+        if p:
             net.setdefault("provider", p.group(1).rstrip(",").lower())
         for key, pattern in (("network", _NETWORK), ("via", _VIA)):
-            if n := pattern.search(msg):
+            if key in low and (n := pattern.search(msg)):
                 net.setdefault(key, n.group(1).lower())
-        if re.search(r"NET/IB\s*: Using \[", msg):
+        if "NET/IB" in msg and re.search(r"NET/IB\s*: Using \[", msg):
             net.setdefault("ib", "yes")
-        if c := _CHANNEL.match(msg):
+        if msg[:1] not in ("C", "R"):
+            pass
+        elif c := _CHANNEL.match(msg):
             self.result.add("nccl_transport", {
                 "line": no, "run": self.cur.row["run"], "host": host, "channel": int(c["ch"]),
                 "conn": to_int(c["conn"]), "src_rank": int(c["src"]), "src_dev": c["sdev"],
@@ -425,16 +486,22 @@ class _State:
                 "transport": transport_name(c["via"]), "via": c["via"],
             })  # fmt: skip
         elif re.match(r"(?:Channel|Ring)\s+\d+", msg) and "->" in msg:
-            self.result.issue(no, self.raw, "Channel/Ring connection line without a readable 'via' (cut?)")
+            cut = not re.search(r"\bvia\s+\S", msg)  # with a via, a field before it is not what it should be
+            why = "without a readable 'via' (cut?)" if cut else "does not parse"
+            self.result.issue(no, self.raw, f"Channel/Ring connection line {why}")
         code = None if level == "INFO" else _error_code(m.group(0))
         if code is None:
-            if _TCP.search(msg) or (p and "tcp" in p.group(1).lower()):
+            if ("tcp" in low or "socket" in low) and _TCP.search(msg) or (p and "tcp" in p.group(1).lower()):
                 code = "TCP_FALLBACK"
-            elif _OFI_EFA.search(msg) and "tcp" not in net.get("provider", ""):
+            elif (
+                ("net/ofi" in low or "libfabric" in low)
+                and _OFI_EFA.search(msg)
+                and "tcp" not in net.get("provider", "")
+            ):
                 code = "OFI_EFA"
             elif v:
                 code = "NCCL_VERSION"
-            elif _SOCKET_INIT.search(msg):
+            elif "NET/Socket" in msg and _SOCKET_INIT.search(msg):
                 self.cur.socket_lines.append({"line": no, "host": host, "level": level, "message": msg})
             elif level != "INFO":
                 code = "WARN"
@@ -443,11 +510,11 @@ class _State:
 
     def other_line(self, no: int, line: str, body: str, tag: str | None) -> None:
         run = self.cur.row
-        if run["collective"] is None and (c := _COLLECTIVE.search(body)):
+        if run["collective"] is None and "_perf" in body and (c := _COLLECTIVE.search(body)):
             run["collective"] = c.group(1)
-        if v := _VERSION.search(body):
+        if "NCCL version" in body and (v := _VERSION.search(body)):
             run["nccl_version"] = run["nccl_version"] or v.group(1)
-        if v := _LIB_CODE.search(body):
+        if "nccl-library=" in body and (v := _LIB_CODE.search(body)):
             num = int(v.group(1))
             version = f"{num // 10000}.{num // 100 % 100}.{num % 100}"
             run["nccl_version"] = run["nccl_version"] or version
@@ -459,7 +526,7 @@ class _State:
             self.hits += 1
             self.event(no, host.group(1) if host else _host_tag(tag), "ERROR", code, body)
 
-    def result_row(self, no: int, line: str, raw: str) -> bool:
+    def result_row(self, no: int, line: str, raw: str, prefix: str | None = None) -> bool:
         run = self.cur
         if run.phase == 5:  # rows after a summary without a new header: another test
             run = self.start(4, 4)
@@ -473,12 +540,13 @@ class _State:
             self.result.issue(no, raw, f"incomplete result row ({len(tokens)} columns)")
             return False
         row: dict[str, Any] = {c.name: None for c in SCHEMA["nccl_result"]}
-        row.update(line=no, run=run.row["run"])
+        row.update(line=no, run=run.row["run"], prefix=prefix)
         for name, cell in zip(lead, tokens, strict=False):
             col = _LEAD[name]
             row[col] = to_int(cell) if col in ("size_bytes", "count", "root") else cell
         if row["size_bytes"] is None or row["count"] is None:
-            self.result.issue(no, raw, "non-numeric size or count in result row")
+            cells = f"size {tokens[0]!r}, count {tokens[1]!r}"
+            self.result.issue(no, raw, f"line looks like a result row but does not parse: {cells}")
             return False
         for side, cells, last in (("oop", rest[0:4], run.last[0]), ("ip", rest[4:8], run.last[1])):
             values = [to_float(c) for c in cells]
@@ -545,21 +613,19 @@ class _State:
                 net_transport=transport, net_provider=r.net.get("provider") or file_net.get("provider")
             )
         result.tables["nccl_log_event"].sort(key=lambda e: e["line"])
+        ranks_of: dict[int, list[dict[str, Any]]] = {}
+        for k in result.rows("nccl_rank"):
+            ranks_of.setdefault(k["run"], []).append(k)
+        first_line: dict[int, int] = {}  # run -> first rank/result/event line, one pass per table
+        for table in ("nccl_rank", "nccl_result", "nccl_log_event"):
+            for x in result.rows(table):
+                first_line[x["run"]] = min(first_line.get(x["run"], x["line"]), x["line"])
         for r in runs:
             number = r.row["run"]
-            ranks = [k for k in result.rows("nccl_rank") if k["run"] == number]
+            ranks = ranks_of.get(number, [])
             hosts = list(dict.fromkeys(k["host"] for k in ranks))
-            firsts = [
-                t[0]["line"]
-                for t in (
-                    ranks,
-                    [x for x in result.rows("nccl_result") if x["run"] == number],
-                    [e for e in result.rows("nccl_log_event") if e["run"] == number],
-                )
-                if t
-            ]
             run = r.row
-            run.update(line=run["line"] or min(firsts, default=1), n_ranks=len(ranks), n_hosts=len(hosts))
+            run.update(line=run["line"] or first_line.get(number, 1), n_ranks=len(ranks), n_hosts=len(hosts))
             run.update(hosts=",".join(hosts) or None, n_results=r.results)
             run["truncated"] = run["avg_busbw_gbps"] is None
             result.add("nccl_run", run)
@@ -574,6 +640,31 @@ class _State:
             "line": ev["line"], "run": run.row["run"], "host": ev["host"], "level": ev["level"],
             "code": "TCP_FALLBACK", "message": ev["message"],
         })  # fmt: skip
+
+
+def _row_at(line: str) -> tuple[str, str] | None:
+    """(prefix, row) when ``line`` has the shape of a result row: a dtype word third (``float``, ``bfloat16``),
+    two number-like cells before it, a redop or a root after it; the prefix is the text before, as printed.
+
+    >>> _row_at("[1,0]<out>:  8  2  float  sum  -1  1.2"), _row_at("8q 2 half 0 45.82")
+    (('[1,0]<out>:', '8  2  float  sum  -1  1.2'), ('', '8q 2 half 0 45.82'))
+    >>> _row_at("size count type redop root") is None, _row_at("a b float x") is None
+    (True, True)
+    """
+    tokens = line.split()
+    for i in range(2, min(len(tokens) - 1, 6)):
+        if tokens[i].lower() not in _DTYPES:
+            continue
+        a, b, after = tokens[i - 2], tokens[i - 1], tokens[i + 1]
+        if not (_has_digit(a) and _has_digit(b) and (after.lower() in _REDOPS or _has_digit(after))):
+            return None
+        row = line.split(None, i - 2)[-1] if i > 2 else line
+        return line[: len(line) - len(row)].strip(), row
+    return None
+
+
+def _has_digit(word: str) -> bool:
+    return any(c.isdigit() for c in word)
 
 
 def _host_tag(tag: str | None) -> str | None:

@@ -62,7 +62,7 @@ from datetime import datetime
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import NOT_AVAILABLE, clean_lines, pci_address, snake, to_float, to_int
+from parsers._text import NOT_AVAILABLE, clean_head, clean_lines, pci_address, snake, to_float, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -137,7 +137,7 @@ _TOOL_ERROR = re.compile(
 
 def detect(text: str) -> int:
     """Confidence that text is nvidia-smi CSV: a header line of known query fields."""
-    for line in clean_lines(text[:65536]).lines[:50]:
+    for line in clean_head(text).lines[:50]:
         header = _header(line.strip())
         if header is None:
             continue

@@ -60,7 +60,7 @@ import re
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_lines, key_value, snake, to_float
+from parsers._text import clean_head, clean_lines, key_value, snake, to_float
 
 SAMPLE = sample_of(__doc__)
 
@@ -104,7 +104,7 @@ _COMMAND = re.compile(r"^(?:sudo\s+)?(?:nvidia-smi|dcgmi)\s")
 
 def detect(text: str) -> int:
     """Confidence that text is NVLink status output (prefixes and prompts taken off first)."""
-    text = "\n".join(line.strip() for line in clean_lines(text[:65536]).lines)
+    text = "\n".join(line.strip() for line in clean_head(text).lines)
     if "NvLink Link Status" in text or re.search(r"^gpuId \d+:$", text, re.MULTILINE):
         return 85
     if re.search(r"^Link \d+: (?:\d+(?:\.\d+)? GB/s|<\w+>)$", text, re.MULTILINE):

@@ -108,7 +108,7 @@ import re
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import NOT_AVAILABLE, clean_lines, leading_number, pci_address, to_int
+from parsers._text import NOT_AVAILABLE, clean_head_text, clean_lines, leading_number, pci_address, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -410,7 +410,7 @@ def detect(text: str) -> int:
     """Confidence that text is ``nvidia-smi -q`` output, whole or an excerpt (prefixes taken off first)."""
     if "NVSMI LOG" in text[:2000]:
         return 95
-    text = "\n".join(clean_lines(text[:65536]).lines)
+    text = clean_head_text(text)
     padded = sum(1 for line in text.splitlines()[:400] if _PADDED.match(line))
     if re.search(r"^\s*GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\s*$", text, re.M) and (
         "Product Name" in text or padded >= 2

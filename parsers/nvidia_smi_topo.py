@@ -67,7 +67,7 @@ import re
 from dataclasses import dataclass, field
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import NOT_AVAILABLE, clean_lines, to_int
+from parsers._text import NOT_AVAILABLE, clean_head_text, clean_lines, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -119,7 +119,7 @@ _CPU_LIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
 
 def detect(text: str) -> int:
     """Confidence that text is an ``nvidia-smi topo -m`` matrix (prefixes and prompts taken off)."""
-    text = "\n".join(clean_lines(text[:65536]).lines)
+    text = clean_head_text(text)
     head = re.search(r"^[^\n]*GPU0[ \t]+(?:GPU1|CPU Affinity|mlx5_0|NIC0)\b", text, re.MULTILINE)
     row = re.search(r"^\W*GPU0[ \t]+X\b", text, re.MULTILINE)
     if head and row:

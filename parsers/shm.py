@@ -67,7 +67,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import clean_lines
+from parsers._text import clean_head, clean_lines
 
 SAMPLE = sample_of(__doc__)
 
@@ -113,7 +113,7 @@ _SHM_ROW = re.compile(r"^\S+\s+(?:\S+\s+){3,4}\d+%\s+/dev/shm\s*$")
 
 def detect(text: str) -> int:
     """Confidence that text is the shm probe (df of /dev/shm, maybe with its listing, or its listing)."""
-    cleaned = clean_lines(text[:65536])
+    cleaned = clean_head(text)
     lines = [line.strip() for line in cleaned.lines if line.strip()]
     if any(_MARKER.match(line) and "/dev/shm" in line for line in lines):
         return 90

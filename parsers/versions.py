@@ -79,7 +79,7 @@ import re
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_lines, key_value, snake
+from parsers._text import clean_head_text, clean_lines, key_value, snake
 
 SAMPLE = sample_of(__doc__)
 
@@ -186,7 +186,7 @@ _MISSING = re.compile(
 
 def detect(text: str) -> int:
     """Confidence that text is a versions capture."""
-    text = "\n".join(clean_lines(text[:65536]).lines)
+    text = clean_head_text(text)
     if "EFA installer version:" in text:
         return 90
     keys = "efa_installer|efa_module|libfabric|ofi_nccl|nccl|cuda|nvidia_driver|gdrcopy|fabricmanager"

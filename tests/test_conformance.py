@@ -18,7 +18,7 @@ KINDS = list(parsers.KINDS)
 
 
 def test_every_registered_kind_has_a_module() -> None:
-    assert parsers.available_kinds() == KINDS
+    assert list(parsers.available_kinds()) == KINDS
 
 
 @pytest.mark.parametrize("kind", KINDS)
