@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -101,6 +101,13 @@ class Context:
     def threshold(self, rule: RuleInfo, key: str) -> Any:
         """A rule's threshold from thresholds.toml (or the site override)."""
         return self.settings.value(rule.id, key)
+
+    def memo(self, key: str, make: Callable[[], Any]) -> Any:
+        """A value several rules read (a table grouped once): made on first use, then shared."""
+        cache: dict[str, Any] = self.__dict__.setdefault("_memo", {})
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
 
     def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
         cur = self.con.execute(sql, list(params))

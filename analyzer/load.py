@@ -43,6 +43,10 @@ if TYPE_CHECKING:
 
 #: Below this many node bundles, parse in this process (a pool costs more than it saves).
 INLINE_BELOW = 3
+#: Most node bundles one worker task reads (its rows come back as one batch per table).
+CHUNK_NODES = 32
+#: Files of an extra/ folder per worker share (a few ring logs stay in one task).
+EXTRA_FILES_PER_PART = 32
 
 
 @dataclass
@@ -87,29 +91,43 @@ def load(
     read_as: dict[Path, tuple[str, str]] = {}  # location -> (bundle_id, node)
     by_display: dict[str, tuple[str, str]] = {}  # display -> (bundle_id, node)
     total = len(sources)
-    for done, (source, data) in enumerate(_read_all(sources, limits, jobs), start=1):
-        if not source.node_name and data.node in taken and not data.failed:
-            data = _reread_as_unique(source, data, limits, taken, summary, by_display)
-        if data.failed:
-            reason = f"reading failed: {data.failed}"
-            summary.unread_inputs.append({"path": source.display, "reason": reason})
-            writer.add("parse_problems", "", None, [_problem(source.display, reason)])
-            summary.problems += 1
-            _issues(writer, "", None, "unread", [{"path": source.display, "reason": reason}])
-        else:
-            taken.add(data.node)
-            _store(writer, data, summary)
-            read_as[source.location] = (data.bundle_id, data.node)
-            by_display[source.display] = (data.bundle_id, data.node)
-        if progress:
-            progress(done, total)
-    for extra in _unique_extras(found.extras, limits, summary):
-        cluster_id = bundle_id_for("cluster", "", extra.display)
-        data = read_extra(extra.location, extra.display, cluster_id, limits)
+    extras = _unique_extras(found.extras, limits, summary)
+    for extra in extras:
         summary.extras.append(
-            {"bundle_id": cluster_id, "node": "", "source": extra.display, "type": "cluster"}
+            {"bundle_id": _cluster_id(extra), "node": "", "source": extra.display, "type": "cluster"}
         )
-        _store(writer, data, summary, is_node=False)
+    done = 0
+    for chunk in _read_all(sources, extras, limits, jobs):
+        dropped: list[str] = []  # bundle ids whose rows in the chunk are replaced by a re-read
+        for source, data in chunk.items:
+            if source is None:  # a share of a cluster's extra/ folder
+                if data.failed:
+                    data.unread.append({"path": data.display, "reason": f"reading failed: {data.failed}"})
+                    writer.add(
+                        "parse_problems", "", None, [_problem(data.display, data.unread[-1]["reason"])]
+                    )
+                    summary.problems += 1
+                _store(writer, data, summary, is_node=False)
+                continue
+            if not source.node_name and data.node in taken and not data.failed:
+                dropped.append(data.bundle_id)
+                data = _reread_as_unique(source, data, limits, taken, summary, by_display)
+            if data.failed:
+                reason = f"reading failed: {data.failed}"
+                summary.unread_inputs.append({"path": source.display, "reason": reason})
+                writer.add("parse_problems", "", None, [_problem(source.display, reason)])
+                summary.problems += 1
+                _issues(writer, "", None, "unread", [{"path": source.display, "reason": reason}])
+            else:
+                taken.add(data.node)
+                _store(writer, data, summary)
+                read_as[source.location] = (data.bundle_id, data.node)
+                by_display[source.display] = (data.bundle_id, data.node)
+            done += 1
+            if progress:
+                progress(done, total)
+        for table, batch in chunk.arrow.items():
+            writer.add_arrow(table, _without(batch, dropped) if dropped else batch)
     twin_of = {d["path"]: d["same_as"] for d in summary.duplicates}
     for location, entry in found.checksums:
         bundle_id, node = read_as.get(location, ("", None))
@@ -251,44 +269,119 @@ def _unique_extras(extras: list[ExtraSource], limits: Limits, summary: LoadSumma
     return out
 
 
+@dataclass
+class Chunk:
+    """What one task returns: the node bundles (or the share of an extra/ folder, source None) it read,
+    each NodeData without its rows, and the rows of all of them merged per table (one Arrow table each,
+    so the parent unpickles and inserts few large batches instead of many small ones)."""
+
+    items: list[tuple[NodeSource | None, NodeData]]
+    arrow: dict[str, Any]
+
+
+Task = tuple[str, Any]
+
+
+def read_chunk(task: Task, limits: Limits) -> Chunk:
+    """Run one task in a worker: ("nodes", [NodeSource, ...]) or ("extra", (ExtraSource, part, parts))."""
+    import pyarrow as pa
+
+    what, arg = task
+    items: list[tuple[NodeSource | None, NodeData]]
+    if what == "nodes":
+        items = [(source, read_node_safely(source, limits)) for source in arg]
+    else:
+        extra, part, parts = arg
+        items = [(None, read_extra_safely(extra, limits, part, parts))]
+    tables: dict[str, list[Any]] = {}
+    for _, data in items:
+        for table, batch in data.arrow.items():
+            tables.setdefault(table, []).append(batch)
+        data.arrow = {}
+    merged = {t: pa.concat_tables(b).combine_chunks() if len(b) > 1 else b[0] for t, b in tables.items()}
+    return Chunk(items, merged)
+
+
+def read_extra_safely(extra: ExtraSource, limits: Limits, part: int, parts: int) -> NodeData:
+    """read_extra, but an unexpected error becomes a failed NodeData instead of ending the analysis."""
+    try:
+        return read_extra(extra.location, extra.display, _cluster_id(extra), limits, part, parts)
+    except Exception as exc:  # a reader bug or an OS error must not lose the other inputs
+        return NodeData(
+            bundle_id=_cluster_id(extra),
+            node="",
+            display=extra.display,
+            failed=f"{type(exc).__name__}: {exc}",
+        )
+
+
+def _cluster_id(extra: ExtraSource) -> str:
+    return bundle_id_for("cluster", "", extra.display)
+
+
+def _without(batch: Any, bundle_ids: list[str]) -> Any:
+    """The rows of a merged batch that do not belong to the given bundles."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keep = pc.invert(pc.is_in(batch.column("bundle_id"), value_set=pa.array(bundle_ids, pa.string())))
+    return batch.filter(keep)
+
+
+def _tasks(nodes: list[NodeSource], extras: list[ExtraSource], workers: int) -> list[Task]:
+    """Node bundles in chunks (a few per worker and round, so progress still moves), then each extra/
+    folder in shares when it is large enough to be worth spreading over the workers."""
+    size = max(1, min(CHUNK_NODES, -(-len(nodes) // (workers * 4)))) if workers > 1 else max(1, len(nodes))
+    tasks: list[Task] = [("nodes", nodes[i : i + size]) for i in range(0, len(nodes), size)]
+    for extra in extras:
+        try:
+            files = sum(1 for _ in extra.location.rglob("*"))
+        except OSError:
+            files = 0
+        parts = max(1, min(workers * 2, files // EXTRA_FILES_PER_PART)) if workers > 1 else 1
+        tasks.extend(("extra", (extra, part, parts)) for part in range(parts))
+    return tasks
+
+
 def _read_all(
-    nodes: list[NodeSource], limits: Limits, jobs: int | None
-) -> Iterator[tuple[NodeSource, NodeData]]:
+    nodes: list[NodeSource], extras: list[ExtraSource], limits: Limits, jobs: int | None
+) -> Iterator[Chunk]:
     workers = jobs or min(os.cpu_count() or 1, 8)
     if len(nodes) < INLINE_BELOW or workers <= 1:
-        for source in nodes:
-            yield source, read_node_safely(source, limits)
+        for task in _tasks(nodes, extras, 1):
+            yield read_chunk(task, limits)
         return
-    # Keep a bounded number of bundles in flight so memory stays flat on 1,000+ nodes.  Workers start
+    tasks = _tasks(nodes, extras, workers)
+    # Keep a bounded number of tasks in flight so memory stays flat on 1,000+ nodes.  Workers start
     # from a clean server process, never forked from this one: a fork after DuckDB has started threads
     # can crash the child.
     context = multiprocessing.get_context(
         "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     )
-    finished: set[NodeSource] = set()
+    finished: set[int] = set()
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            queue = iter(nodes)
-            in_flight: dict[Future[NodeData], NodeSource] = {}
-            for source in queue:
-                in_flight[pool.submit(read_node_safely, source, limits)] = source
+            queue = iter(enumerate(tasks))
+            in_flight: dict[Future[Chunk], int] = {}
+            for i, task in queue:
+                in_flight[pool.submit(read_chunk, task, limits)] = i
                 if len(in_flight) >= workers * 2:
                     break
             while in_flight:
                 done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                 for future in done:
-                    source = in_flight.pop(future)
-                    result = future.result()
-                    finished.add(source)
-                    yield source, result
+                    i = in_flight.pop(future)
+                    chunk = future.result()
+                    finished.add(i)
+                    yield chunk
                     nxt = next(queue, None)
                     if nxt is not None:
-                        in_flight[pool.submit(read_node_safely, nxt, limits)] = nxt
+                        in_flight[pool.submit(read_chunk, nxt[1], limits)] = nxt[0]
     except BrokenProcessPool:
         # A worker died (killed, out of memory): read what is left here rather than lose it.
-        for source in nodes:
-            if source not in finished:
-                yield source, read_node_safely(source, limits)
+        for i, task in enumerate(tasks):
+            if i not in finished:
+                yield read_chunk(task, limits)
 
 
 def _store(writer: BatchWriter, data: NodeData, summary: LoadSummary, is_node: bool = True) -> None:

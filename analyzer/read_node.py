@@ -7,6 +7,7 @@ the content.  Each parse failure becomes a problem record; nothing raised by a p
 from __future__ import annotations
 
 import hashlib
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,14 +87,25 @@ def read_node_safely(source: NodeSource, limits: Limits) -> NodeData:
         return NodeData(bundle_id="", node="", display=source.display, failed=f"{type(exc).__name__}: {exc}")
 
 
-def read_extra(path: Path, display: str, cluster_id: str, limits: Limits) -> NodeData:
-    """Read a cluster-wide extra/ directory: every file recognised by content, node unknown."""
+def read_extra(
+    path: Path, display: str, cluster_id: str, limits: Limits, part: int = 0, parts: int = 1
+) -> NodeData:
+    """Read a cluster-wide extra/ directory: every file recognised by content, node unknown.
+
+    With ``parts`` > 1 this reads one share of the files (``part`` of ``parts``, by a hash of the name),
+    so workers can share a large folder; refused members and errors are reported by part 0 alone."""
     source = NodeSource(path, False, display)
     reader = _NodeReader(source, cluster_id=cluster_id)
     refusals: list[Refusal] = []
     errors: list[str] = []
-    for name, data in iter_dir(path, limits, refusals, errors):
+
+    def mine(name: str) -> bool:
+        return parts <= 1 or zlib.crc32(name.encode("utf-8", "surrogateescape")) % parts == part
+
+    for name, data in iter_dir(path, limits, refusals, errors, select=mine):
         reader.parse_file(f"extra/{name}", data, None)
+    if part != 0:
+        refusals, errors = [], []
     for r in refusals:
         reader.problem(f"extra/{r.path}", None, f"member refused: {r.reason}")
         reader.data.unread.append(

@@ -14,7 +14,7 @@ import os
 import stat
 import tarfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -122,9 +122,16 @@ def _library_filter(info: tarfile.TarInfo) -> str | None:
 
 
 def iter_dir(
-    root: Path, limits: Limits, refusals: list[Refusal], errors: list[str]
+    root: Path,
+    limits: Limits,
+    refusals: list[Refusal],
+    errors: list[str],
+    select: Callable[[str], bool] | None = None,
 ) -> Iterator[tuple[str, bytes]]:
-    """Yield (relative path, content) for regular files under root; links leading outside are refused."""
+    """Yield (relative path, content) for regular files under root; links leading outside are refused.
+
+    ``select`` (a relative path -> read it?) lets several readers share one directory: every file is
+    still checked and counted against the caps, only the selected ones are read."""
     root_real = root.resolve()
     total = 0
     count = 0
@@ -161,6 +168,9 @@ def iter_dir(
             if total + st.st_size > limits.max_bundle_bytes:
                 errors.append("bundle exceeds the total size cap; the rest was not read")
                 return
+            if select is not None and not select(rel):
+                total += st.st_size
+                continue
             try:
                 with open(full, "rb") as fh:
                     data = fh.read(limits.max_file_bytes + 1)

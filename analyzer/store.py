@@ -153,7 +153,7 @@ def to_arrow(table: str, bundle_id: str, node: str | None, rows: list[dict[str, 
 class BatchWriter:
     """Collects Arrow batches per table and inserts them together (memory stays flat)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, batch_rows: int = 20_000) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, batch_rows: int = 250_000) -> None:
         self.con = con
         self.schemas = all_schemas()
         self.batch_rows = batch_rows

@@ -58,14 +58,16 @@ def check(ctx: Context) -> Iterable[Finding]:
             "ok" if code == 0 else "timed_out" if code == 124 else "missing_tool" if code == 127 else "failed"
         )
         outcome[p["bundle_id"]][what].append(p)
+    having: dict[str, int] = defaultdict(int)  # kind -> nodes that have it, counted once for all
+    for n in nodes:
+        for k in kinds[n["bundle_id"]]:
+            having[k] += 1
     for n in nodes:
         bid, node = n["bundle_id"], n["node"]
-        others = [o["bundle_id"] for o in nodes if o["bundle_id"] != bid]
-        counts: dict[str, int] = defaultdict(int)
-        for o in others:
-            for k in kinds[o]:
-                counts[k] += 1
-        missing = sorted(k for k, c in counts.items() if c / len(others) >= min_share and k not in kinds[bid])
+        others = len(nodes) - 1  # the peers of this node (a kind it lacks counts only theirs)
+        missing = sorted(
+            k for k, c in having.items() if k not in kinds[bid] and others and c / others >= min_share
+        )
         res = outcome[bid]
         bad = {w: sorted(f"{p['path']}" for p in res[w]) for w in ("failed", "timed_out", "missing_tool")}
         if not (missing or unparsed[bid] or any(bad.values()) or parsed[bid] == 0):

@@ -44,9 +44,17 @@ class LinkSet:
 
 
 def link_sets(ctx: Context) -> list[LinkSet]:
+    """Links per GPU / NVSwitch, read once per analysis and shared by the NVLink rules (only the
+    columns they judge: a fleet has ~150 links a node)."""
+    return ctx.memo("gpu.nvlink.link_sets", lambda: _link_sets(ctx))
+
+
+def _link_sets(ctx: Context) -> list[LinkSet]:
     rows = ctx.rows(
         """
-        SELECT l.*, n.instance_type FROM nvlink l LEFT JOIN node n ON n.bundle_id = l.bundle_id
+        SELECT l.bundle_id, l.node, l.gpu, l.nvswitch_id, l.gpu_name, l.source_file, l.link, l.state,
+               l.speed_gbps, l.line, n.instance_type
+        FROM nvlink l LEFT JOIN node n ON n.bundle_id = l.bundle_id
         ORDER BY l.bundle_id, l.node, l.gpu, l.nvswitch_id, l.link
         """
     )

@@ -39,14 +39,14 @@ def check(ctx: Context) -> Iterable[Finding]:
     by_name: dict[str | None, list[int]] = {}
     for s, n in sets:
         by_name.setdefault(s.name, []).append(n)
+    peers: dict[str | None, int | None] = {}  # the count most GPUs of a model have, once per model
+    for name, counts in by_name.items():
+        mode, k = Counter(counts).most_common(1)[0]
+        peers[name] = mode if len(counts) >= min_peers and k * 2 > len(counts) else None
     for s, n in sets:
         sku = s.sku(ctx)
         expected, verified = sku.get("nvlinks_per_gpu"), bool(sku.get("nvlinks_verified"))
-        peer = None
-        counts = by_name[s.name]
-        if len(counts) >= min_peers:
-            mode, k = Counter(counts).most_common(1)[0]
-            peer = mode if k * 2 > len(counts) else None
+        peer = peers[s.name]
         severity = None
         if expected and n < expected:
             severity = Severity.CRITICAL if verified else Severity.WARNING

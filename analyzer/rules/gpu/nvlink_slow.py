@@ -38,10 +38,11 @@ def check(ctx: Context) -> Iterable[Finding]:
         if up:
             speeds.setdefault(s.name, []).extend(up)
             gpus[s.name] = gpus.get(s.name, 0) + 1
+    medians = {name: statistics.median(up) for name, up in speeds.items() if gpus[name] >= min_peers}
     for s in sets:
         sku = s.sku(ctx)
         expected = sku.get("nvlink_speed_gbps")
-        median = statistics.median(speeds[s.name]) if gpus.get(s.name, 0) >= min_peers else None
+        median = medians.get(s.name)
         bars = [b for b in (expected, median) if b]
         if not bars:
             continue

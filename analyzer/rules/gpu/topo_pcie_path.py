@@ -59,10 +59,19 @@ def check(ctx: Context) -> Iterable[Finding]:
         if old is None or (old["link_class"] == "nvlink" and r["link_class"] in _PCIE):
             nodes[(r["bundle_id"], r["node"])][pair] = r  # the worse direction wins
     types = {(t["bundle_id"], t["node"]): t["instance_type"] for t in ctx.rows(NODE_TYPE_SQL)}
+    # per instance type and GPU pair: (nodes that list the pair, of which over NVLink), counted once
+    listed: dict[tuple[str, tuple[int, int]], list[int]] = defaultdict(lambda: [0, 0])
+    same_type: Counter[str] = Counter()
+    for key, pairs in nodes.items():
+        itype = types.get(key, "unknown")
+        same_type[itype] += 1
+        for pair, r in pairs.items():
+            tally = listed[(itype, pair)]
+            tally[0] += 1
+            tally[1] += r["link_class"] == "nvlink"
     for (bundle_id, node), pairs in sorted(nodes.items(), key=lambda x: x[0][1]):
         itype = types.get((bundle_id, node), "unknown")
-        peers = [p for k, p in nodes.items() if k != (bundle_id, node) and itype != "unknown"
-                 and types.get(k) == itype]  # fmt: skip
+        n_peers = same_type[itype] - 1 if itype != "unknown" else 0
         nv_peers = Counter({g: 0 for pair in pairs for g in pair})
         nv_peers.update(g for pair, r in pairs.items() if r["link_class"] == "nvlink" for g in pair)
         counts = Counter(nv_peers.values())
@@ -72,9 +81,11 @@ def check(ctx: Context) -> Iterable[Finding]:
         for pair, r in sorted(pairs.items()):
             if r["link_class"] not in _PCIE:
                 continue
-            seen = [p[pair]["link_class"] == "nvlink" for p in peers if pair in p]
+            # the peers' view of this pair: this node's own (PCIe) entry taken out of the tally
+            with_pair, over_nvlink = listed[(itype, pair)] if n_peers else (1, 0)
+            seen_n = with_pair - 1
             why = (
-                "peers" if seen and sum(seen) / len(seen) > majority
+                "peers" if seen_n and over_nvlink / seen_n > majority
                 else "node" if usual > 0 and min(nv_peers[pair[0]], nv_peers[pair[1]]) < usual
                 else "sku" if (sku.get("nvlinks_per_gpu") or 0) > 0
                 else None
@@ -94,7 +105,7 @@ def check(ctx: Context) -> Iterable[Finding]:
             f"({', '.join(reasons)}): {', '.join(listed[:8])}{' ...' if len(listed) > 8 else ''}"
             + (f"; GPU {gpu} is in every one" if gpu is not None else ""),
             params={"instance_type": itype, "pairs": listed, "count": len(bad), "expected_from": reasons,
-                    "common_gpu": gpu, "usual_nvlink_peers": usual, "peer_nodes": len(peers)},
+                    "common_gpu": gpu, "usual_nvlink_peers": usual, "peer_nodes": n_peers},
             evidence=list(dict.fromkeys(ctx.evidence(r["source_file"], r["line"]) for _, r, _ in bad))[:8],
             bundle_id=bundle_id,
         )  # fmt: skip
