@@ -14,9 +14,9 @@ from typing import Any
 
 import parsers
 from analyzer.bundle import NodeSource, node_name, strip_top
-from analyzer.coerce import coerce_rows
 from analyzer.meta import ManifestRow, Meta, parse_manifest, parse_meta
 from analyzer.safe_read import Limits, Refusal, iter_dir, iter_tar
+from analyzer.store import rows_to_arrow
 from parsers._base import CollectorError, NoData, ParseError
 
 Row = dict[str, Any]
@@ -35,6 +35,8 @@ class NodeData:
     files: list[Row] = field(default_factory=list)
     probes: list[Row] = field(default_factory=list)
     arrow: dict[str, Any] = field(default_factory=dict)  # table -> pyarrow.Table, made in the worker
+    #: table -> Arrow tables of the files parsed so far (typed as each file is parsed), without ids
+    parts: dict[str, list[Any]] = field(default_factory=dict)
     #: {"path", "reason"} for what was not read: refused members (``bundle.tar.gz!member``, or
     #: ``dir/member``) and the rest of a damaged or over-cap bundle
     unread: list[dict[str, str]] = field(default_factory=list)
@@ -42,15 +44,21 @@ class NodeData:
 
     def to_arrow(self) -> None:
         """Convert every row list to Arrow here, so the parent process only inserts batches."""
-        from analyzer.store import all_schemas, to_arrow
+        import pyarrow as pa
+
+        from analyzer.store import all_schemas, rows_to_arrow, with_ids
 
         known = all_schemas()
         tables = dict(self.tables)
         tables.update(probe=self.probes, file=self.files, parse_problems=self.problems)
+        parts = {name: list(batches) for name, batches in self.parts.items()}
         for name, rows in tables.items():
             if name in known and rows:
-                self.arrow[name] = to_arrow(name, self.bundle_id, self.node, rows)
-        self.tables = {}
+                parts.setdefault(name, []).append(rows_to_arrow(name, rows))
+        for name, batches in parts.items():
+            body = pa.concat_tables(batches) if len(batches) > 1 else batches[0]
+            self.arrow[name] = with_ids(body, self.bundle_id, self.node)
+        self.tables, self.parts = {}, {}
 
 
 def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None) -> NodeData:
@@ -228,7 +236,11 @@ class _NodeReader:
                 result = parse_with_name(text, name)
             else:
                 result = module.parse(text)
-            tables = {t: coerce_rows(rows, module.SCHEMA[t]) for t, rows in result.tables.items()}
+            tables = result.tables
+            for rows in tables.values():
+                for row in rows:
+                    row["source_file"] = source_file
+            typed = {t: rows_to_arrow(t, rows) for t, rows in tables.items() if rows}
         except NoData:
             self._file(name, kind, kind_source, size, "empty", 0)
             return
@@ -247,9 +259,8 @@ class _NodeReader:
         lines: list[str] | None = None  # split only when a row cites a line
         n_rows = 0
         for table, rows in tables.items():
-            line_keys = [k for k in (rows[0] if rows else ()) if k == "line" or k.endswith("_line")]
+            line_keys = [c.name for c in module.SCHEMA[table] if c.name == "line" or c.name.endswith("_line")]
             for row in rows:
-                row["source_file"] = source_file
                 for key in line_keys:
                     no = row.get(key)
                     if lines is None and isinstance(no, int):
@@ -258,7 +269,8 @@ class _NodeReader:
                         self.data.tables.setdefault("source_line", []).append(
                             {"source_file": source_file, "line": no, "text": lines[no - 1][:1000]}
                         )
-            self.data.tables.setdefault(table, []).extend(rows)
+            if table in typed:
+                self.data.parts.setdefault(table, []).append(typed[table])
             n_rows += len(rows)
         for issue in result.issues:
             self.problem(name, kind, f"line not understood: {issue.reason}", issue.line_no, issue.line)

@@ -133,21 +133,51 @@ def connect(path: str | None) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def to_arrow(table: str, bundle_id: str, node: str | None, rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows of one table as an Arrow table with the declared column types (timestamps stay text until
-    the insert casts them).  Runs in the worker process, so the parent only appends batches."""
+@functools.cache
+def arrow_schema(table: str) -> pa.Schema:
+    """The declared columns of a table as an Arrow schema, without bundle_id and node (timestamps
+    stay text until the insert casts them)."""
     import pyarrow as pa
 
     arrow_types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
-    cols = [c for c in all_schemas()[table] if c.name not in ("bundle_id", "node")]
-    fields = [pa.field("bundle_id", pa.string()), pa.field("node", pa.string())] + [
-        pa.field(c.name, arrow_types.get(c.type, pa.string())) for c in cols
-    ]
-    schema = pa.schema(fields)
-    body = pa.Table.from_pylist(rows, schema=schema.remove(0).remove(0))  # missing keys become nulls
-    return body.add_column(0, "node", pa.array([node or None] * len(rows), pa.string())).add_column(
-        0, "bundle_id", pa.array([bundle_id] * len(rows), pa.string())
+    return pa.schema(
+        [
+            pa.field(c.name, arrow_types.get(c.type, pa.string()))
+            for c in all_schemas()[table]
+            if c.name not in ("bundle_id", "node")
+        ]
     )
+
+
+def rows_to_arrow(table: str, rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows of one table as Arrow with the declared types: converted by Arrow directly when every
+    value already has its column's type, else through ``coerce_rows`` (which also says what does not
+    fit: RowTypeError).  Missing keys become nulls, undeclared keys are left out."""
+    import pyarrow as pa
+
+    from analyzer.coerce import coerce_rows
+
+    schema = arrow_schema(table)
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pa.Table.from_pylist(coerce_rows(rows, all_schemas()[table]), schema=schema)
+
+
+def with_ids(body: pa.Table, bundle_id: str, node: str | None) -> pa.Table:
+    """Prepend the bundle_id and node columns every stored row carries."""
+    import pyarrow as pa
+
+    n = body.num_rows
+    return body.add_column(0, "node", pa.array([node or None] * n, pa.string())).add_column(
+        0, "bundle_id", pa.array([bundle_id] * n, pa.string())
+    )
+
+
+def to_arrow(table: str, bundle_id: str, node: str | None, rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows of one table as an Arrow table with the declared column types and the two id columns.
+    Runs in the worker process, so the parent only appends batches."""
+    return with_ids(rows_to_arrow(table, rows), bundle_id, node)
 
 
 class BatchWriter:
