@@ -256,7 +256,7 @@ class _NodeReader:
             self._file(name, kind, kind_source, size, "failed", 0)
             self.problem(name, kind, f"parser error ({type(exc).__name__}): {exc}")
             return
-        lines: list[str] | None = None  # split only when a row cites a line
+        lines: list[str] | None = result.lines  # split only when a row cites a line
         n_rows = 0
         for table, rows in tables.items():
             line_keys = [c.name for c in module.SCHEMA[table] if c.name == "line" or c.name.endswith("_line")]

@@ -75,6 +75,9 @@ class ParseResult:
 
     tables: dict[str, list[Record]] = field(default_factory=dict)
     issues: list[ParseIssue] = field(default_factory=list)
+    #: ``text.splitlines()`` when the parser made it anyway (a big kernel log): the reader takes the
+    #: evidence lines from it instead of splitting the text again; not part of the result's value
+    lines: list[str] | None = field(default=None, repr=False, compare=False)
 
     def add(self, table: str, row: Record) -> None:
         self.tables.setdefault(table, []).append(row)

@@ -227,8 +227,8 @@ _CANDIDATE_RE2 = "|".join(re.escape(k) for k in CANDIDATE_KEYS)
 
 def parse(text: str) -> ParseResult:
     require_text(text)
-    result = ParseResult()
     raw = text.splitlines()
+    result = ParseResult(lines=raw)
     clean = LineCleaner(text).clean  # travel noise taken off the lines looked at, and only those
     events: list[dict[str, Any]] = []
     current: dict[str, Any] | None = None

@@ -440,6 +440,7 @@ class _Gpu:
         self.ecc: dict[tuple[str, str, str], int] = {}
         self.nonzero: set[str] = set()
         self.top_seen: set[str] = set()
+        self.names: tuple[str, ...] | None = None  # the names of ``stack``, kept while it is unchanged
 
 
 def parse(text: str) -> ParseResult:
@@ -461,7 +462,11 @@ def parse(text: str) -> ParseResult:
                 _close(gpu, result, raw_lines)
             gpu, header, header_lines = None, {}, {}
             continue
-        if not stripped or _COMMAND.match(line) or (cleaned.hosts is not None and _BARE_TAG.match(stripped)):
+        if (
+            not stripped
+            or ((stripped[0] in "#$" or "nvidia-smi" in stripped) and _COMMAND.match(line))
+            or (cleaned.hosts is not None and _BARE_TAG.match(stripped))
+        ):
             continue
         first_seen = first_seen or stripped
         if stripped == "--":  # grep -A/-C group separator
@@ -542,6 +547,7 @@ def _line(
             and (not gpu.stack or gpu.stack[-1][0] < indent)
         ):
             gpu.stack.append([gpu.pending[0], gpu.pending[1], True, no, ""])
+            gpu.names = None
     gpu.pending = None
     if not gpu.stack and gpu.headerless:
         if low in gpu.top_seen:  # the same top-level key again: the next GPU of a grep'd excerpt
@@ -556,10 +562,12 @@ def _line(
         if low == "mig device" and gpu.stack and gpu.stack[-1][1].lower() == "mig devices":
             gpu.row["mig_devices"] = (gpu.row["mig_devices"] or 0) + 1
         gpu.stack.append([indent, name, False, no, raw_lines[no - 1]])
+        gpu.names = None
         return gpu
     key, value = kv
-    sections = tuple(s[1] for s in gpu.stack)
-    _apply(gpu, result, sections, key, value, no, raw_lines[no - 1])
+    if gpu.names is None:  # the section names change only when the stack does
+        gpu.names = tuple(s[1] for s in gpu.stack)
+    _apply(gpu, result, gpu.names, key, value, no, raw_lines[no - 1])
     gpu.pending = (indent, key)
     return gpu
 
@@ -586,6 +594,7 @@ def _flat_path(gpu: _Gpu, result: ParseResult, raw_lines: list[str], low: str, i
 
 def _pop(gpu: _Gpu, result: ParseResult, raw_lines: list[str]) -> None:
     indent, name, has_child, no, raw = gpu.stack.pop()
+    gpu.names = None
     if not has_child and raw:  # a line without a key and nothing under it: kept, loud if it holds digits
         path = "/".join([s[1] for s in gpu.stack] + [name])
         _keep(gpu.extra, path, "")
