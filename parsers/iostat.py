@@ -486,12 +486,15 @@ def _device(
     for i in plan.ints:  # counts (kB_read ...) must be whole numbers
         if not values[i].is_integer():  # type: ignore[union-attr]
             return None
-    row = dict(_DEV_TEMPLATE)
-    row.update(_report_row(no, st, host))
-    row["device"] = tokens[0]
+        values[i] = int(values[i])  # type: ignore[arg-type]
+    base = st.get("_base")
+    if base is None or base[0] != (st["report"], st["ts"], st["y"], st["boot"], st["banner"], host):
+        report = _report_row(None, st, host)
+        del report["line"]
+        key = (st["report"], st["ts"], st["y"], st["boot"], st["banner"], host)
+        base = st["_base"] = (key, {**_DEV_TEMPLATE, **report})
+    row = {**base[1], "line": no, "device": tokens[0]}
     row.update(zip(header, values, strict=True))  # every printed column under its own name...
-    for i in plan.ints:
-        row[header[i]] = int(values[i])  # type: ignore[arg-type]
     for i, column, factor in plan.norm:  # ...the normalised ones beside
         row[column] = values[i] if factor == 1 else round(values[i] * factor, 6)  # type: ignore[operator]
     if plan.extra:  # columns this parser does not know: in extra, not as columns
