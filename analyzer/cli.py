@@ -427,6 +427,57 @@ def sql(db: Path, query: str, fmt: str) -> None:
                 click.echo("  ".join("-" * w for w in widths))
 
 
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option(
+    "-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="An empty or new directory."
+)
+@click.option(
+    "--map",
+    "map_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The mapping file (original -> token): reused when it exists, so bundles redacted later line up."
+    " Default: OUT.map.json beside OUT; never inside OUT.",
+)
+@click.option(
+    "--mask-serials", is_flag=True, help="Also mask GPU serial numbers and UUIDs (kept by default)."
+)
+@click.pass_context
+def redact(
+    ctx: click.Context, paths: tuple[Path, ...], out: Path, map_path: Path | None, mask_serials: bool
+) -> None:
+    """Write redacted copies of bundles, consistent across the whole cluster (see docs/security.md).
+
+    \b
+    Example:
+      hptriage redact /fsx/hptriage/2026-12-02 -o case-1234 --map ~/hptriage-site.map.json
+    """
+    from analyzer.redact_bundles import RedactError, default_map_path
+    from analyzer.redact_bundles import redact as run_redact
+
+    map_path = map_path or default_map_path(out)
+    try:
+        report = run_redact(list(paths), out, map_path, mask_serials=mask_serials)
+    except RedactError as exc:
+        raise UsageProblem(str(exc)) from exc
+    except HptriageError:
+        raise
+    except Exception as exc:
+        if ctx.obj.get("debug"):
+            raise
+        raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
+    for line in report.refused:
+        click.echo(f"hptriage: warning: not copied: {line}", err=True)
+    for line in report.errors:
+        click.echo(f"hptriage: warning: {line}", err=True)
+    click.echo(
+        f"redacted {report.bundles} node bundle(s) into {out}; map: {map_path} (keep it: it undoes the"
+        " redaction; check before sending: docs/security.md)"
+    )
+    if report.refused or report.errors:
+        ctx.exit(EXIT_UNREAD_INPUT)
+
+
 def main() -> None:
     cli(prog_name="hptriage")
 
