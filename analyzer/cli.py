@@ -428,10 +428,8 @@ def sql(db: Path, query: str, fmt: str) -> None:
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "-o", "--out", "out", required=True, type=click.Path(path_type=Path), help="An empty or new directory."
-)
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("-o", "--out", "out", type=click.Path(path_type=Path), help="An empty or new directory.")
 @click.option(
     "--map",
     "map_path",
@@ -442,19 +440,45 @@ def sql(db: Path, query: str, fmt: str) -> None:
 @click.option(
     "--mask-serials", is_flag=True, help="Also mask GPU serial numbers and UUIDs (kept by default)."
 )
+@click.option(
+    "--verify",
+    "verify_dir",
+    type=click.Path(exists=True, path_type=Path),
+    help="Check a redacted OUT instead: no original value of --map may be left in it (exit 1 if one is).",
+)
 @click.pass_context
 def redact(
-    ctx: click.Context, paths: tuple[Path, ...], out: Path, map_path: Path | None, mask_serials: bool
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    out: Path | None,
+    map_path: Path | None,
+    mask_serials: bool,
+    verify_dir: Path | None,
 ) -> None:
     """Write redacted copies of bundles, consistent across the whole cluster (see docs/security.md).
 
     \b
     Example:
       hptriage redact /fsx/hptriage/2026-12-02 -o case-1234 --map ~/hptriage-site.map.json
+      hptriage redact --verify case-1234 --map ~/hptriage-site.map.json
     """
-    from analyzer.redact_bundles import RedactError, default_map_path
+    from analyzer.redact_bundles import RedactError, default_map_path, verify
     from analyzer.redact_bundles import redact as run_redact
 
+    if verify_dir is not None:
+        map_path = map_path or default_map_path(verify_dir)
+        if not map_path.is_file():
+            raise UsageProblem(f"--verify needs the map the bundles were redacted with: {map_path} not found")
+        leaks = verify(verify_dir, map_path)
+        for category, where in leaks:
+            click.echo(f"hptriage: leak: a {category} value of the map is in {where}", err=True)
+        if leaks:
+            click.echo(f"{verify_dir}: {len(leaks)} place(s) still hold a value of the map")
+            ctx.exit(EXIT_FINDINGS)
+        click.echo(f"{verify_dir}: no value of the map found (contents and names, archives opened)")
+        return
+    if not paths or out is None:
+        raise UsageProblem("redact needs PATH... and -o OUT (or --verify OUT)")
     map_path = map_path or default_map_path(out)
     try:
         report = run_redact(list(paths), out, map_path, mask_serials=mask_serials)

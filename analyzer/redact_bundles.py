@@ -264,6 +264,25 @@ class _Job:
         return self.redactor.apply(text).encode("latin-1")
 
 
+def verify(out: Path, map_path: Path, limits: Limits | None = None) -> list[tuple[str, str]]:
+    """(category, where) for every original value of the map still found in OUT: file contents and
+    names, tarballs and .gz opened, compared without regard to case.  Empty: nothing in the map leaks.
+    The values themselves are never returned (the caller may print the result)."""
+    redactor = Redactor.load(map_path)
+    values = [(c, v.lower().encode()) for c, table in redactor.maps.items() for v in table if len(v) >= 2]
+    report = RedactReport()
+    with tempfile.TemporaryDirectory(prefix="hptriage-verify-") as work:
+        job = _Job(redactor, limits or Limits(), Path(work), report)
+        found: list[tuple[str, str]] = []
+        for path in sorted(out.iterdir()) if out.is_dir() else [out]:
+            for name, data in job.files(path, str(path)):
+                low, low_name = data.lower(), name.lower().encode()
+                for category, value in values:
+                    if value in low or value in low_name:
+                        found.append((category, f"{path}!{name}" if path.is_file() else f"{path}/{name}"))
+    return sorted(set(found))
+
+
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 

@@ -350,3 +350,28 @@ def test_fixture_texts_parse_the_same_after_redaction() -> None:
             }, path
             checked += 1
     assert checked > 150
+
+
+def test_verify_finds_what_the_map_would_hide(tmp_path: Path) -> None:
+    cluster = _planted_cluster(tmp_path)
+    out, map_path = tmp_path / "out", tmp_path / "m.json"
+    assert _redact(str(cluster), "-o", str(out), "--map", str(map_path))[0] == 0
+    code, output = _redact("--verify", str(out), "--map", str(map_path))
+    assert code == 0 and "no value of the map found" in output
+    code, output = _redact("--verify", str(cluster), "--map", str(map_path))
+    assert code == 1 and "leak: a hostname value of the map is in" in output
+
+
+def test_security_doc_and_collector_share_the_one_list() -> None:
+    import re
+
+    from analyzer.redact import categories_table
+
+    doc = (ROOT / "docs" / "security.md").read_text()
+    block = doc.split("<!-- categories:", 1)[1].split("<!-- /categories -->", 1)[0]
+    assert categories_table() in block, "docs/security.md is stale: regenerate its categories table"
+    collector = (ROOT / "collector.sh").read_text()
+    written = set(re.findall(r"printf '([a-z0-9_]+)\\t%", collector))
+    assert {"ipv4", "hostname", "instance_id", "account_id", "arn"} <= written
+    assert written - {"files_scanned"} <= {c.name for c in CATEGORIES}
+    assert "hptriage redact" in (ROOT / "docs" / "collector.md").read_text()
