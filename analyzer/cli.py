@@ -299,6 +299,8 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, field
             raise UsageProblem(f"could not recognise the format of {file}; name it with --kind (see --list)")
     elif kind not in parsers.KINDS:
         raise UsageProblem(f"unknown kind {kind!r}; see 'hptriage parse --list'")
+    if too_long := parsers.long_line(text):
+        raise UsageProblem(f"{file}: not parsed: line {too_long[0]} is {too_long[1]} characters long")
     try:
         module = parsers.module_for(kind)
         parse_with_command = getattr(module, "parse_with_command", None)
@@ -317,6 +319,8 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, field
         raise UsageProblem(f"{file}: not parsed as {kind}: {exc}") from exc
     for issue in result.issues:
         click.echo(f"{file}:{issue.line_no}: line not understood: {issue.reason}", err=True)
+    if result.issues_dropped:
+        click.echo(f"{file}: {result.issues_dropped} more lines not understood (not listed)", err=True)
     if fmt == "json":
         records = [{"table": t, **row} for t, rows in result.tables.items() for row in rows]
         click.echo(json.dumps(records, indent=2, default=str))

@@ -17,7 +17,7 @@ from analyzer.bundle import NodeSource, node_name, strip_top
 from analyzer.meta import ManifestRow, Meta, parse_manifest, parse_meta
 from analyzer.safe_read import Limits, Refusal, iter_dir, iter_tar
 from analyzer.store import rows_to_arrow
-from parsers._base import CollectorError, NoData, ParseError
+from parsers._base import CollectorError, NoData, ParseError, long_line
 
 Row = dict[str, Any]
 
@@ -224,6 +224,14 @@ class _NodeReader:
 
     def _parse(self, name: str, kind: str, kind_source: str, text: str, size: int) -> None:
         source_file = self.source_file(name)
+        if too_long := long_line(text):
+            self._file(name, kind, kind_source, size, "failed", 0)
+            self.problem(
+                name,
+                kind,
+                f"not parsed: line {too_long[0]} is {too_long[1]} characters long (no tool prints that)",
+            )
+            return
         try:
             module = parsers.module_for(kind)
             row = (self.manifest or {}).get(name)
@@ -274,6 +282,8 @@ class _NodeReader:
             n_rows += len(rows)
         for issue in result.issues:
             self.problem(name, kind, f"line not understood: {issue.reason}", issue.line_no, issue.line)
+        if result.issues_dropped:
+            self.problem(name, kind, f"{result.issues_dropped} more lines not understood (not listed)")
         self._file(name, kind, kind_source, size, "parsed", n_rows)
 
     # -- bookkeeping -------------------------------------------------------------------------

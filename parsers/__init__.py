@@ -32,6 +32,7 @@ from parsers._base import (
     ParseIssue,
     ParseResult,
     ParserFailure,
+    long_line,
 )
 
 #: The registry, in the order content detection tries them.
@@ -69,6 +70,7 @@ __all__ = [
     "ParserFailure",
     "available_kinds",
     "describe_kind",
+    "long_line",
     "detect_kind",
     "module_for",
     "parse_text",

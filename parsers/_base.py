@@ -69,6 +69,12 @@ class ParseIssue:
         return {"line_no": self.line_no, "line": self.line, "reason": self.reason}
 
 
+#: ParseIssues kept per file, and characters of the line kept with each: a file of garbage (or 100,000
+#: columns of it) yields a bounded list and a count of the rest.
+MAX_ISSUES = 1000
+MAX_ISSUE_TEXT = 1000
+
+
 @dataclass
 class ParseResult:
     """What a parser returns: rows per table and the issues it met."""
@@ -78,12 +84,18 @@ class ParseResult:
     #: ``text.splitlines()`` when the parser made it anyway (a big kernel log): the reader takes the
     #: evidence lines from it instead of splitting the text again; not part of the result's value
     lines: list[str] | None = field(default=None, repr=False, compare=False)
+    #: issues past MAX_ISSUES, counted but not kept
+    issues_dropped: int = 0
 
     def add(self, table: str, row: Record) -> None:
         self.tables.setdefault(table, []).append(row)
 
     def issue(self, line_no: int, line: str, reason: str) -> None:
-        self.issues.append(ParseIssue(line_no, line.rstrip("\n"), reason))
+        """Record a line not understood; past MAX_ISSUES only counted (a file of garbage stays small)."""
+        if len(self.issues) >= MAX_ISSUES:
+            self.issues_dropped += 1
+            return
+        self.issues.append(ParseIssue(line_no, line.rstrip("\n")[:MAX_ISSUE_TEXT], reason))
 
     def rows(self, table: str) -> list[Record]:
         return self.tables.get(table, [])
@@ -148,6 +160,30 @@ _TOOL_ERRORS = (
     "not supported on this system",
     "executable file not found",
 )
+
+
+#: No tool this project reads prints a line this long; a file that has one is not handed to a parser
+#: (a 200 MB single-line file would cost minutes in regexes written for lines).
+MAX_LINE_CHARS = 16 * 1024 * 1024
+
+
+def long_line(text: str, limit: int = MAX_LINE_CHARS) -> tuple[int, int] | None:
+    """(line number, length) of the first line longer than ``limit``, else None (scans only big texts).
+
+    >>> long_line("a\\n" + "x" * 10 + "\\nb", limit=5), long_line("short")
+    ((2, 10), None)
+    """
+    if len(text) <= limit:
+        return None
+    start, no = 0, 1
+    while True:
+        end = text.find("\n", start)
+        stop = len(text) if end < 0 else end
+        if stop - start > limit:
+            return no, stop - start
+        if end < 0:
+            return None
+        start, no = end + 1, no + 1
 
 
 def require_text(text: str) -> None:

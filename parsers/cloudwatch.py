@@ -270,6 +270,8 @@ def _json_docs(text: str, start: int, base: dict[str, Any], result: ParseResult)
     while pos < len(text):
         try:
             doc, pos = decoder.raw_decode(text, pos)
+        except RecursionError as exc:
+            raise ParseError("CloudWatch JSON nested too deep to read") from exc
         except json.JSONDecodeError as exc:
             doc = _repaired(text[pos:], exc)
             lines = text.rstrip().splitlines()
@@ -444,7 +446,10 @@ def _csv(text: str, original: str, base: dict[str, Any], result: ParseResult) ->
         raise ParseError("no CloudWatch data: expected Datapoints / MetricDataResults JSON or a CSV export")
     first = next(iter(raw.values()))
     parsed = csv.reader(raw.values(), delimiter=max(",;\t", key=first.count))
-    rows = [(no, [c.strip() for c in cells]) for no, cells in zip(raw, parsed, strict=False)]
+    try:
+        rows = [(no, [c.strip() for c in cells]) for no, cells in zip(raw, parsed, strict=False)]
+    except csv.Error as exc:  # a field over the csv module's limit, a NUL byte
+        raise ParseError(f"CloudWatch CSV not readable: {exc}") from exc
     header = [_COLS.get(re.sub(r"[^a-z0-9]", "", h.lower()), h) for h in rows[0][1]]
     if "value" in header and "ts" in header:
         for no, cells in rows[1:]:
@@ -617,7 +622,7 @@ def _repaired(text: str, exc: json.JSONDecodeError) -> Any:
     """Decode a JSON document that was cut off, or raise ParseError."""
     fixed = _repair(text)
     if fixed is not None:
-        with contextlib.suppress(json.JSONDecodeError):
+        with contextlib.suppress(json.JSONDecodeError, RecursionError):
             return json.loads(fixed)
     raise ParseError(f"CloudWatch JSON does not parse: {exc}") from exc
 

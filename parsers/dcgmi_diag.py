@@ -362,6 +362,8 @@ def _parse_json(text: str) -> ParseResult:
         doc, _ = json.JSONDecoder().raw_decode(text[brace:]) if brace >= 0 else (None, 0)
     except json.JSONDecodeError as exc:
         return _scan_json(text, exc)
+    except RecursionError as exc:
+        raise ParseError("dcgmi diag JSON nested too deep to read") from exc
     root = doc.get("DCGM Diagnostic") or doc.get("DCGM GPU Diagnostic") if isinstance(doc, dict) else None
     if not isinstance(root, dict):
         raise ParseError('not dcgmi diag JSON: no "DCGM Diagnostic" / "DCGM GPU Diagnostic" object')
@@ -467,7 +469,7 @@ def _scan_json(text: str, exc: json.JSONDecodeError) -> ParseResult:
         key, raw = m["key"], m["value"]
         try:
             value = json.loads(raw) if raw is not None else None
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             value = raw.strip('"')
         if raw is None:
             cur["array"] = key

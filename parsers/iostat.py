@@ -547,8 +547,8 @@ def _parse_json(text: str, lines: list[str]) -> ParseResult:
     try:
         doc = json.loads(body)
         hosts = doc["sysstat"]["hosts"]
-    except (ValueError, KeyError, TypeError) as e:
-        _salvage_json(result, lines, skipped_first, str(e))
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
+        _salvage_json(result, lines, skipped_first, str(e) or type(e).__name__)
         return result
     at = {
         k: iter([n for n, t in enumerate(lines, 1) if f'"{k}"' in t])
@@ -667,7 +667,7 @@ def _salvage_json(result: ParseResult, lines: list[str], skipped_first: bool, er
 def _loads(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

@@ -401,6 +401,8 @@ def _json(body: str, facts: _Facts) -> None:
         doc, end = json.JSONDecoder().raw_decode(body, start)
     except json.JSONDecodeError as exc:
         raise ParseError(f"placement JSON does not parse: {exc}") from exc
+    except RecursionError as exc:
+        raise ParseError("placement JSON nested too deep to read") from exc
     if tail := body[end:].strip():
         no = body.count("\n", 0, end + body[end:].find(tail[0])) + 1
         facts.result.issue(no, tail.splitlines()[0], "text after the JSON document")
@@ -525,7 +527,7 @@ def _item_offsets(body: str, start: int, array: str | None, count: int) -> list[
             pos += 1
         try:
             _, end = decoder.raw_decode(body, pos)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             break
         offsets.append(pos)
         pos = end

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Fuzz every parser in turn for SECONDS each (default 600) with atheris; the last line of each run
+# (libFuzzer's "Done N runs in T second(s)") goes to tests/fuzz/RESULTS.md with the date.
+# Needs: .venv/bin/pip install atheris.  Crashes are written as crash-<sha1> in the current directory.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-600}
+py=.venv/bin/python
+kinds=$($py -c 'import parsers; print(" ".join(parsers.KINDS))')
+out=tests/fuzz/RESULTS.md
+[ -f "$out" ] || printf '# Fuzz runs\n\nAppended by scripts/fuzz.sh (atheris, libFuzzer).\n' >"$out"
+printf '\n## %s, %ss per parser, %s\n\n| kind | runs | seconds | execs/s | crashes | new coverage (cov) |\n|---|---|---|---|---|---|\n' \
+	"$(date -u '+%Y-%m-%d %H:%M UTC')" "$seconds" "$(uname -srm)" >>"$out"
+for kind in $kinds; do
+	log=$(mktemp)
+	$py tests/fuzz/fuzz_parser.py "$kind" -max_total_time="$seconds" -print_final_stats=1 >"$log" 2>&1
+	rc=$?
+	runs=$(grep -Eo 'Done [0-9]+ runs' "$log" | grep -Eo '[0-9]+' | tail -1)
+	cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1 | grep -Eo '[0-9]+')
+	crashes=$(grep -c 'Uncaught Python exception\|ERROR: libFuzzer' "$log")
+	secs=$(grep -Eo 'in [0-9]+ second' "$log" | grep -Eo '[0-9]+' | tail -1)
+	rate=$(( ${runs:-0} / (${secs:-1} > 0 ? ${secs:-1} : 1) ))
+	printf '| %s | %s | %s | %s | %s (exit %s) | %s |\n' "$kind" "${runs:-?}" "${secs:-?}" "$rate" "$crashes" "$rc" "${cov:-?}" >>"$out"
+	if [ "$rc" -ne 0 ]; then grep -A25 'Uncaught Python exception' "$log" | head -40 >>"tests/fuzz/crash-$kind.log"; fi
+	rm -f "$log"
+	echo "fuzzed $kind: ${runs:-?} runs, rc $rc"
+done
