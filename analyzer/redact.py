@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from parsers._text import clean_head
+
 MAP_VERSION = 1
 
 
@@ -102,7 +104,7 @@ _HOST_PLACES = (
     re.compile(r"^(?:\S+\s+)?(?P<h>[A-Za-z][\w.-]*):\d+:\d+\s+\[\d+\]\s+NCCL\s", re.M),
     re.compile(r"^\w{3}\s+\d+\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+(?P<h>[A-Za-z][\w.-]*)\s+kernel:", re.M),
     re.compile(r"\bkubernetes\.io/hostname[\"']?\s*[:=]\s*[\"']?(?P<h>[\w.-]+)"),
-    re.compile(r"^\s*Name:\s+(?P<h>[\w.-]+)\s*$", re.M),
+    re.compile(r"^\s*(?:Name|Hostname|InternalDNS|ExternalDNS):\s+(?P<h>[\w.-]+)\s*$", re.M),
     re.compile(r"\"nodename\":\s*\"(?P<h>[\w.-]+)\""),
     re.compile(r"^Linux \S+ \((?P<h>[\w.-]+)\)", re.M),
 )
@@ -160,6 +162,10 @@ class Redactor:
         for pattern in _HOST_PLACES:
             for m in pattern.finditer(text):
                 self._host(m.group("h"))
+        tags = clean_head(text).hosts  # pdsh / clush "host: line" tags (srun ranks are numbers)
+        for tag in set(tags or ()):
+            if tag and not tag.isdigit() and "/" not in tag and "," not in tag:
+                self._host(tag)
         for m in _SLURM_NODES.finditer(text):
             for host in _expand(m.group(2)):
                 self._host(host)

@@ -1,0 +1,347 @@
+"""Questions asked of the history store: what a node did over time, what changed between two snapshots.
+
+Times are the bundles' own ``collected_at`` (a cluster ``extra/`` folder takes its snapshot's).  Every
+function returns plain data (dicts and lists) for the terminal, JSON and HTML writers.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
+
+#: A bundle's time: its own collected_at, else its snapshot's.
+_WHEN = """
+    (SELECT sb.bundle_hash, sb.snapshot_id, coalesce(b.collected_at, s.collected_at) AS at
+     FROM snapshot_bundle sb JOIN bundle b USING (bundle_hash) JOIN snapshot s USING (snapshot_id))
+"""
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
+    cur = con.execute(sql, params or [])
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
+    return bool(
+        con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]
+        ).fetchone()[0]  # type: ignore[index]
+    )
+
+
+def snapshots(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    return _rows(
+        con,
+        "SELECT snapshot_id, collected_at, ingested_at, judged_at, cluster, nodes, tool_version, sources"
+        " FROM snapshot ORDER BY collected_at, ingested_at",
+    )
+
+
+def history(
+    con: duckdb.DuckDBPyConnection, node: str | None = None, since: datetime | None = None
+) -> dict[str, Any]:
+    """Per node: findings by fingerprint with first/last/times seen, recurring Xids per GPU, corrected-ECC
+    rate per day across bundles, retired pages and row remaps growing, busbw per run over time, software
+    version changes; repeat offenders (most findings seen more than once) first."""
+    where, params = [], []
+    if node:
+        where.append("f.node = ?")
+        params.append(node)
+    if since:
+        where.append("w.at >= ?")
+        params.append(since)
+    clause = ("WHERE " + " AND ".join(where)) if where else ""
+    findings = _rows(
+        con,
+        f"""
+        SELECT f.node, f.fingerprint, f.rule, f.gpu, min(w.at) AS first_seen, max(w.at) AS last_seen,
+               count(DISTINCT f.snapshot_id) AS times_seen, arg_max(f.severity, w.at) AS severity,
+               arg_max(f.message, w.at) AS message
+        FROM findings f JOIN {_WHEN} w ON w.snapshot_id = f.snapshot_id
+             AND w.bundle_hash = coalesce(f.bundle_hash, w.bundle_hash)
+        {clause}
+        GROUP BY ALL ORDER BY f.node, times_seen DESC, first_seen
+        """,
+        params,
+    )
+    nodes: dict[str, dict[str, Any]] = defaultdict(lambda: {"findings": [], "xids": [], "ecc": [], "memory": [],
+                                                           "versions": [], "busbw": []})  # fmt: skip
+    for f in findings:
+        nodes[f["node"] or "(cluster)"]["findings"].append(f)
+    for x in _xids(con, node, since):
+        nodes[x.pop("node")]["xids"].append(x)
+    for e in _gpu_trends(con, node, since):
+        nodes[e.pop("node")][e.pop("what")].append(e)
+    for v in _versions(con, node, since):
+        nodes[v.pop("node")]["versions"].append(v)
+    for b in _busbw(con, since):
+        if node is None or b["host"] == node:
+            nodes[b.pop("host")]["busbw"].append(b)
+    out = []
+    for name, data in nodes.items():
+        recurring = sum(1 for f in data["findings"] if f["times_seen"] > 1) + sum(
+            1 for x in data["xids"] if x["bundles"] > 1
+        )
+        out.append({"node": name, "recurring": recurring, **data})
+    out.sort(key=lambda n: (-n["recurring"], -len(n["findings"]), n["node"]))
+    return {"snapshots": snapshots(con), "nodes": out}
+
+
+def _xids(con: duckdb.DuckDBPyConnection, node: str | None, since: datetime | None) -> list[dict[str, Any]]:
+    if not _has(con, "kernel_event"):
+        return []
+    return _rows(
+        con,
+        f"""
+        SELECT k.node, k.pci, k.xid, count(DISTINCT k.bundle_hash) AS bundles, count(*) AS events,
+               min(w.at) AS first_seen, max(w.at) AS last_seen
+        FROM kernel_event k JOIN {_WHEN} w USING (bundle_hash)
+        WHERE k.event_type = 'xid' AND (? IS NULL OR k.node = ?) AND (? IS NULL OR w.at >= ?)
+        GROUP BY ALL ORDER BY k.node, bundles DESC, k.pci, k.xid
+        """,
+        [node, node, since, since],
+    )
+
+
+def _gpu_trends(
+    con: duckdb.DuckDBPyConnection, node: str | None, since: datetime | None
+) -> list[dict[str, Any]]:
+    """Corrected ECC (aggregate, else volatile) with a rate per day between the first and last bundle;
+    retired pages and remapped rows that grew."""
+    if not _has(con, "gpu"):
+        return []
+    rows = _rows(
+        con,
+        f"""
+        SELECT DISTINCT g.node, coalesce(g.uuid, g.pci, CAST(g."index" AS VARCHAR)) AS gpu_id, g."index" AS gpu,
+               w.at, coalesce(g.ecc_corrected_aggregate, g.ecc_corrected_volatile) AS ecc,
+               coalesce(g.retired_pages_sbe, 0) + coalesce(g.retired_pages_dbe, 0) AS retired,
+               coalesce(g.remapped_rows_correctable, 0) + coalesce(g.remapped_rows_uncorrectable, 0) AS remapped
+        FROM gpu g JOIN {_WHEN} w USING (bundle_hash)
+        WHERE (? IS NULL OR g.node = ?) AND (? IS NULL OR w.at >= ?)
+        ORDER BY g.node, gpu_id, w.at
+        """,
+        [node, node, since, since],
+    )
+    series: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        series[(r["node"], r["gpu_id"])].append(r)
+    out = []
+    for (name, gpu_id), points in series.items():
+        first, last = points[0], points[-1]
+        days = (last["at"] - first["at"]).total_seconds() / 86400 if first["at"] and last["at"] else 0
+        if first["ecc"] is not None and last["ecc"] is not None and len(points) > 1:
+            growth = last["ecc"] - first["ecc"]
+            out.append({"node": name, "what": "ecc", "gpu": last["gpu"], "gpu_id": gpu_id, "bundles": len(points),
+                        "first": first["ecc"], "last": last["ecc"], "growth": growth,
+                        "per_day": round(growth / days, 2) if days > 0 else None,
+                        "first_seen": first["at"], "last_seen": last["at"]})  # fmt: skip
+        for key in ("retired", "remapped"):
+            if len(points) > 1 and last[key] > first[key]:
+                out.append({"node": name, "what": "memory", "kind": key, "gpu": last["gpu"], "gpu_id": gpu_id,
+                            "first": first[key], "last": last[key], "first_seen": first["at"],
+                            "last_seen": last["at"]})  # fmt: skip
+    return out
+
+
+def _versions(
+    con: duckdb.DuckDBPyConnection, node: str | None, since: datetime | None
+) -> list[dict[str, Any]]:
+    """Components whose version changed on a node between its bundles (software_version, GPU driver)."""
+    parts = []
+    if _has(con, "software_version"):
+        parts.append("SELECT v.node, v.component, v.version, v.bundle_hash FROM software_version v")
+    if _has(con, "gpu"):
+        parts.append(
+            "SELECT g.node, 'nvidia_driver (nvidia-smi)', g.driver_version, g.bundle_hash FROM gpu g"
+        )
+    if not parts:
+        return []
+    rows = _rows(
+        con,
+        f"""
+        SELECT DISTINCT x.node, x.component, x.version, w.at
+        FROM ({" UNION ALL ".join(parts)}) x JOIN {_WHEN} w USING (bundle_hash)
+        WHERE x.version IS NOT NULL AND (? IS NULL OR x.node = ?) AND (? IS NULL OR w.at >= ?)
+        ORDER BY x.node, x.component, w.at
+        """,
+        [node, node, since, since],
+    )
+    seq: dict[tuple[str, str], list[tuple[Any, str]]] = defaultdict(list)
+    for r in rows:
+        seq[(r["node"], r["component"])].append((r["at"], r["version"]))
+    out = []
+    for (name, component), points in seq.items():
+        changes = []
+        for (at, version), (_, before) in zip(points[1:], points[:-1], strict=True):
+            if version != before:
+                changes.append({"at": at, "from": before, "to": version})
+        if changes:
+            out.append({"node": name, "component": component, "changes": changes})
+    return out
+
+
+def _busbw(con: duckdb.DuckDBPyConnection, since: datetime | None) -> list[dict[str, Any]]:
+    """Large-message busbw of every nccl-tests run, per host it ran on, over time."""
+    if not (_has(con, "nccl_run") and _has(con, "nccl_result")):
+        return []
+    rows = _rows(
+        con,
+        f"""
+        SELECT r.hosts, r.collective, w.at, max(greatest(coalesce(x.oop_busbw_gbps, 0),
+               coalesce(x.ip_busbw_gbps, 0))) AS busbw_gbps
+        FROM nccl_run r JOIN nccl_result x USING (bundle_hash, source_file, run) JOIN {_WHEN} w USING (bundle_hash)
+        WHERE (? IS NULL OR w.at >= ?)
+        GROUP BY ALL ORDER BY w.at
+        """,
+        [since, since],
+    )
+    out = []
+    for r in rows:
+        for host in (r["hosts"] or "").split(","):
+            if host:
+                out.append({"host": host, "at": r["at"], "collective": r["collective"], "busbw_gbps": r["busbw_gbps"],
+                            "hosts_in_run": len(r["hosts"].split(","))})  # fmt: skip
+    return out
+
+
+# --- diff ---------------------------------------------------------------------------------------------
+
+
+def resolve_snapshot(con: duckdb.DuckDBPyConnection, ref: str) -> str:
+    """A snapshot id from an id (or its start), 'latest', 'previous', or a date (the last snapshot
+    collected on or before it)."""
+    ids = [
+        r[0]
+        for r in con.execute("SELECT snapshot_id FROM snapshot ORDER BY collected_at, ingested_at").fetchall()
+    ]
+    if ref in ("latest", "last") and ids:
+        return ids[-1]
+    if ref == "previous" and len(ids) > 1:
+        return ids[-2]
+    matches = [i for i in ids if i.startswith(ref)]
+    if len(matches) == 1:
+        return matches[0]
+    try:
+        day = datetime.fromisoformat(ref)
+    except ValueError:
+        day = None
+    if day is not None:
+        row = con.execute(
+            "SELECT snapshot_id FROM snapshot WHERE CAST(collected_at AS DATE) <= CAST(? AS DATE)"
+            " ORDER BY collected_at DESC, ingested_at DESC LIMIT 1",
+            [day],
+        ).fetchone()
+        if row:
+            return row[0]
+    raise LookupError(f"no snapshot matches {ref!r} (ids: {', '.join(i[:8] for i in ids) or 'none'})")
+
+
+def diff(con: duckdb.DuckDBPyConnection, old: str, new: str) -> dict[str, Any]:
+    """What changed from snapshot old to snapshot new."""
+
+    def findings(snap: str) -> dict[str, dict[str, Any]]:
+        return {r["fingerprint"]: r for r in _rows(
+            con, "SELECT fingerprint, rule, severity, node, gpu, message FROM findings WHERE snapshot_id = ?", [snap])}  # fmt: skip
+
+    def nodes(snap: str) -> set[str]:
+        return {r[0] for r in con.execute(
+            "SELECT b.node FROM snapshot_bundle sb JOIN bundle b USING (bundle_hash) WHERE sb.snapshot_id = ?"
+            " AND b.node IS NOT NULL", [snap]).fetchall()}  # fmt: skip
+
+    a, b = findings(old), findings(new)
+    na, nb = nodes(old), nodes(new)
+    return {
+        "old": old,
+        "new": new,
+        "new_findings": sorted((b[k] for k in b.keys() - a.keys()), key=_order),
+        "resolved_findings": sorted((a[k] for k in a.keys() - b.keys()), key=_order),
+        "persisting": len(a.keys() & b.keys()),
+        "nodes_added": sorted(nb - na),
+        "nodes_gone": sorted(na - nb),
+        "version_changes": _version_changes(con, old, new),
+        "busbw": _busbw_deltas(con, old, new),
+        "fsx": _fsx_deltas(con, old, new),
+    }
+
+
+def _order(f: dict[str, Any]) -> tuple[Any, ...]:
+    rank = {"critical": 0, "warning": 1, "info": 2}.get(f["severity"], 3)
+    return (rank, f["node"] or "", f["gpu"] if f["gpu"] is not None else -1, f["rule"])
+
+
+def _in(snap: str) -> str:
+    return f"bundle_hash IN (SELECT bundle_hash FROM snapshot_bundle WHERE snapshot_id = '{snap}')"
+
+
+def _version_changes(con: duckdb.DuckDBPyConnection, old: str, new: str) -> list[dict[str, Any]]:
+    if not _has(con, "software_version"):
+        return []
+
+    def versions(snap: str) -> dict[tuple[str, str], str]:
+        out: dict[tuple[str, str], str] = {}
+        for node, component, version in con.execute(
+            f"SELECT node, component, version FROM software_version WHERE {_in(snap)} AND version IS NOT NULL"
+            " ORDER BY node, component, line"
+        ).fetchall():
+            out.setdefault((node, component), version)
+        if _has(con, "gpu"):
+            for node, version in con.execute(
+                f"SELECT node, any_value(driver_version) FROM gpu WHERE {_in(snap)} GROUP BY node"
+            ).fetchall():
+                if version:
+                    out.setdefault((node, "nvidia_driver (nvidia-smi)"), version)
+        return out
+
+    a, b = versions(old), versions(new)
+    return [
+        {"node": node, "component": component, "from": a[(node, component)], "to": b[(node, component)]}
+        for node, component in sorted(a.keys() & b.keys())
+        if a[(node, component)] != b[(node, component)]
+    ]
+
+
+def _busbw_deltas(con: duckdb.DuckDBPyConnection, old: str, new: str) -> list[dict[str, Any]]:
+    if not (_has(con, "nccl_run") and _has(con, "nccl_result")):
+        return []
+
+    def per_host(snap: str) -> dict[str, float]:
+        best: dict[str, float] = {}
+        for hosts, busbw in con.execute(
+            f"""SELECT r.hosts, max(greatest(coalesce(x.oop_busbw_gbps, 0), coalesce(x.ip_busbw_gbps, 0)))
+                FROM nccl_run r JOIN nccl_result x USING (bundle_hash, source_file, run)
+                WHERE r.{_in(snap)} GROUP BY ALL"""
+        ).fetchall():
+            for host in (hosts or "").split(","):
+                if host and busbw is not None:
+                    best[host] = min(best.get(host, busbw), busbw)  # the slowest run the host was in
+        return best
+
+    a, b = per_host(old), per_host(new)
+    return [
+        {"host": h, "old_gbps": a[h], "new_gbps": b[h], "delta_gbps": round(b[h] - a[h], 2),
+         "delta_pct": round(100 * (b[h] - a[h]) / a[h], 1) if a[h] else None}
+        for h in sorted(a.keys() & b.keys())
+    ]  # fmt: skip
+
+
+def _fsx_deltas(con: duckdb.DuckDBPyConnection, old: str, new: str) -> list[dict[str, Any]]:
+    if not _has(con, "cw_metric"):
+        return []
+
+    def means(snap: str) -> dict[tuple[str, str, str], float]:
+        return {(d or "", m, s or ""): v for d, m, s, v in con.execute(
+            f"SELECT dimension_value, metric, statistic, avg(value) FROM cw_metric WHERE {_in(snap)}"
+            " AND value IS NOT NULL GROUP BY ALL").fetchall()}  # fmt: skip
+
+    a, b = means(old), means(new)
+    return [
+        {"resource": k[0], "metric": k[1], "statistic": k[2], "old": round(a[k], 3), "new": round(b[k], 3),
+         "delta": round(b[k] - a[k], 3)}
+        for k in sorted(a.keys() & b.keys())
+    ]  # fmt: skip
