@@ -506,6 +506,183 @@ def redact(
         ctx.exit(EXIT_UNREAD_INPUT)
 
 
+@cli.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The history store (created when missing).")  # fmt: skip
+@click.option("--jobs", type=click.IntRange(1, 256), help="Parallel workers (default: CPU count, max 8).")
+@click.option(
+    "--config", "config", type=click.Path(dir_okay=False, path_type=Path), help="Site thresholds (TOML)."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@click.pass_context
+def ingest(
+    ctx: click.Context,
+    paths: tuple[Path, ...],
+    db_path: Path,
+    jobs: int | None,
+    config: Path | None,
+    quiet: bool,
+) -> None:
+    """Add bundles to a history store: facts, findings, rule outcomes, bundle and node metadata.
+
+    The same bundle is stored once (by content hash); the same set again adds nothing, unless the rules
+    changed since: then its findings are judged again and the rule versions recorded.
+
+    \b
+    Example:
+      hptriage ingest /fsx/hptriage/2026-12-02 --db history.duckdb
+    """
+    from analyzer.history import StoreError
+    from analyzer.history import ingest as run_ingest
+
+    try:
+        result = run_ingest(list(paths), db_path, jobs, _settings(config), None if quiet else _progress())
+    except StoreError as exc:
+        raise UsageProblem(str(exc)) from exc
+    except HptriageError:
+        raise
+    except Exception as exc:
+        if ctx.obj.get("debug"):
+            raise
+        raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
+    for u in result.unread:
+        click.echo(f"hptriage: warning: not read: {u['path']}: {u['reason']}", err=True)
+    click.echo(
+        f"snapshot {result.snapshot_id}: {result.status}; {result.bundles_new} new bundle(s),"
+        f" {result.bundles_known} already in the store; {result.findings} finding(s)"
+    )
+    if result.unread:
+        ctx.exit(EXIT_UNREAD_INPUT)
+
+
+def _open_store(db_path: Path):  # type: ignore[no-untyped-def]
+    from analyzer.history import StoreError, open_store
+
+    try:
+        return open_store(db_path, create=False)
+    except StoreError as exc:
+        raise UsageProblem(str(exc)) from exc
+
+
+@cli.command()
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--node", help="Only this node.")
+@click.option("--since", type=click.DateTime(), help="Only bundles collected since (YYYY-MM-DD).")
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the history as JSON."
+)
+@click.option(
+    "--html",
+    "html_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write an HTML page with a per-node timeline.",
+)
+@click.option("--verbose", "-v", is_flag=True, help="List every node.")
+def history(
+    db_path: Path, node: str | None, since: Any, json_out: Path | None, html_out: Path | None, verbose: bool
+) -> None:
+    """Per node, findings over time (first / last / times seen), repeat offenders first.
+
+    Also recurring Xids on the same GPU across bundles, corrected-ECC counts climbing (per day, across
+    bundles), retired pages and remapped rows growing, busbw over time and version changes.
+
+    \b
+    Example:
+      hptriage history --db history.duckdb --node p5-node-07 --since 2026-11-01
+    """
+    from analyzer.history_query import history as query
+    from reports.history import dumps, history_html, history_text, timeline_svg
+
+    con = _open_store(db_path)
+    data = query(con, node, since)
+    con.close()
+    if json_out:
+        _write(json_out, dumps(data))
+    if html_out:
+        _write(html_out, history_html(data, timeline_svg(data)))
+    click.echo(history_text(data, verbose), nl=False)
+
+
+@cli.command()
+@click.argument("old")
+@click.argument("new")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="A history store: OLD and NEW are then snapshot ids (or their start), dates, 'latest' or 'previous'.")  # fmt: skip
+@click.option(
+    "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the diff as JSON."
+)
+@click.pass_context
+def diff(ctx: click.Context, old: str, new: str, db_path: Path | None, json_out: Path | None) -> None:
+    """What changed between two snapshots: new and resolved findings, version changes, nodes added or
+    gone, busbw and FSx deltas.  OLD and NEW are bundles (or cluster folders), or snapshots of --db.
+
+    \b
+    Example:
+      hptriage diff /fsx/hptriage/2026-11-25 /fsx/hptriage/2026-12-02
+      hptriage diff --db history.duckdb previous latest --json diff.json
+    """
+    from analyzer.history import StoreError
+    from analyzer.history import ingest as run_ingest
+    from analyzer.history_query import diff as query
+    from analyzer.history_query import resolve_snapshot
+    from reports.history import diff_text, dumps
+
+    work = None
+    try:
+        if db_path is None:
+            work = Path(tempfile.mkdtemp(prefix="hptriage-diff-"))
+            db_path = work / "diff.duckdb"
+            ids = [run_ingest([Path(p)], db_path, None, _settings(None)).snapshot_id for p in (old, new)]
+        con = _open_store(db_path)
+        try:
+            a = ids[0] if work else resolve_snapshot(con, old)
+            b = ids[1] if work else resolve_snapshot(con, new)
+        except LookupError as exc:
+            raise UsageProblem(str(exc)) from exc
+        data = query(con, a, b)
+        con.close()
+    except StoreError as exc:
+        raise UsageProblem(str(exc)) from exc
+    except HptriageError:
+        raise
+    except Exception as exc:
+        if ctx.obj.get("debug"):
+            raise
+        raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
+    finally:
+        if work is not None:
+            shutil.rmtree(work, ignore_errors=True)
+    if json_out:
+        _write(json_out, dumps(data))
+    click.echo(diff_text(data), nl=False)
+
+
+@cli.command()
+@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--parquet", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="An empty or new directory.")  # fmt: skip
+def export(db_path: Path, out: Path) -> None:
+    """Write every table of a history store as Parquet, hive-partitioned by cluster and collection date
+    (schema in docs/schema.md and DIR/_hptriage_schema.json), for Spark, Athena or Trino.
+
+    \b
+    Example:
+      hptriage export --db history.duckdb --parquet s3-staging/hptriage/
+    """
+    from analyzer.export import export as run_export
+
+    con = _open_store(db_path)
+    try:
+        doc = run_export(con, out)
+    except FileExistsError as exc:
+        raise UsageProblem(str(exc)) from exc
+    finally:
+        con.close()
+    rows = sum(t["rows"] for t in doc["tables"].values())
+    click.echo(f"{out}: {len(doc['tables'])} table(s), {rows} row(s), schema version {doc['schema_version']}")
+
+
 def main() -> None:
     cli(prog_name="hptriage")
 

@@ -44,7 +44,58 @@ def render() -> str:
         module = parsers.module_for(kind)
         for table, cols in module.SCHEMA.items():
             out += _table(table, f"kind `{kind}` ({module.INFO.title})", cols)
+    out += _history()
     return "\n".join(out) + "\n"
+
+
+def _history() -> list[str]:
+    from analyzer.export import SCHEMA_FILE
+    from analyzer.history import _DDL, SCHEMA_VERSION
+
+    return [
+        "## History store (`hptriage ingest`)",
+        "",
+        f"Store schema version {SCHEMA_VERSION} (`store_meta.schema_version`; a store of a newer version is refused,",
+        "an older one migrated). Every analyzer and parser table above is kept with `bundle_hash` (VARCHAR, the",
+        "SHA-256 of the bundle's content: a bundle is stored once) in front of its columns; a column added by a",
+        "newer parser is added to the stored table. Besides them:",
+        "",
+        "```sql",
+        _DDL.strip(),
+        "```",
+        "",
+        "## Parquet export (`hptriage export --db FILE --parquet DIR`)",
+        "",
+        "One folder per table, hive-partitioned: `DIR/<table>/cluster=<name>/collection_date=<YYYY-MM-DD>/*.parquet`",
+        "(the bundle's cluster and collection day; findings and rule outcomes take their snapshot's; an empty",
+        f"cluster is `unknown`). `DIR/{SCHEMA_FILE}` holds the store schema version and every table's columns",
+        "and types. The partition columns are not inside the files (hive style): engines add them from the path.",
+        "",
+        "Athena (or any Hive metastore), one table per folder, then load the partitions:",
+        "",
+        "```sql",
+        "CREATE EXTERNAL TABLE hptriage_findings (",
+        "  snapshot_id string, bundle_hash string, fingerprint string, rule string, rule_version int,",
+        "  severity string, node string, gpu int, message string, params_json string, route_owner string,",
+        "  route_target string, route_action string, evidence_json string)",
+        "PARTITIONED BY (cluster string, collection_date string)",
+        "STORED AS PARQUET",
+        "LOCATION 's3://BUCKET/hptriage/findings/';",
+        "MSCK REPAIR TABLE hptriage_findings;",
+        "```",
+        "",
+        "Trino (Hive connector, the same table), the nodes with the most critical findings in November:",
+        "",
+        "```sql",
+        "SELECT node, count(*) AS critical FROM hive.default.hptriage_findings",
+        "WHERE severity = 'critical' AND collection_date BETWEEN '2026-11-01' AND '2026-11-30'",
+        "GROUP BY node ORDER BY critical DESC LIMIT 20;",
+        "```",
+        "",
+        "PySpark and DuckDB read a folder directly: `spark.read.parquet('DIR/gpu')`,",
+        "`SELECT * FROM read_parquet('DIR/gpu/**/*.parquet', hive_partitioning = true)`.",
+        "",
+    ]
 
 
 def _table(name: str, origin: str, cols) -> list[str]:  # type: ignore[no-untyped-def]

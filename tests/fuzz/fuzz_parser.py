@@ -48,7 +48,11 @@ def main() -> None:
     kind, options = sys.argv[1], sys.argv[2:]
     sys.path.insert(0, str(ROOT))
     with atheris.instrument_imports(include=["parsers"]):
-        import parsers  # noqa: F401  (instrumented for coverage feedback)
+        import parsers
+        import parsers._base
+        import parsers._text
+
+        parsers.module_for(kind)  # the parser module itself, instrumented for coverage feedback
     corpus = Path(tempfile.mkdtemp(prefix=f"fuzz-{kind}-"))
     for path in sorted((ROOT / "tests" / "fixtures" / kind).glob("*")):
         if path.is_file() and path.suffix != ".md":

@@ -1,0 +1,153 @@
+"""Terminal, JSON and HTML writers for ``hptriage history`` and ``hptriage diff`` (plain data in)."""
+
+from __future__ import annotations
+
+import html
+import json
+from datetime import datetime
+from typing import Any
+
+#: Nodes listed in full in the terminal; the rest are counted (the JSON has them all).
+TERMINAL_NODES = 25
+
+
+def _when(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if isinstance(value, datetime) else str(value or "-")
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, default=_json_default) + "\n"
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def history_text(data: dict[str, Any], verbose: bool = False) -> str:
+    snaps = data["snapshots"]
+    out = [f"{len(snaps)} snapshot(s), {_when(snaps[0]['collected_at']) if snaps else '-'} to "
+           f"{_when(snaps[-1]['collected_at']) if snaps else '-'}; repeat offenders first"]  # fmt: skip
+    nodes = data["nodes"] if verbose else data["nodes"][:TERMINAL_NODES]
+    for n in nodes:
+        out.append(f"\n{n['node']}: {n['recurring']} recurring, {len(n['findings'])} finding(s) over time")
+        for f in n["findings"]:
+            gpu = f" GPU {f['gpu']}" if f["gpu"] is not None else ""
+            out.append(f"  [{f['severity'].upper()}] {f['rule']}{gpu}: seen {f['times_seen']}x, first "
+                       f"{_when(f['first_seen'])}, last {_when(f['last_seen'])}  {f['message'][:90]}")  # fmt: skip
+        for x in n["xids"]:
+            out.append(f"  Xid {x['xid']} on {x['pci']}: in {x['bundles']} bundle(s), {x['events']} event(s), "
+                       f"first {_when(x['first_seen'])}, last {_when(x['last_seen'])}")  # fmt: skip
+        for e in n["ecc"]:
+            if e["growth"]:
+                rate = f", {e['per_day']}/day" if e["per_day"] is not None else ""
+                out.append(f"  corrected ECC GPU {e['gpu']}: {e['first']} -> {e['last']} over {e['bundles']} "
+                           f"bundle(s){rate}")  # fmt: skip
+        for m in n["memory"]:
+            out.append(f"  {m['kind']} pages/rows GPU {m['gpu']}: {m['first']} -> {m['last']}")
+        for v in n["versions"]:
+            steps = ", ".join(f"{c['from']} -> {c['to']} ({_when(c['at'])})" for c in v["changes"])
+            out.append(f"  {v['component']}: {steps}")
+        if n["busbw"]:
+            points = ", ".join(f"{b['busbw_gbps']:.0f}" for b in n["busbw"][-6:])
+            out.append(f"  busbw GB/s over time (last {min(6, len(n['busbw']))}): {points}")
+    if len(data["nodes"]) > len(nodes):
+        out.append(f"\n... {len(data['nodes']) - len(nodes)} more node(s): -v lists all, --json has all")
+    return "\n".join(out) + "\n"
+
+
+def diff_text(data: dict[str, Any]) -> str:
+    out = [f"diff {data['old'][:12]} -> {data['new'][:12]}: {len(data['new_findings'])} new, "
+           f"{len(data['resolved_findings'])} resolved, {data['persisting']} persisting finding(s)"]  # fmt: skip
+    for title, key in (("new findings", "new_findings"), ("resolved findings", "resolved_findings")):
+        if data[key]:
+            out.append(f"\n{title}:")
+            for f in data[key]:
+                gpu = f" GPU {f['gpu']}" if f["gpu"] is not None else ""
+                out.append(
+                    f"  [{f['severity'].upper()}] {f['node'] or 'cluster'}{gpu} {f['rule']}: {f['message'][:100]}"
+                )
+    if data["nodes_added"] or data["nodes_gone"]:
+        out.append(
+            f"\nnodes added: {', '.join(data['nodes_added']) or '-'}; gone: {', '.join(data['nodes_gone']) or '-'}"
+        )
+    if data["version_changes"]:
+        out.append("\nversion changes:")
+        out += [f"  {v['node']} {v['component']}: {v['from']} -> {v['to']}" for v in data["version_changes"]]
+    moved = [b for b in data["busbw"] if b["delta_pct"] is not None and abs(b["delta_pct"]) >= 5]
+    if moved:
+        out.append("\nbusbw changes (>= 5 %):")
+        out += [
+            f"  {b['host']}: {b['old_gbps']:.1f} -> {b['new_gbps']:.1f} GB/s ({b['delta_pct']:+.1f} %)"
+            for b in moved
+        ]
+    if data["fsx"]:
+        out.append("\nFSx / CloudWatch (mean):")
+        out += [
+            f"  {f['resource']} {f['metric']} {f['statistic']}: {f['old']} -> {f['new']}" for f in data["fsx"]
+        ]
+    return "\n".join(out) + "\n"
+
+
+def history_html(data: dict[str, Any], timeline_svg: str) -> str:
+    """One self-contained page: the per-node timeline chart, then each node's table."""
+    rows = []
+    for n in data["nodes"]:
+        for f in n["findings"]:
+            rows.append(
+                "<tr>"
+                + "".join(
+                    f"<td>{html.escape(str(v))}</td>"
+                    for v in (
+                        n["node"],
+                        f["severity"],
+                        f["rule"],
+                        "" if f["gpu"] is None else f["gpu"],
+                        f["times_seen"],
+                        _when(f["first_seen"]),
+                        _when(f["last_seen"]),
+                        f["message"],
+                    )
+                )
+                + "</tr>"  # fmt: skip
+            )
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>hptriage history</title><style>"
+        "body{font-family:sans-serif;font-size:13px;margin:1.5em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #bbb;padding:2px 6px;vertical-align:top}th{background:#eee}</style></head><body>"
+        f"<h1>Findings over time</h1><p>{len(data['snapshots'])} snapshot(s); repeat offenders first.</p>"
+        f"{timeline_svg}<h2>Findings by node</h2><table><tr><th>node</th><th>severity</th><th>rule</th>"
+        "<th>GPU</th><th>times seen</th><th>first seen</th><th>last seen</th><th>last message</th></tr>"
+        + "".join(rows)
+        + "</table></body></html>\n"
+    )
+
+
+def timeline_svg(data: dict[str, Any], most: int = 30) -> str:
+    """Per node (repeat offenders first), a mark at each time a finding was seen: the timeline chart."""
+    from reports.charts import _plt, to_svg
+
+    nodes = [n for n in data["nodes"] if n["findings"]][:most]
+    if not nodes:
+        return "<p>No finding in the store.</p>"
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9.0, max(2.0, 0.3 * len(nodes) + 1)))
+    colours = {"critical": "#b00020", "warning": "#8a5a00", "info": "#7a8ca8"}
+    markers = {"critical": "X", "warning": "o", "info": "."}
+    for y, n in enumerate(reversed(nodes)):
+        for f in n["findings"]:
+            for when in {f["first_seen"], f["last_seen"]}:
+                ax.scatter(
+                    [when],
+                    [y],
+                    c=colours.get(f["severity"], "#333"),
+                    marker=markers.get(f["severity"], "o"),
+                    s=28,
+                )
+    ax.set_yticks(range(len(nodes)), [n["node"] for n in reversed(nodes)])
+    ax.set_title(
+        "Findings per node over time (first and last seen; x critical, o warning, . info)", fontsize=9
+    )
+    fig.autofmt_xdate()
+    return to_svg(fig)
