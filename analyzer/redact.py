@@ -102,13 +102,17 @@ _HOST_PLACES = (
     ),
     re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<h>[\w.-]+)\s+device"),
     re.compile(r"^(?:\S+\s+)?(?P<h>[A-Za-z][\w.-]*):\d+:\d+\s+\[\d+\]\s+NCCL\s", re.M),
-    re.compile(r"^\w{3}\s+\d+\s+\d\d:\d\d:\d\d(?:\.\d+)?\s+(?P<h>[A-Za-z][\w.-]*)\s+kernel:", re.M),
+    re.compile(  # syslog / journal lines: "<stamp> HOST ident[pid]:" (short, short-iso, short-precise)
+        r"^(?:\w{3}\s+\d+\s+\d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?)"
+        r"\s+(?P<h>[A-Za-z][\w.-]*)\s+[\w./@-]+(?:\[\d+\])?:",
+        re.M,
+    ),
     re.compile(r"\bkubernetes\.io/hostname[\"']?\s*[:=]\s*[\"']?(?P<h>[\w.-]+)"),
     re.compile(r"^\s*(?:Name|Hostname|InternalDNS|ExternalDNS):\s+(?P<h>[\w.-]+)\s*$", re.M),
     re.compile(r"\"nodename\":\s*\"(?P<h>[\w.-]+)\""),
     re.compile(r"^Linux \S+ \((?P<h>[\w.-]+)\)", re.M),
 )
-_SLURM_NODES = re.compile(r"\b(Nodes|NodeName|NodeList)=([^\s#]+)")
+_SLURM_NODES = re.compile(r"\b(Nodes|NodeName|NodeList|NodeHostName|NodeAddr)=([^\s#]+)")
 _CLUSTER_KEYS = re.compile(
     r"^(?:cluster|cluster_name|instance_group|instance_group_name)=(?P<v>.+?)\s*$", re.M
 )

@@ -63,10 +63,11 @@ def _all_bytes(root: Path) -> list[tuple[str, bytes]]:
 # --- a cluster with every covered category planted in every kind of file --------------------------
 
 PLANTED = {
-    "hostname": ["gpu-a17", "gpu-a17.corp.acme-ml.com", "gpu-b22", "trainer-west-3"],
+    "hostname": ["gpu-a17", "gpu-a17.corp.acme-ml.com", "gpu-b22", "trainer-west-3", "gpu-c7", "gpu-c7-hsn",
+                 "fm-host-9"],
     "domain": ["corp.acme-ml.com"],
     "ec2_hostname": ["ip-10-7-3-41", "ip-10-7-3-42.ec2.internal"],
-    "ipv4": ["10.7.3.41", "10.7.3.42", "172.31.9.200"],
+    "ipv4": ["10.7.3.41", "10.7.3.42", "172.31.9.200", "10.7.3.50"],
     "ipv6": ["fe80::1c2d:3eff:fe4f:5a6b", "2600:1f18:abcd:1200:9f4e:1a2b:3c4d:5e6f"],
     "mac": ["0a:1b:2c:3d:4e:5f", "06:AB:CD:EF:01:23"],
     "instance_id": ["i-0abc123def4567890", "i-0fedcba9876543210", "i-1a2b3c4d"],
@@ -97,6 +98,7 @@ DMESG = """[    9.489106] ena 0000:00:05.0: ENA device version: 0.10
 [   12.100000] IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready fe80::1c2d:3eff:fe4f:5a6b
 [   13.000000] mlx5_core 0000:a8:00.0 ens1f0np0: Link up 06:AB:CD:EF:01:23
 Dec  2 11:49:53 {host} kernel: [  885.242168] NVRM: GPU 0000:0a:00.0: RmInitAdapter failed! (0x24:0x65:1457)
+2026-12-02T11:50:01+0000 fm-host-9 nv-fabricmanager[2211]: fabric manager started
 """
 
 NCCL = """# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
@@ -165,6 +167,9 @@ def _planted_cluster(root: Path) -> Path:
         (node / "files" / "etc" / "slurm").mkdir(parents=True)
         (node / "files" / "etc" / "slurm" / "topology.conf").write_text(TOPOLOGY)
         (node / "cmd" / "notes.txt.gz").write_bytes(gzip.compress(SCRIPT.encode()))
+        (node / "cmd" / "scontrol-show-node.txt").write_text(
+            "NodeName=gpu-c7 Arch=x86_64 CoresPerSocket=48\n   NodeAddr=10.7.3.50 NodeHostName=gpu-c7-hsn\n"
+        )
         manifest = (node / "manifest.tsv").read_text()
         (node / "manifest.tsv").write_text(
             manifest + f"cmd/placement.txt\tplacement\t0\t0.1\t1\t-\tkubectl describe node {host}\t-\n"
