@@ -352,7 +352,10 @@ class _Parser:
             if row["sub_state"] is None and row["result"] is not None:
                 row["sub_state"] = m["active"]  # "failed (Result: signal)": systemd's sub state is "failed"
             if sm := _SINCE.search(m["rest"]):
-                row["since"] = datetime.strptime(sm["ts"], "%Y-%m-%d %H:%M:%S").isoformat()
+                try:
+                    row["since"] = datetime.strptime(sm["ts"], "%Y-%m-%d %H:%M:%S").isoformat()
+                except ValueError:  # a clock that is none (25:61:00): said, the line kept
+                    self.result.issue(no, s, f"unreadable time in 'since': {sm['ts']!r}")
                 row["since_tz"] = sm["tz"]
         elif m := re.match(r"^Main PID:\s*(\S+)(?:\s*\((?P<inner>[^)]*)\))?", s):
             row["main_pid"] = to_int(m.group(1))
