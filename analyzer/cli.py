@@ -6,11 +6,13 @@ input; 4 internal error; 5 analysis done but some input could not be read.  Erro
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +132,7 @@ def analyze(
     Example:
       hptriage analyze /fsx/hptriage/2026-12-02 --json findings.json --db triage.duckdb
     """
-    try:
+    with _user_errors(ctx):
         data = _run_analysis(
             list(paths), db_path, jobs, _settings(config), charts=bool(html_out or pdf_out), quiet=quiet
         )
@@ -154,18 +156,28 @@ def analyze(
             from reports.terminal import write
 
             write(data, colour_mode=color, verbose=verbose)
-    except HptriageError:
-        raise
-    except Exception as exc:
-        if ctx.obj.get("debug"):
-            raise
-        raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
     if fail_on != "never":
         limit = SEVERITY_ORDER.index(fail_on)
         if any(SEVERITY_ORDER.index(f.severity.value) <= limit for f in data.findings):
             ctx.exit(EXIT_FINDINGS)
     if data.verdict.unread_inputs:
         ctx.exit(EXIT_UNREAD_INPUT)
+
+
+@contextlib.contextmanager
+def _user_errors(ctx: click.Context, *usage: type[Exception]) -> Iterator[None]:
+    """Inside a command: the errors listed are the user's (one line, exit 2), an HptriageError keeps its
+    own exit code, anything else is a bug (one line, exit 4; the traceback with --debug)."""
+    try:
+        yield
+    except usage as exc:
+        raise UsageProblem(str(exc)) from exc
+    except HptriageError:
+        raise
+    except Exception as exc:
+        if ctx.obj.get("debug"):
+            raise
+        raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
 
 
 def _warn_inputs(summary) -> None:  # type: ignore[no-untyped-def]
@@ -484,16 +496,8 @@ def redact(
     if not paths or out is None:
         raise UsageProblem("redact needs PATH... and -o OUT (or --verify OUT)")
     map_path = map_path or default_map_path(out)
-    try:
+    with _user_errors(ctx, RedactError):
         report = run_redact(list(paths), out, map_path, mask_serials=mask_serials)
-    except RedactError as exc:
-        raise UsageProblem(str(exc)) from exc
-    except HptriageError:
-        raise
-    except Exception as exc:
-        if ctx.obj.get("debug"):
-            raise
-        raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
     for line in report.refused:
         click.echo(f"hptriage: warning: not copied: {line}", err=True)
     for line in report.errors:
@@ -536,16 +540,8 @@ def ingest(
     from analyzer.history import StoreError
     from analyzer.history import ingest as run_ingest
 
-    try:
+    with _user_errors(ctx, StoreError):
         result = run_ingest(list(paths), db_path, jobs, _settings(config), None if quiet else _progress())
-    except StoreError as exc:
-        raise UsageProblem(str(exc)) from exc
-    except HptriageError:
-        raise
-    except Exception as exc:
-        if ctx.obj.get("debug"):
-            raise
-        raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
     for u in result.unread:
         click.echo(f"hptriage: warning: not read: {u['path']}: {u['reason']}", err=True)
     click.echo(
@@ -628,28 +624,17 @@ def diff(ctx: click.Context, old: str, new: str, db_path: Path | None, json_out:
     from analyzer.history_query import resolve_snapshot
     from reports.history import diff_text, dumps
 
-    work = None
+    work = Path(tempfile.mkdtemp(prefix="hptriage-diff-")) if db_path is None else None
     try:
-        if db_path is None:
-            work = Path(tempfile.mkdtemp(prefix="hptriage-diff-"))
-            db_path = work / "diff.duckdb"
-            ids = [run_ingest([Path(p)], db_path, None, _settings(None)).snapshot_id for p in (old, new)]
-        con = _open_store(db_path)
-        try:
-            a = ids[0] if work else resolve_snapshot(con, old)
-            b = ids[1] if work else resolve_snapshot(con, new)
-        except LookupError as exc:
-            raise UsageProblem(str(exc)) from exc
-        data = query(con, a, b)
-        con.close()
-    except StoreError as exc:
-        raise UsageProblem(str(exc)) from exc
-    except HptriageError:
-        raise
-    except Exception as exc:
-        if ctx.obj.get("debug"):
-            raise
-        raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
+        with _user_errors(ctx, StoreError, LookupError):
+            if work is not None:  # two bundles or cluster folders: each becomes a snapshot of a scratch store
+                db_path = work / "diff.duckdb"
+                a, b = (run_ingest([Path(p)], db_path, None, _settings(None)).snapshot_id for p in (old, new))
+            con = _open_store(db_path)  # type: ignore[arg-type]
+            if work is None:
+                a, b = resolve_snapshot(con, old), resolve_snapshot(con, new)
+            data = query(con, a, b)
+            con.close()
     finally:
         if work is not None:
             shutil.rmtree(work, ignore_errors=True)
