@@ -6,6 +6,7 @@ import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 #: Prefixes that pastes and launchers add in front of every line of a capture:
 #: markdown quotes ("> "), mpirun tags ("[1,0]<stdout>:"), shell prompts are not stripped.
@@ -352,3 +353,19 @@ def clean_head(text: str) -> Cleaned:
 def clean_head_text(text: str) -> str:
     """The cleaned first 64 KB of a text as one string (see ``clean_head``)."""
     return "\n".join(clean_head(text).lines)
+
+
+def keep_value(extra: dict[str, Any], key: str, value: Any) -> None:
+    """Keep a printed key's value in an ``extra`` dict; a key printed again holds the list of its values,
+    in order (processes, MIG devices, repeated ``alias:`` lines).
+
+    >>> d: dict[str, Any] = {}
+    >>> keep_value(d, "a", "1"); keep_value(d, "a", "2"); keep_value(d, "a", "3"); d
+    {'a': ['1', '2', '3']}
+    """
+    if key not in extra:
+        extra[key] = value
+    elif isinstance(extra[key], list):
+        extra[key].append(value)
+    else:
+        extra[key] = [extra[key], value]

@@ -81,7 +81,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import NOT_AVAILABLE, clean_head, clean_lines, key_value, to_float
+from parsers._text import NOT_AVAILABLE, clean_head, clean_lines, keep_value, key_value, to_float
 
 SAMPLE = sample_of(__doc__)
 
@@ -218,13 +218,7 @@ def _mhz(text: str) -> list[float]:
 
 def _put(row: dict[str, Any], key: str, value: str) -> None:
     """Keep a value in ``extra``; a key printed twice keeps both values, in order."""
-    extra = row["_extra"]
-    if key not in extra:
-        extra[key] = value
-    elif isinstance(extra[key], list):
-        extra[key].append(value)
-    else:
-        extra[key] = [extra[key], value]
+    keep_value(row["_extra"], key, value)
 
 
 def _sysfs(numbered: Any, raw: list[str], commands: dict[int, str], result: ParseResult) -> None:

@@ -108,7 +108,15 @@ import re
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import NOT_AVAILABLE, clean_head_text, clean_lines, leading_number, pci_address, to_int
+from parsers._text import (
+    NOT_AVAILABLE,
+    clean_head_text,
+    clean_lines,
+    keep_value,
+    leading_number,
+    pci_address,
+    to_int,
+)
 
 SAMPLE = sample_of(__doc__)
 
@@ -695,12 +703,7 @@ def _apply(
 
 def _keep(extra: dict[str, Any], path: str, value: str) -> None:
     """Record a printed key; a path printed again (processes, MIG devices) holds the list of its values."""
-    if path not in extra:
-        extra[path] = value
-    elif isinstance(extra[path], list):
-        extra[path].append(value)
-    else:
-        extra[path] = [extra[path], value]
+    keep_value(extra, path, value)
 
 
 def _ecc(gpu: _Gpu, sections: list[str], key: str, value: str, no: int) -> None:

@@ -79,7 +79,7 @@ import re
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_head_text, clean_lines, key_value, snake
+from parsers._text import clean_head_text, clean_lines, keep_value, key_value, snake
 
 SAMPLE = sample_of(__doc__)
 
@@ -331,13 +331,7 @@ class _State:
         if not known and not re.fullmatch(r"[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2})*:?", key):
             return False
         if self.modrow is not None and known:
-            extra = self.modrow["_extra"]
-            if key not in extra:
-                extra[key] = value
-            elif isinstance(extra[key], list):
-                extra[key].append(value)
-            else:
-                extra[key] = [extra[key], value]
+            keep_value(self.modrow["_extra"], key, value)
         return True
 
     def path_line(self, no: int, path: str, value: str) -> bool:

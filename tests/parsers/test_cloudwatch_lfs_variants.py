@@ -20,6 +20,7 @@ import pytest
 import parsers
 from parsers import ParseError, cloudwatch, lfs_df
 from tests.conftest import fixture_text
+from tests.derive import crlf, srun
 
 IML_INACTIVE = "iml-setting-up-clients-inactive-osts-old-summary.txt"
 GSI_INODES = "gsi-pcc-lfs-df-i-phoenix-fenced.txt"
@@ -31,16 +32,6 @@ CW_2014_04 = "awscli-example-2014-04-cpu-max-indented-with-command.txt"
 CW_TWO_DIMS = "steampipe-1311-get-metric-statistics-two-dimensions-root-prompt.txt"
 CW_EMPTY = "steampipe-1311-get-metric-statistics-empty-datapoints.txt"
 CW_BILLING = "awscli-example-get-metric-data-v2-billing.txt"
-
-
-def srun(text: str) -> str:
-    """Derived: every line as `srun -l` prints it."""
-    return "".join(f"0: {line}\n" for line in text.splitlines())
-
-
-def crlf(text: str) -> str:
-    """Derived: Windows line ends."""
-    return text.replace("\n", "\r\n")
 
 
 def lustre(text: str) -> list[dict[str, Any]]:

@@ -16,21 +16,9 @@ import pytest
 import parsers
 from parsers import CollectorError, ParseError, cpu_governor, shm, uptime, versions
 from tests.conftest import fixture_files, fixture_text
+from tests.derive import crlf, pdsh, srun
 
 KINDS = ("cpu-governor", "versions", "uptime", "shm")
-
-
-def srun(text: str) -> str:
-    """Derived: every line as `srun -l` prints it."""
-    return "".join(f"0: {line}\n" for line in text.splitlines())
-
-
-def pdsh(text: str, host: str) -> str:
-    return "".join(f"{host}: {line}\n" for line in text.splitlines())
-
-
-def crlf(text: str) -> str:
-    return text.replace("\n", "\r\n")
 
 
 def gov(text: str) -> list[dict[str, Any]]:

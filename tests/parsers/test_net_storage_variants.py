@@ -16,6 +16,7 @@ import pytest
 import parsers
 from parsers import CollectorError, ParseError, cloudwatch, efa_ports, fi_info, lfs_df
 from tests.conftest import fixture_text
+from tests.derive import crlf, srun
 
 RXE = "softroce-rxe-dev-46-ibv_devinfo-rxe0.txt"
 MLX4 = "heioy-ibv_devinfo-mlx4-2hca-port-down.txt"
@@ -24,15 +25,6 @@ IBSTAT = "amzn-drivers-114-dmesg-ibstat-efa0-indent-lost.txt"
 PYTOKIO = "pytokio-lfs-df-1k-hex-ost-2fs-old-summary.txt"
 CW_IOPS = "awscli-example-get-metric-data-v2-math-iops.txt"
 CW_BILLING = "awscli-example-get-metric-data-v2-billing.txt"
-
-
-def srun(text: str) -> str:
-    """Derived: every line as `srun -l` prints it."""
-    return "".join(f"0: {line}\n" for line in text.splitlines())
-
-
-def crlf(text: str) -> str:
-    return text.replace("\n", "\r\n")
 
 
 def ports(text: str) -> list[dict[str, Any]]:

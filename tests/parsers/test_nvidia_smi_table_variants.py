@@ -15,6 +15,7 @@ import pytest
 import parsers
 from parsers import ParseError, nvidia_smi, nvidia_smi_csv
 from tests.conftest import fixture_text
+from tests.derive import srun
 
 KIND = "nvidia-smi"
 NCSU = "ncsu-dgx-a100-450-8gpu-mig-pending-odd-process-rows.txt"
@@ -30,11 +31,6 @@ ALL = [NCSU, WUK, KO580, AZURE, ARCH396, GTX390, GTX440, B200]
 
 def smi(name: str) -> str:
     return fixture_text(KIND, name)
-
-
-def srun(text: str) -> str:
-    """Derived: every line as `srun -l` prints it."""
-    return "".join(f"0: {line}\n" for line in text.splitlines())
 
 
 # --- layouts of every driver generation -------------------------------------------------------------
