@@ -65,7 +65,10 @@ def history(
         FROM findings f JOIN {_WHEN} w ON w.snapshot_id = f.snapshot_id
              AND w.bundle_hash = coalesce(f.bundle_hash, w.bundle_hash)
         {clause}
-        GROUP BY ALL ORDER BY f.node, times_seen DESC, first_seen
+        GROUP BY ALL
+        ORDER BY f.node, times_seen DESC,
+                 CASE arg_max(f.severity, w.at) WHEN 'critical' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END,
+                 first_seen, f.rule
         """,
         params,
     )
