@@ -498,7 +498,9 @@ def _device(
     for i, column, factor in plan.norm:  # ...the normalised ones beside
         row[column] = values[i] if factor == 1 else round(values[i] * factor, 6)  # type: ignore[operator]
     if plan.extra:  # columns this parser does not know: in extra, not as columns
-        row["extra"] = json.dumps({header[i]: row.pop(header[i]) for i in plan.extra})
+        row["extra"] = json.dumps({header[i]: values[i] for i in plan.extra})
+        for i in plan.extra:
+            row.pop(header[i], None)  # a name printed twice is popped once
     return row
 
 

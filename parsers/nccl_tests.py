@@ -306,7 +306,7 @@ def transport_name(via: str) -> str:
     head = parts[0].upper()
     if head == "SHM" or "shared memory" in via.lower():
         return "SHM"
-    if head == "P2P" and len(parts) > 1:
+    if head == "P2P" and len(parts) > 1 and parts[1].split():
         return f"P2P/{parts[1].split()[0]}"
     if head == "NET" and len(parts) > 1:
         name = "OFI" if parts[1].lower() in ("aws libfabric", "libfabric", "ofi") else parts[1]
