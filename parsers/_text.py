@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -83,7 +84,7 @@ def to_int(value: str | None) -> int | None:
         except ValueError:
             return None
     f = to_float(v)
-    if f is None or f != int(f):
+    if f is None or not math.isfinite(f) or f != int(f):  # 1e999 is inf: no integer
         return None
     return int(f)
 

@@ -625,13 +625,13 @@ def _salvage_json(result: ParseResult, lines: list[str], skipped_first: bool, er
             if key == "nodename":
                 host, host_line = {}, no
             if key != "timestamp":
-                host[key] = json.loads(value)
+                host[key] = _value(value)
                 if key == "number-of-cpus":  # the last field before statistics
                     result.add("iostat_host", _json_host(host_line, host))
                 continue
             st["report"] += 1
             st["boot"] = st["boot"] or st["report"]
-            st["ts"], has_disk, has_cpu = json.loads(value), False, False
+            st["ts"], has_disk, has_cpu = _value(value), False, False
         elif (m := _JSON_CPU.search(line)) and (cpu := _loads(m.group(1))) is not None:
             if has_cpu or has_disk or not st["report"]:
                 st["report"] += 1
@@ -664,6 +664,14 @@ def _salvage_json(result: ParseResult, lines: list[str], skipped_first: bool, er
         lines[last - 1] if last else "",
         f"iostat JSON cut short or malformed ({error}): read line by line",
     )
+
+
+def _value(text: str) -> Any:
+    """One JSON field value as JSON reads it, else the text as printed (a cut or mangled value)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return text.strip().strip('"')
 
 
 def _loads(text: str) -> dict[str, Any] | None:

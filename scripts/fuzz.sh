@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Fuzz every parser in turn for SECONDS each (default 600) with atheris; the last line of each run
-# (libFuzzer's "Done N runs in T second(s)") goes to tests/fuzz/RESULTS.md with the date.
+# Fuzz every parser (or the KINDs named) in turn for SECONDS each (default 600) with atheris; each run's
+# figures (libFuzzer's "Done N runs in T second(s)", coverage) go to tests/fuzz/RESULTS.md with the date.
+# Usage: scripts/fuzz.sh [SECONDS] [KIND...]
 # Needs: .venv/bin/pip install atheris.  Crashes are written as crash-<sha1> in the current directory.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 seconds=${1:-600}
 py=.venv/bin/python
-kinds=$($py -c 'import parsers; print(" ".join(parsers.KINDS))')
+if [ $# -gt 1 ]; then kinds=${*:2}; else kinds=$($py -c 'import parsers; print(" ".join(parsers.KINDS))'); fi
 out=tests/fuzz/RESULTS.md
 [ -f "$out" ] || printf '# Fuzz runs\n\nAppended by scripts/fuzz.sh (atheris, libFuzzer).\n' >"$out"
 printf '\n## %s, %ss per parser, %s\n\n| kind | runs | seconds | execs/s | crashes | new coverage (cov) |\n|---|---|---|---|---|---|\n' \
