@@ -18,7 +18,7 @@ for kind in $kinds; do
 	rc=$?
 	runs=$(grep -Eo 'Done [0-9]+ runs' "$log" | grep -Eo '[0-9]+' | tail -1)
 	cov=$(grep -Eo 'cov: [0-9]+' "$log" | tail -1 | grep -Eo '[0-9]+')
-	crashes=$(grep -c 'Uncaught Python exception\|ERROR: libFuzzer' "$log")
+	crashes=$(grep -c 'Uncaught Python exception' "$log")
 	secs=$(grep -Eo 'in [0-9]+ second' "$log" | grep -Eo '[0-9]+' | tail -1)
 	rate=$(( ${runs:-0} / (${secs:-1} > 0 ? ${secs:-1} : 1) ))
 	printf '| %s | %s | %s | %s | %s (exit %s) | %s |\n' "$kind" "${runs:-?}" "${secs:-?}" "$rate" "$crashes" "$rc" "${cov:-?}" >>"$out"
