@@ -9,10 +9,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Prefixes that pastes and launchers add in front of every line of a capture:
-#: markdown quotes ("> "), mpirun tags ("[1,0]<stdout>:"), shell prompts are not stripped.
-_LINE_PREFIX = re.compile(r"^(?:> ?|\[\d+,\d+\]<std(?:out|err)>:)")
-
 _SIZE_UNITS = {
     "": 1,
     "B": 1,
@@ -31,19 +27,6 @@ _NUMBER = re.compile(r"^[-+]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:[eE][-+]?\d+)?$")
 NOT_AVAILABLE = frozenset(
     {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "unknown", "-"}
 )
-
-
-def strip_prefix(line: str) -> str:
-    """Remove a paste or launcher prefix from one line.
-
-    >>> strip_prefix("[1,0]<stdout>:#  Rank  0 Group  0")
-    '#  Rank  0 Group  0'
-    >>> strip_prefix("> [Fri Aug 30 11:43:09 2024] NVRM: Xid")
-    '[Fri Aug 30 11:43:09 2024] NVRM: Xid'
-    """
-    if not line or line[0] not in ">[":
-        return line  # the common case, without a regex
-    return _LINE_PREFIX.sub("", line, count=1)
 
 
 def to_float(value: str | None) -> float | None:
