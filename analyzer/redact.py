@@ -44,25 +44,32 @@ class Category:
 
 CATEGORIES: tuple[Category, ...] = (
     Category("hostname", "host names: FQDN and short name of every host named in meta.env, nccl-tests "
-             "rank and log lines, syslog headers, Slurm Nodes= lists, kubectl hostname labels", "host-0001"),
+             "rank and log lines, mpirun -H lists and hostfiles, syslog headers, uname -a, Slurm Nodes= "
+             "lists, kubectl hostname labels, single-label URL hosts; then wherever the name appears, in "
+             "any case, also glued to other words by - _ or . (gpu-a17-ib0)", "host-0001"),
     Category("domain", "the domain of a redacted FQDN (generic ones such as ec2.internal are kept)",
              "domain-0001.internal"),
     Category("ec2_hostname", "ip-a-b-c-d host names (and ip-a-b-c-d.<region>.compute.internal): follow the "
              "ipv4 mapping", "ip-198-18-0-1"),
     Category("ipv4", "IPv4 addresses (loopback, link-local, 0.0.0.0 and broadcast kept)", "198.18.0.1"),
     Category("ipv6", "IPv6 addresses (::1 and :: kept)", "fd00::1"),
-    Category("mac", "MAC addresses", "02:00:00:00:00:01"),
+    Category("mac", "MAC addresses (colon or dash separated) and 20-byte InfiniBand hardware addresses",
+             "02:00:00:00:00:01"),
     Category("instance_id", "EC2 instance ids", "i-00000000000000001"),
     Category("aws_resource_id", "FSx, EBS volume and snapshot, ENI, subnet, VPC, security-group, AMI, "
              "placement-group and other <prefix>-<hex> AWS ids", "fs-00000000000000001"),
-    Category("account_id", "AWS account ids, inside ARNs and after account/owner keys", "000000000001"),
+    Category("account_id", "AWS account ids: inside ARNs and ECR registry names, after account/owner keys "
+             "(AWS_ACCOUNT_ID=, \"OwnerId\":, Account ID), and then wherever the same number appears",
+             "000000000001"),
     Category("arn", "ARNs: account id and resource masked, partition, service and region kept",
              "arn:aws:iam::000000000001:role/arn-0001"),
-    Category("s3_bucket", "S3 bucket names in s3:// URLs, virtual-host and path-style URLs and ARNs",
-             "bucket-0001"),
+    Category("s3_bucket", "S3 bucket names in s3:// URLs, virtual-host and path-style URLs, ARNs and "
+             "BucketName keys, and then wherever the same name appears", "bucket-0001"),
     Category("cluster", "cluster and instance-group names from meta.env (cluster, instance_group), "
              "wherever they appear", "cluster-0001"),
-    Category("user", "user names in home paths (/home/NAME, /Users/NAME)", "user-0001"),
+    Category("user", "user names in home paths (/home/NAME, /Users/NAME, ~NAME), Slurm UserId=NAME(uid) and "
+             "USER= / LOGNAME= / SLURM_JOB_USER= (generic accounts such as ubuntu, ec2-user, root kept)",
+             "user-0001"),
     Category("email", "e-mail addresses", "user-0001@example.com"),
     Category("gpu_serial", "GPU UUIDs and serial numbers (kept unless --mask-serials: support needs them)",
              "GPU-00000000-0000-0000-0000-000000000001", by_default=False),
@@ -70,15 +77,22 @@ CATEGORIES: tuple[Category, ...] = (
 
 #: Domains that name no one: kept on a redacted FQDN.
 GENERIC_DOMAINS = ("ec2.internal", "compute.internal", "cluster.local", "localdomain", "local", "internal")
+#: Accounts that name no one (every AMI has them): not masked, so "ubuntu" in an OS name stays.
+GENERIC_USERS = frozenset((
+    "root", "ubuntu", "ec2-user", "centos", "admin", "rocky", "fedora", "debian", "slurm", "nobody", "munge",
+    "user", "users", "shared",
+))  # fmt: skip
 
-_IP4 = r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)"
-_IP6 = r"(?<![\w.])(?=[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:)[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])"
-_MAC = r"(?<![\w:])[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){5}(?![\w:])"
-_EC2_HOST = r"(?<![\w-])ip-(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})(?![\w-])"
-_INSTANCE = r"(?<![\w-])i-(?:[0-9a-f]{17}|[0-9a-f]{8})(?![\w-])"
+# Boundaries: an identifier may be glued to other words by "-", "_" or "." (hyperpod-i-0abc..., node_10.1.2.3.log)
+_IP4 = r"(?<![A-Za-z0-9.])(?:\d{1,3}\.){3}\d{1,3}(?![A-Za-z0-9]|\.\d)"
+_IP6 = r"(?<![\w.])(?=[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:)[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:]|\.\d)"
+_MAC = r"(?<![\w:-])[0-9A-Fa-f]{2}(?:(?P<sep>[:-])[0-9A-Fa-f]{2})(?:(?P=sep)[0-9A-Fa-f]{2}){4}(?![\w:-])"
+_IB_HW = r"(?<![\w:])[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){19}(?![\w:])"
+_EC2_HOST = r"(?<![A-Za-z0-9])(?i:ip)-(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})(?![A-Za-z0-9]|-\d)"
+_INSTANCE = r"(?<![A-Za-z0-9])i-(?:[0-9a-f]{17}|[0-9a-f]{8})(?![A-Za-z0-9])"
 _RESOURCE = (
-    r"(?<![\w-])(?:fs|fsvol|vol|snap|eni|subnet|vpc|sg|ami|pg|rtb|igw|nat|elb|efs|fc|lt|tgw|vpce|"
-    r"eipalloc|cr|dopt|acl|r)-(?:[0-9a-f]{17}|[0-9a-f]{8})(?![\w-])"
+    r"(?<![A-Za-z0-9])(?:fs|fsvol|vol|snap|eni|subnet|vpc|sg|ami|pg|rtb|igw|nat|elb|efs|fc|lt|tgw|vpce|"
+    r"eipalloc|cr|dopt|acl|r)-(?:[0-9a-f]{17}|[0-9a-f]{8})(?![A-Za-z0-9])"
 )
 _ARN = r"\barn:(aws[\w-]*):([\w-]+):([\w-]*):(\d{12})?:([^\s\"',;)}\]]+)"
 _S3 = (
@@ -88,12 +102,14 @@ _S3 = (
     r"|\barn:aws[\w-]*:s3:::([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])"
 )
 _ACCOUNT_CONTEXT = (
-    r"(?i:\b(?:account[_ -]?id|owner[_ -]?id|account|aws_account)\b[\"']?\s*[:=]\s*[\"']?)(\d{12})(?!\d)"
+    r"(?i:\b(?:aws[_-]?)?(?:account|owner)(?:[_ -]?id)?\b[\"']?\s*[:=]?\s*[\"']?)(\d{12})(?!\d)"
 )
 _ECR = r"(?<!\d)(\d{12})(?=\.dkr\.ecr\.)"
 _EMAIL = r"(?<![\w.+-])[\w.+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![\w-])"
-_HOME = r"(/(?:home|Users)/)([A-Za-z_][\w.-]{0,31})(?=/|\b)"
+_HOME = r"(/(?:home|Users)/|(?<![\w/~])~(?=[A-Za-z_][\w.-]{0,31}/))([A-Za-z_][\w.-]{0,31})(?=/|\b)"
 _GPU_UUID = r"\b(?:GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"
+
+_HOSTFILE = re.compile(r"^(?P<h>[A-Za-z][\w.-]*)\s+(?:slots|max[_-]slots)=\d+", re.M)
 
 #: Where a host name stands (learn pass): group "h" is the name.
 _HOST_PLACES = (
@@ -110,7 +126,18 @@ _HOST_PLACES = (
     re.compile(r"\bkubernetes\.io/hostname[\"']?\s*[:=]\s*[\"']?(?P<h>[\w.-]+)"),
     re.compile(r"^\s*(?:Name|Hostname|InternalDNS|ExternalDNS):\s+(?P<h>[\w.-]+)\s*$", re.M),
     re.compile(r"\"nodename\":\s*\"(?P<h>[\w.-]+)\""),
-    re.compile(r"^Linux \S+ \((?P<h>[\w.-]+)\)", re.M),
+    re.compile(r"^Linux \S+ \((?P<h>[\w.-]+)\)", re.M),  # sysstat header
+    re.compile(r"^Linux (?P<h>[A-Za-z][\w.-]*) \d+\.\d+", re.M),  # uname -a
+    _HOSTFILE,
+)
+_USER_PLACES = re.compile(
+    r"\bUserId=(?P<u>[A-Za-z_][\w.-]*)\(\d+\)|^(?:export\s+)?(?:USER|LOGNAME|SLURM_JOB_USER)=(?P<v>[A-Za-z_][\w.-]*)$",
+    re.M,
+)
+_MPI_HOSTS = re.compile(r"(?:^|\s)(?:-H|-host|--host)[\s=]+([\w.:,-]+)")
+_URL_HOST = re.compile(r"\bhttps?://(?P<h>[A-Za-z][\w-]*)(?=[:/]|\s|$)", re.M)
+_BUCKET_KEY = re.compile(
+    r"(?i:\bBucket(?:Name)?\b)[\"']?\s*[:=]\s*[\"']?(?P<b>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\b"
 )
 _SLURM_NODES = re.compile(r"\b(Nodes|NodeName|NodeList|NodeHostName|NodeAddr)=([^\s#]+)")
 _CLUSTER_KEYS = re.compile(
@@ -128,9 +155,8 @@ class Redactor:
     maps: dict[str, dict[str, str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # values replaced in the last apply(), per category
     _hosts: set[str] = field(default_factory=set)
-    _literals: dict[str, str] = field(default_factory=dict)  # known value -> category
+    _literals: dict[str, tuple[str, str]] = field(default_factory=dict)  # lower-case -> (category, value)
     _pattern: re.Pattern[str] | None = None
-    _name_pattern: re.Pattern[str] | None = None
 
     # -- the map --------------------------------------------------------------------------------------
     @classmethod
@@ -140,7 +166,7 @@ class Redactor:
         if doc.get("version") != MAP_VERSION or not isinstance(doc.get("maps"), dict):
             raise ValueError(f"{path} is not an hptriage redaction map (version {MAP_VERSION})")
         r = cls(mask_serials=mask_serials, maps={k: dict(v) for k, v in doc["maps"].items()})
-        for category in ("hostname", "cluster", "gpu_serial", "account_id", "user"):
+        for category in ("hostname", "cluster", "gpu_serial", "account_id", "user", "s3_bucket"):
             for value in r.maps.get(category, {}):
                 r._literal(value, category)
         return r
@@ -173,6 +199,13 @@ class Redactor:
         for m in _SLURM_NODES.finditer(text):
             for host in _expand(m.group(2)):
                 self._host(host)
+        for m in _MPI_HOSTS.finditer(text):  # mpirun -H a:8,b:8
+            for host in m.group(1).split(","):
+                self._host(host.partition(":")[0])
+        for m in _URL_HOST.finditer(text):  # http://gpu-v55:8080/ (a dotted name may be anyone's site)
+            self._host(m.group("h"))
+        for m in _USER_PLACES.finditer(text):
+            self._user(m.group("u") or m.group("v"))
         if name.endswith("meta.env"):
             for m in _CLUSTER_KEYS.finditer(text):
                 if m.group("v").strip():
@@ -183,7 +216,11 @@ class Redactor:
         for m in re.finditer(_ACCOUNT_CONTEXT + "|" + _ECR, text):
             self._literal(m.group(1) or m.group(2), "account_id")
         for m in re.finditer(_HOME, text):
-            self._literal(m.group(2), "user")
+            self._user(m.group(2))
+        for m in re.finditer(_S3, text):
+            self._literal(next(g for g in m.groups() if g), "s3_bucket")
+        for m in _BUCKET_KEY.finditer(text):
+            self._literal(m.group("b"), "s3_bucket")
         if self.mask_serials:
             for m in _SERIAL.finditer(text):
                 self._literal(m.group("v"), "gpu_serial")
@@ -202,10 +239,16 @@ class Redactor:
         if short != host and len(short) >= 2:
             self._literal(short, "hostname")
 
+    def _user(self, user: str) -> None:
+        if len(user) >= 3 and user.lower() not in GENERIC_USERS:  # shorter: masked in home paths only
+            self._literal(user, "user")
+
     def _literal(self, value: str, category: str) -> None:
-        if value and value not in self._literals:
-            self._literals[value] = category
-            self._pattern = self._name_pattern = None
+        """A value masked wherever it appears, in any case (the first spelling met is the one mapped)."""
+        key = value.lower()
+        if value and key not in self._literals:
+            self._literals[key] = (category, value)
+            self._pattern = None
 
     def _csv_serials(self, text: str, header: str) -> None:
         cells = [c.strip().lower() for c in header.split(",")]
@@ -225,28 +268,20 @@ class Redactor:
         return self._pattern.sub(self._replace, text)
 
     def apply_name(self, name: str) -> str:
-        """A file or folder name redacted: known values also where ``-``, ``_`` or ``.`` glue them to
-        other words (``nccl-allreduce-gpu-a17-gpu-b22.txt``), then every pattern as in text."""
-        if self._literals:
-            if self._name_pattern is None:
-                alternatives = "|".join(re.escape(v) for v in sorted(self._literals, key=len, reverse=True))
-                self._name_pattern = re.compile(rf"(?<![A-Za-z0-9])(?:{alternatives})(?![A-Za-z0-9])")
-            name = self._name_pattern.sub(lambda m: self._known(m.group(0)), name)
+        """A file or folder name redacted (``nccl-allreduce-gpu-a17-gpu-b22.txt``): as text."""
         return self.apply(name)
 
     def _compile(self) -> re.Pattern[str]:
-        parts = []
+        parts = [rf"(?P<arn>{_ARN})", rf"(?P<s3>{_S3})", rf"(?P<email>{_EMAIL})"]
         literals = sorted(self._literals, key=len, reverse=True)
-        if literals:
+        if literals:  # glued by - _ . to other words counts; "p5" in p5.48xlarge (followed by .digit) not
             alternatives = "|".join(re.escape(v) for v in literals)
-            parts.append(rf"(?P<literal>(?<![\w-])(?:{alternatives})(?![\w-]|\.[A-Za-z0-9]))")
+            parts.append(rf"(?P<literal>(?<![A-Za-z0-9])(?i:{alternatives})(?![A-Za-z0-9]|\.\d))")
         parts += [
-            rf"(?P<arn>{_ARN})",
-            rf"(?P<s3>{_S3})",
-            rf"(?P<email>{_EMAIL})",
             rf"(?P<home>{_HOME})",
             rf"(?P<ec2host>{_EC2_HOST})",
             rf"(?P<ip4>{_IP4})",
+            rf"(?P<ibhw>{_IB_HW})",
             rf"(?P<mac>{_MAC})",
             rf"(?P<ip6>{_IP6})",
             rf"(?P<instance>{_INSTANCE})",
@@ -270,10 +305,16 @@ class Redactor:
         if kind == "ip6":
             return self._ip6(text)
         if kind == "mac":
-            return self.token(
+            sep = text[2]
+            token = self.token(
                 "mac",
-                text.lower(),
+                text.lower().replace("-", ":"),
                 lambda n: "02:00:" + ":".join(f"{n:08x}"[i : i + 2] for i in range(0, 8, 2)),
+            )
+            return token.replace(":", sep)
+        if kind == "ibhw":  # the QPN bytes and subnet prefix say nothing; the port GUID (last 8) is masked
+            return text[:36] + self.token(
+                "mac", text[36:].lower(), lambda n: ":".join(f"{n:016x}"[i : i + 2] for i in range(0, 16, 2))
             )
         if kind == "instance":
             width = len(text) - 2
@@ -288,8 +329,12 @@ class Redactor:
         if kind == "email":
             return self.token("email", text.lower(), lambda n: f"user-{n:04d}@example.com")
         if kind == "home":
-            head, user = re.match(_HOME, text).groups()  # type: ignore[union-attr]
-            return head + self.token("user", user, lambda n: f"user-{n:04d}")
+            cut = 1 if text.startswith("~") else text.rindex("/") + 1
+            head, user = text[:cut], text[cut:]
+            if user.lower() in GENERIC_USERS:
+                return text
+            known = self._literals.get(user.lower())
+            return head + self.token("user", known[1] if known else user, lambda n: f"user-{n:04d}")
         if kind == "account":
             digits = text[-12:]
             return text[:-12] + self._account(digits)
@@ -298,10 +343,12 @@ class Redactor:
             return self.token("gpu_serial", text, lambda n: f"{head}00000000-0000-0000-0000-{n:012x}")
         return text
 
-    def _known(self, value: str) -> str:
-        category = self._literals.get(value) or self._literals.get(value.lower(), "hostname")
+    def _known(self, text: str) -> str:
+        category, value = self._literals.get(text.lower(), ("hostname", text))
         if category == "hostname":
             return self._hostname(value.lower())
+        if category == "s3_bucket":
+            return self.token("s3_bucket", value, lambda n: f"bucket-{n:04d}")
         if category == "cluster":
             return self.token("cluster", value, lambda n: f"cluster-{n:04d}")
         if category == "account_id":

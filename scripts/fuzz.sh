@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Fuzz every parser (or the KINDs named) in turn for SECONDS each (default 600) with atheris; each run's
 # figures (libFuzzer's "Done N runs in T second(s)", coverage) go to tests/fuzz/RESULTS.md with the date.
-# Usage: scripts/fuzz.sh [SECONDS] [KIND...]
+# Usage: scripts/fuzz.sh [SECONDS] [KIND...]   (FUZZ_RESULTS=FILE writes the figures there instead)
 # Needs: .venv/bin/pip install atheris.  Crashes are written as crash-<sha1> in the current directory.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 seconds=${1:-600}
 py=.venv/bin/python
 if [ $# -gt 1 ]; then kinds=${*:2}; else kinds=$($py -c 'import parsers; print(" ".join(parsers.KINDS))'); fi
-out=tests/fuzz/RESULTS.md
+out=${FUZZ_RESULTS:-tests/fuzz/RESULTS.md}  # parallel runners: give each its own file, merge after
 [ -f "$out" ] || printf '# Fuzz runs\n\nAppended by scripts/fuzz.sh (atheris, libFuzzer).\n' >"$out"
 printf '\n## %s, %ss per parser, %s\n\n| kind | runs | seconds | execs/s | crashes | new coverage (cov) |\n|---|---|---|---|---|---|\n' \
 	"$(date -u '+%Y-%m-%d %H:%M UTC')" "$seconds" "$(uname -srm)" >>"$out"

@@ -380,3 +380,56 @@ def test_security_doc_and_collector_share_the_one_list() -> None:
     assert {"ipv4", "hostname", "instance_id", "account_id", "arn"} <= written
     assert written - {"files_scanned"} <= {c.name for c in CATEGORIES}
     assert "hptriage redact" in (ROOT / "docs" / "collector.md").read_text()
+
+
+# --- the same identifiers in the other forms they take in the field ------------------------------
+
+FORMS = {  # line planted -> the original value that must be gone from OUT
+    "AWS_ACCOUNT_ID=123456789013": "123456789013",
+    '"aws_account_id": "123456789014"': "123456789014",
+    "Account ID 123456789018": "123456789018",
+    "123456789016.dkr.ecr.us-east-1.amazonaws.com/img:tag": "123456789016",
+    "HWaddr 0A-1B-2C-3D-4E-5F": "0A-1B-2C-3D-4E-5F",
+    "link/infiniband 80:00:02:08:fe:80:00:00:00:00:00:00:0c:42:a1:03:00:5f:1a:2b brd": "0c:42:a1:03:00:5f",
+    "/fsx/acme-train-west-data/ckpt": "acme-train-west",
+    "Cluster: ACME-TRAIN-WEST": "ACME-TRAIN-WEST",
+    "iface gpu-a17-ib0 up": "gpu-a17",
+    "GPU-A17 kernel: x": "GPU-A17",
+    "ssh gpu-a17.other.net": "gpu-a17",
+    "log_gpu-a17_x": "gpu-a17",
+    "gpu-z99 slots=8": "gpu-z99",
+    "mpirun -H gpu-y88:8,gpu-x77:8 -np 16 ./all_reduce_perf": "gpu-x77",
+    "Linux gpu-w66 5.15.0-1048-aws #53-Ubuntu SMP x86_64 GNU/Linux": "gpu-w66",
+    "http://gpu-v55:8080/metrics": "gpu-v55",
+    "Dimensions: BucketName=acme-bucket-two": "acme-bucket-two",
+    "bucket acme-bucket-three; s3://acme-bucket-three/": "acme-bucket-three",
+    "node_10.9.8.7.log": "10.9.8.7",
+    "::ffff:10.9.8.6": "10.9.8.6",
+    "2600:1F18:ABCD:1200::5": "2600:1F18:ABCD:1200::5",
+    "fe80::a1b2:c3ff:fed4:e5f6%eth0": "fe80::a1b2:c3ff:fed4:e5f6",
+    "IP-10-9-8-4": "10-9-8-4",
+    "Name: hyperpod-i-0aaa111bbb222ccc3": "0aaa111bbb222ccc3",
+    "label hyperpod-i-0ddd111bbb222ccc3": "0ddd111bbb222ccc3",
+    "fs-0aaa111bbb222ccc3.fsx.us-east-1.amazonaws.com@tcp:/abcdefgh": "fs-0aaa111bbb222ccc3",
+    "arn:aws-us-gov:iam::123456789015:user/bob": "123456789015",
+    "Contact: Jane.Doe@Acme-ML.com": "Jane.Doe@Acme-ML.com",
+    "~jdoe/bin": "jdoe",
+    "JobId=12 UserId=asmith(1001) GroupId=asmith(1001)": "asmith",
+}
+
+
+def test_identifiers_in_other_forms_do_not_leak(tmp_path: Path) -> None:
+    node = tmp_path / "in" / "hptriage-gpu-a17-x"
+    shutil.copytree(ROOT / "sample_bundles" / "xid-ecc-3node" / "bundle" / "p5-node-01", node)
+    (node / "meta.env").write_text(META.format(host="gpu-a17", fqdn="gpu-a17.corp.acme-ml.com",
+                                               iid="i-0abc123def4567890"))  # fmt: skip
+    (node / "cmd" / "forms.txt").write_text("\n".join([*FORMS, "/home/ubuntu/.bashrc", ""]))
+    out, map_path = tmp_path / "out", tmp_path / "m.json"
+    assert _redact(str(node), "-o", str(out), "--map", str(map_path))[0] == 0
+    everything = b"".join(data.lower() for _, data in _all_bytes(out))
+    assert [value for value in FORMS.values() if value.lower().encode() in everything] == []
+    text = next(out.rglob("forms.txt")).read_text()
+    assert "/home/ubuntu/.bashrc" in text  # a generic account names no one
+    assert "HWaddr 02-00-00-00-00-" in text and "::ffff:198.18." in text  # shapes kept
+    assert "instance_type=p5.48xlarge" in next(out.rglob("meta.env")).read_text()
+    assert _redact("--verify", str(out), "--map", str(map_path))[0] == 0
