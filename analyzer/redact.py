@@ -65,8 +65,8 @@ CATEGORIES: tuple[Category, ...] = (
              "arn:aws:iam::000000000001:role/arn-0001"),
     Category("s3_bucket", "S3 bucket names in s3:// URLs, virtual-host and path-style URLs, ARNs and "
              "BucketName keys, and then wherever the same name appears", "bucket-0001"),
-    Category("cluster", "cluster and instance-group names from meta.env (cluster, instance_group), "
-             "wherever they appear", "cluster-0001"),
+    Category("cluster", "cluster, instance-group and placement-group names from meta.env (cluster, "
+             "instance_group, placement_group), wherever they appear", "cluster-0001"),
     Category("user", "user names in home paths (/home/NAME, /Users/NAME, ~NAME), Slurm UserId=NAME(uid) and "
              "USER= / LOGNAME= / SLURM_JOB_USER= (generic accounts such as ubuntu, ec2-user, root kept)",
              "user-0001"),
@@ -141,7 +141,11 @@ _BUCKET_KEY = re.compile(
 )
 _SLURM_NODES = re.compile(r"\b(Nodes|NodeName|NodeList|NodeHostName|NodeAddr)=([^\s#]+)")
 _CLUSTER_KEYS = re.compile(
-    r"^(?:cluster|cluster_name|instance_group|instance_group_name)=(?P<v>.+?)\s*$", re.M
+    r"^(?:cluster|cluster_name|instance_group|instance_group_name|placement_group)=(?P<v>.+?)\s*$", re.M
+)
+_NAME_KEYS = re.compile(
+    r"(?:placement/group-name=|sagemaker\.amazonaws\.com/(?:cluster|instance-group)-name[\"']?\s*[:=]\s*[\"']?)"
+    r"(?P<v>[\w.-]{3,})"
 )
 _SERIAL = re.compile(r"^\s*Serial Number\s*:\s*(?P<v>\d{6,})\s*$", re.M)
 _KEEP_IP4 = ("0.0.0.0", "255.255.255.255")
@@ -210,6 +214,8 @@ class Redactor:
             for m in _CLUSTER_KEYS.finditer(text):
                 if m.group("v").strip():
                     self._literal(m.group("v").strip(), "cluster")
+        for m in _NAME_KEYS.finditer(text):  # IMDS and kubectl forms of the same names
+            self._literal(m.group("v"), "cluster")
         for m in re.finditer(_ARN, text):
             if m.group(4):
                 self._literal(m.group(4), "account_id")
@@ -466,4 +472,36 @@ def iter_categories() -> Iterable[str]:
     return (c.name for c in CATEGORIES)
 
 
-__all__ = ["CATEGORIES", "Redactor", "categories_table", "expand_slurm_lists", "summary"]
+__all__ = [
+    "CATEGORIES",
+    "Redactor",
+    "categories_table",
+    "expand_slurm_lists",
+    "summary",
+    "write_categories_into",
+]
+
+
+def write_categories_into(doc: Path) -> None:
+    """Rewrite the generated categories table of docs/security.md (``python -m analyzer.redact``)."""
+    text = doc.read_text(encoding="utf-8")
+    head, rest = text.split("<!-- categories:", 1)
+    marker, _, rest = rest.partition("\n")
+    _, _, tail = rest.partition("<!-- /categories -->")
+    doc.write_text(
+        f"{head}<!-- categories:{marker}\n{categories_table()}\n<!-- /categories -->{tail}", "utf-8"
+    )
+
+
+__all__ = [
+    "CATEGORIES",
+    "Redactor",
+    "categories_table",
+    "expand_slurm_lists",
+    "summary",
+    "write_categories_into",
+]
+
+
+if __name__ == "__main__":
+    write_categories_into(Path(__file__).resolve().parent.parent / "docs" / "security.md")

@@ -374,7 +374,7 @@ def test_security_doc_and_collector_share_the_one_list() -> None:
 
     doc = (ROOT / "docs" / "security.md").read_text()
     block = doc.split("<!-- categories:", 1)[1].split("<!-- /categories -->", 1)[0]
-    assert categories_table() in block, "docs/security.md is stale: regenerate its categories table"
+    assert categories_table() in block, "docs/security.md is stale: python -m analyzer.redact"
     collector = (ROOT / "collector.sh").read_text()
     written = set(re.findall(r"printf '([a-z0-9_]+)\\t%", collector))
     assert {"ipv4", "hostname", "instance_id", "account_id", "arn"} <= written
@@ -415,6 +415,9 @@ FORMS = {  # line planted -> the original value that must be gone from OUT
     "Contact: Jane.Doe@Acme-ML.com": "Jane.Doe@Acme-ML.com",
     "~jdoe/bin": "jdoe",
     "JobId=12 UserId=asmith(1001) GroupId=asmith(1001)": "asmith",
+    "placement/group-name=acme-pg-1": "acme-pg-1",
+    "pg acme-pg-1 again": "acme-pg-1",
+    "sagemaker.amazonaws.com/instance-group-name: gpu-workers-x": "gpu-workers-x",
 }
 
 
