@@ -66,7 +66,9 @@ CATEGORIES: tuple[Category, ...] = (
     Category("s3_bucket", "S3 bucket names in s3:// URLs, virtual-host and path-style URLs, ARNs and "
              "BucketName keys, and then wherever the same name appears", "bucket-0001"),
     Category("cluster", "cluster, instance-group and placement-group names from meta.env (cluster, "
-             "instance_group, placement_group), wherever they appear", "cluster-0001"),
+             "instance_group, placement_group), IMDS placement/group-name, sagemaker.amazonaws.com/*-name "
+             "labels, ClusterName / InstanceGroupName keys and CloudWatch dimensions; then wherever they "
+             "appear", "cluster-0001"),
     Category("user", "user names in home paths (/home/NAME, /Users/NAME, ~NAME), Slurm UserId=NAME(uid) and "
              "USER= / LOGNAME= / SLURM_JOB_USER= (generic accounts such as ubuntu, ec2-user, root kept)",
              "user-0001"),
@@ -137,14 +139,17 @@ _USER_PLACES = re.compile(
 _MPI_HOSTS = re.compile(r"(?:^|\s)(?:-H|-host|--host)[\s=]+([\w.:,-]+)")
 _URL_HOST = re.compile(r"\bhttps?://(?P<h>[A-Za-z][\w-]*)(?=[:/]|\s|$)", re.M)
 _BUCKET_KEY = re.compile(
-    r"(?i:\bBucket(?:Name)?\b)[\"']?\s*[:=]\s*[\"']?(?P<b>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\b"
+    r"(?:(?i:\bBucket(?:Name)?\b)[\"']?\s*[:=]\s*[\"']?|\"Name\":\s*\"BucketName\",\s*\"Value\":\s*\")"
+    r"(?P<b>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\b"
 )
 _SLURM_NODES = re.compile(r"\b(Nodes|NodeName|NodeList|NodeHostName|NodeAddr)=([^\s#]+)")
 _CLUSTER_KEYS = re.compile(
     r"^(?:cluster|cluster_name|instance_group|instance_group_name|placement_group)=(?P<v>.+?)\s*$", re.M
 )
-_NAME_KEYS = re.compile(
-    r"(?:placement/group-name=|sagemaker\.amazonaws\.com/(?:cluster|instance-group)-name[\"']?\s*[:=]\s*[\"']?)"
+_NAME_KEYS = re.compile(  # IMDS, kubectl labels, CloudWatch dimensions (Key=Value and {"Name":, "Value":})
+    r"(?:placement/group-name=|sagemaker\.amazonaws\.com/(?:cluster|instance-group)-name[\"']?\s*[:=]\s*[\"']?"
+    r"|\b(?:ClusterName|InstanceGroupName|cluster_name)[\"']?\s*[:=]\s*[\"']?"
+    r"|\"Name\":\s*\"(?:ClusterName|InstanceGroupName)\",\s*\"Value\":\s*\")"
     r"(?P<v>[\w.-]{3,})"
 )
 _SERIAL = re.compile(r"^\s*Serial Number\s*:\s*(?P<v>\d{6,})\s*$", re.M)

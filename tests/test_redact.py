@@ -418,6 +418,8 @@ FORMS = {  # line planted -> the original value that must be gone from OUT
     "placement/group-name=acme-pg-1": "acme-pg-1",
     "pg acme-pg-1 again": "acme-pg-1",
     "sagemaker.amazonaws.com/instance-group-name: gpu-workers-x": "gpu-workers-x",
+    '"Dimensions": [{"Name": "ClusterName", "Value": "eks-acme-1"}, {"Name": "BucketName", "Value": "acme-b4"}]': "eks-acme-1",
+    "Bucket acme-b4 in eks-acme-1": "acme-b4",
 }
 
 
