@@ -47,7 +47,8 @@ CATEGORIES: tuple[Category, ...] = (
              "rank and log lines, mpirun -H lists and hostfiles, syslog headers, uname -a, Slurm Nodes= "
              "lists, kubectl hostname labels, single-label URL hosts; then wherever the name appears, in "
              "any case, also glued to other words by - _ or . (gpu-a17-ib0)", "host-0001"),
-    Category("domain", "the domain of a redacted FQDN (generic ones such as ec2.internal are kept)",
+    Category("domain", "the domain of a redacted FQDN, also where it stands alone (generic ones such as "
+             "ec2.internal are kept)",
              "domain-0001.internal"),
     Category("ec2_hostname", "ip-a-b-c-d host names (and ip-a-b-c-d.<region>.compute.internal): follow the "
              "ipv4 mapping", "ip-198-18-0-1"),
@@ -175,7 +176,7 @@ class Redactor:
         if doc.get("version") != MAP_VERSION or not isinstance(doc.get("maps"), dict):
             raise ValueError(f"{path} is not an hptriage redaction map (version {MAP_VERSION})")
         r = cls(mask_serials=mask_serials, maps={k: dict(v) for k, v in doc["maps"].items()})
-        for category in ("hostname", "cluster", "gpu_serial", "account_id", "user", "s3_bucket"):
+        for category in ("hostname", "domain", "cluster", "gpu_serial", "account_id", "user", "s3_bucket"):
             for value in r.maps.get(category, {}):
                 r._literal(value, category)
         return r
@@ -246,9 +247,11 @@ class Redactor:
             return  # follows the ipv4 mapping
         self._hosts.add(host)
         self._literal(host, "hostname")
-        short = host.split(".", 1)[0]
-        if short != host and len(short) >= 2:
+        short, _, domain = host.partition(".")
+        if domain and len(short) >= 2:
             self._literal(short, "hostname")
+        if len(domain) >= 3 and not _generic_domain(domain):  # "search corp.example.com" alone too
+            self._literal(domain, "domain")
 
     def _user(self, user: str) -> None:
         if len(user) >= 3 and user.lower() not in GENERIC_USERS:  # shorter: masked in home paths only
@@ -358,6 +361,8 @@ class Redactor:
         category, value = self._literals.get(text.lower(), ("hostname", text))
         if category == "hostname":
             return self._hostname(value.lower())
+        if category == "domain":
+            return self._domain(value.lower())
         if category == "s3_bucket":
             return self.token("s3_bucket", value, lambda n: f"bucket-{n:04d}")
         if category == "cluster":
@@ -375,9 +380,12 @@ class Redactor:
         token = self.token("hostname", short, lambda n: f"host-{n:04d}")
         if not dot:
             return token
-        if any(domain == g or domain.endswith("." + g) for g in GENERIC_DOMAINS):
-            return f"{token}.{domain}"
-        return f"{token}." + self.token("domain", domain, lambda n: f"domain-{n:04d}.internal")
+        return f"{token}.{self._domain(domain)}"
+
+    def _domain(self, domain: str) -> str:
+        if _generic_domain(domain):
+            return domain
+        return self.token("domain", domain, lambda n: f"domain-{n:04d}.internal")
 
     def _ip4(self, text: str) -> str:
         try:
@@ -424,6 +432,10 @@ class Redactor:
         bucket = next(g for g in m.groups() if g)
         token = self.token("s3_bucket", bucket, lambda n: f"bucket-{n:04d}")
         return text.replace(bucket, token, 1)
+
+
+def _generic_domain(domain: str) -> bool:
+    return any(domain == g or domain.endswith("." + g) for g in GENERIC_DOMAINS)
 
 
 def _expand(expression: str) -> list[str]:

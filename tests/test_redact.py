@@ -420,6 +420,7 @@ FORMS = {  # line planted -> the original value that must be gone from OUT
     "sagemaker.amazonaws.com/instance-group-name: gpu-workers-x": "gpu-workers-x",
     '"Dimensions": [{"Name": "ClusterName", "Value": "eks-acme-1"}, {"Name": "BucketName", "Value": "acme-b4"}]': "eks-acme-1",
     "Bucket acme-b4 in eks-acme-1": "acme-b4",
+    "search corp.acme-ml.com": "corp.acme-ml.com",
 }
 
 
