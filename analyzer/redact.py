@@ -25,7 +25,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,23 +115,32 @@ _GPU_UUID = r"\b(?:GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}
 _HOSTFILE = re.compile(r"^(?P<h>[A-Za-z][\w.-]*)\s+(?:slots|max[_-]slots)=\d+", re.M)
 
 #: Where a host name stands (learn pass): group "h" is the name.
-_HOST_PLACES = (
-    re.compile(
-        r"^(?:hostname|node|host|nodename|host_short|slurmd_nodename)=(?P<h>[\w.-]+)\s*$", re.M | re.I
+_HOST_PLACES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (  # (pattern, words it needs)
+    (
+        re.compile(
+            r"^(?:hostname|node|host|nodename|host_short|slurmd_nodename)=(?P<h>[\w.-]+)\s*$", re.M | re.I
+        ),
+        ("=",),
     ),
-    re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<h>[\w.-]+)\s+device"),
-    re.compile(r"^(?:\S+\s+)?(?P<h>[A-Za-z][\w.-]*):\d+:\d+\s+\[\d+\]\s+NCCL\s", re.M),
-    re.compile(  # syslog / journal lines: "<stamp> HOST ident[pid]:" (short, short-iso, short-precise)
-        r"^(?:\w{3}\s+\d+\s+\d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?)"
-        r"\s+(?P<h>[A-Za-z][\w.-]*)\s+[\w./@-]+(?:\[\d+\])?:",
-        re.M,
+    (re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<h>[\w.-]+)\s+device"), ("Rank",)),
+    (re.compile(r"^(?:\S+\s+)?(?P<h>[A-Za-z][\w.-]*):\d+:\d+\s+\[\d+\]\s+NCCL\s", re.M), ("NCCL",)),
+    (
+        re.compile(  # syslog / journal lines: "<stamp> HOST ident[pid]:" (short, short-iso, short-precise)
+            r"^(?:\w{3}\s+\d+\s+\d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?)"
+            r"\s+(?P<h>[A-Za-z][\w.-]*)\s+[\w./@-]+(?:\[\d+\])?:",
+            re.M,
+        ),
+        (":",),
     ),
-    re.compile(r"\bkubernetes\.io/hostname[\"']?\s*[:=]\s*[\"']?(?P<h>[\w.-]+)"),
-    re.compile(r"^\s*(?:Name|Hostname|InternalDNS|ExternalDNS):\s+(?P<h>[\w.-]+)\s*$", re.M),
-    re.compile(r"\"nodename\":\s*\"(?P<h>[\w.-]+)\""),
-    re.compile(r"^Linux \S+ \((?P<h>[\w.-]+)\)", re.M),  # sysstat header
-    re.compile(r"^Linux (?P<h>[A-Za-z][\w.-]*) \d+\.\d+", re.M),  # uname -a
-    _HOSTFILE,
+    (re.compile(r"kubernetes\.io/hostname[\"']?\s*[:=]\s*[\"']?(?P<h>[\w.-]+)"), ("kubernetes.io/hostname",)),
+    (
+        re.compile(r"^\s*(?:Name|Hostname|InternalDNS|ExternalDNS):\s+(?P<h>[\w.-]+)\s*$", re.M),
+        ("Name:", "DNS:"),
+    ),
+    (re.compile(r"\"nodename\":\s*\"(?P<h>[\w.-]+)\""), ('"nodename"',)),
+    (re.compile(r"^Linux \S+ \((?P<h>[\w.-]+)\)", re.M), ("Linux ",)),  # sysstat header
+    (re.compile(r"^Linux (?P<h>[A-Za-z][\w.-]*) \d+\.\d+", re.M), ("Linux ",)),  # uname -a
+    (_HOSTFILE, ("slots=",)),
 )
 _USER_PLACES = re.compile(
     r"\bUserId=(?P<u>[A-Za-z_][\w.-]*)\(\d+\)|^(?:export\s+)?(?:USER|LOGNAME|SLURM_JOB_USER)=(?P<v>[A-Za-z_][\w.-]*)$",
@@ -143,6 +152,11 @@ _BUCKET_KEY = re.compile(
     r"(?:(?i:\bBucket(?:Name)?\b)[\"']?\s*[:=]\s*[\"']?|\"Name\":\s*\"BucketName\",\s*\"Value\":\s*\")"
     r"(?P<b>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\b"
 )
+_ARN_RE, _S3_RE, _HOME_RE = re.compile(_ARN), re.compile(_S3), re.compile(_HOME)
+_ACCOUNT_KEY_RE = re.compile(  # _ACCOUNT_CONTEXT on lower-cased text, led by a word so the scan is quick
+    r"(?:account|owner)(?:[_ -]?id)?\b[\"']?\s*[:=]?\s*[\"']?(\d{12})(?!\d)"
+)
+_ECR_RE = re.compile(_ECR)
 _SLURM_NODES = re.compile(r"\b(Nodes|NodeName|NodeList|NodeHostName|NodeAddr)=([^\s#]+)")
 _CLUSTER_KEYS = re.compile(
     r"^(?:cluster|cluster_name|instance_group|instance_group_name|placement_group)=(?P<v>.+?)\s*$", re.M
@@ -199,39 +213,45 @@ class Redactor:
 
     # -- pass 1: learn the values known by where they stand --------------------------------------------
     def learn(self, text: str, name: str = "") -> None:
-        for pattern in _HOST_PLACES:
-            for m in pattern.finditer(text):
+        for pattern, needles in _HOST_PLACES:
+            for m in _where(pattern, text, *needles):
                 self._host(m.group("h"))
         tags = clean_head(text).hosts  # pdsh / clush "host: line" tags (srun ranks are numbers)
         for tag in set(tags or ()):
             if tag and not tag.isdigit() and "/" not in tag and "," not in tag:
                 self._host(tag)
-        for m in _SLURM_NODES.finditer(text):
+        # each search below runs only where a word it needs is in the text (a kernel log has none)
+        lower = text.lower()
+        for m in _where(_SLURM_NODES, text, "Node"):
             for host in _expand(m.group(2)):
                 self._host(host)
-        for m in _MPI_HOSTS.finditer(text):  # mpirun -H a:8,b:8
+        for m in _where(_MPI_HOSTS, text, "-H", "-host"):  # mpirun -H a:8,b:8
             for host in m.group(1).split(","):
                 self._host(host.partition(":")[0])
-        for m in _URL_HOST.finditer(text):  # http://gpu-v55:8080/ (a dotted name may be anyone's site)
+        for m in _where(_URL_HOST, text, "://"):  # http://gpu-v55:8080/ (a dotted name may be anyone's site)
             self._host(m.group("h"))
-        for m in _USER_PLACES.finditer(text):
+        for m in _where(_USER_PLACES, text, "UserId=", "USER=", "LOGNAME="):
             self._user(m.group("u") or m.group("v"))
         if name.endswith("meta.env"):
             for m in _CLUSTER_KEYS.finditer(text):
                 if m.group("v").strip():
                     self._literal(m.group("v").strip(), "cluster")
-        for m in _NAME_KEYS.finditer(text):  # IMDS and kubectl forms of the same names
-            self._literal(m.group("v"), "cluster")
-        for m in re.finditer(_ARN, text):
+        for m in _where(
+            _NAME_KEYS, text, "group-name", "cluster-name", "ClusterName", "GroupName", "cluster_name"
+        ):
+            self._literal(m.group("v"), "cluster")  # IMDS, kubectl and CloudWatch forms of the same names
+        for m in _where(_ARN_RE, text, "arn:"):
             if m.group(4):
                 self._literal(m.group(4), "account_id")
-        for m in re.finditer(_ACCOUNT_CONTEXT + "|" + _ECR, text):
-            self._literal(m.group(1) or m.group(2), "account_id")
-        for m in re.finditer(_HOME, text):
+        for m in _where(_ACCOUNT_KEY_RE, lower, "account", "owner"):
+            self._literal(m.group(1), "account_id")
+        for m in _where(_ECR_RE, text, ".dkr.ecr."):
+            self._literal(m.group(1), "account_id")
+        for m in _where(_HOME_RE, text, "/home/", "/Users/", "~"):
             self._user(m.group(2))
-        for m in re.finditer(_S3, text):
+        for m in _where(_S3_RE, lower, "s3"):
             self._literal(next(g for g in m.groups() if g), "s3_bucket")
-        for m in _BUCKET_KEY.finditer(text):
+        for m in _where(_BUCKET_KEY, text, "ucket"):
             self._literal(m.group("b"), "s3_bucket")
         if self.mask_serials:
             for m in _SERIAL.finditer(text):
@@ -287,9 +307,10 @@ class Redactor:
 
     def _compile(self) -> re.Pattern[str]:
         parts = [rf"(?P<arn>{_ARN})", rf"(?P<s3>{_S3})", rf"(?P<email>{_EMAIL})"]
-        literals = sorted(self._literals, key=len, reverse=True)
-        if literals:  # glued by - _ . to other words counts; "p5" in p5.48xlarge (followed by .digit) not
-            alternatives = "|".join(re.escape(v) for v in literals)
+        if (
+            self._literals
+        ):  # glued by - _ . to other words counts; "p5" in p5.48xlarge (followed by .digit) not
+            alternatives = _trie_pattern(self._literals)
             parts.append(rf"(?P<literal>(?<![A-Za-z0-9])(?i:{alternatives})(?![A-Za-z0-9]|\.\d))")
         parts += [
             rf"(?P<home>{_HOME})",
@@ -304,7 +325,8 @@ class Redactor:
         ]
         if self.mask_serials:
             parts.append(rf"(?P<uuid>{_GPU_UUID})")
-        return re.compile("|".join(parts))
+        # every identifier starts a word (or a path): one cheap test rejects the positions inside words
+        return re.compile(r"(?:(?<![A-Za-z0-9])|(?=/))(?:" + "|".join(parts) + ")")
 
     def _replace(self, m: re.Match[str]) -> str:
         kind = m.lastgroup
@@ -432,6 +454,35 @@ class Redactor:
         bucket = next(g for g in m.groups() if g)
         token = self.token("s3_bucket", bucket, lambda n: f"bucket-{n:04d}")
         return text.replace(bucket, token, 1)
+
+
+def _where(pattern: re.Pattern[str], text: str, *needles: str) -> Iterator[re.Match[str]]:
+    """The matches of pattern, searched only when the text holds one of the needles it cannot match without."""
+    return pattern.finditer(text) if any(n in text for n in needles) else iter(())
+
+
+def _trie_pattern(words: Iterable[str]) -> str:
+    """One regex for many literal words, factored by common prefix, longest match first: a flat
+    alternation of a thousand host names costs seconds a megabyte, this costs what one word does.
+
+    >>> print(_trie_pattern(["gpu-1", "gpu-12", "gpu-2"]))
+    gpu\\-(?:1(?:2)?|2)
+    """
+    trie: dict = {}
+    for word in words:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        branches = [re.escape(ch) + emit(child) for ch, child in sorted(node.items()) if ch]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return emit(trie)
 
 
 def _generic_domain(domain: str) -> bool:
