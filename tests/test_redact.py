@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analyzer.cli import cli
 from analyzer.redact import CATEGORIES, Redactor
@@ -439,3 +441,18 @@ def test_identifiers_in_other_forms_do_not_leak(tmp_path: Path) -> None:
     assert "HWaddr 02-00-00-00-00-" in text and "::ffff:198.18." in text  # shapes kept
     assert "instance_type=p5.48xlarge" in next(out.rglob("meta.env")).read_text()
     assert _redact("--verify", str(out), "--map", str(map_path))[0] == 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab-1.", min_size=1, max_size=6), min_size=1, max_size=12),
+    st.text(alphabet="ab-1. x", max_size=60),
+)
+def test_trie_pattern_matches_as_the_longest_first_alternation(words: list[str], text: str) -> None:
+    import re
+
+    from analyzer.redact import _trie_pattern
+
+    flat = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
+    wrap = r"(?<![a-z0-9])(?:{})(?![a-z0-9])"
+    assert re.findall(wrap.format(_trie_pattern(words)), text) == re.findall(wrap.format(flat), text)
