@@ -306,26 +306,26 @@ class Redactor:
         return self.apply(name)
 
     def _compile(self) -> re.Pattern[str]:
-        parts = [rf"(?P<arn>{_ARN})", rf"(?P<s3>{_S3})", rf"(?P<email>{_EMAIL})"]
+        # Each alternative behind a one-character look at where it can start, and the whole behind one
+        # test that rejects positions inside words (every identifier starts a word or a path): a scan
+        # then costs about what one pattern does, not the sum of them.
+        parts = [rf"(?=a)(?P<arn>{_ARN})", rf"(?=[sha])(?P<s3>{_S3})", rf"(?=[\w.+-]+@)(?P<email>{_EMAIL})"]
         if (
             self._literals
         ):  # glued by - _ . to other words counts; "p5" in p5.48xlarge (followed by .digit) not
             alternatives = _trie_pattern(self._literals)
             parts.append(rf"(?P<literal>(?<![A-Za-z0-9])(?i:{alternatives})(?![A-Za-z0-9]|\.\d))")
         parts += [
-            rf"(?P<home>{_HOME})",
-            rf"(?P<ec2host>{_EC2_HOST})",
-            rf"(?P<ip4>{_IP4})",
-            rf"(?P<ibhw>{_IB_HW})",
-            rf"(?P<mac>{_MAC})",
-            rf"(?P<ip6>{_IP6})",
-            rf"(?P<instance>{_INSTANCE})",
-            rf"(?P<resource>{_RESOURCE})",
-            rf"(?P<account>{_ACCOUNT_CONTEXT})",
+            rf"(?=[/~])(?P<home>{_HOME})",
+            rf"(?=[iI])(?P<ec2host>{_EC2_HOST})",
+            rf"(?=\d)(?P<ip4>{_IP4})",
+            rf"(?=[0-9A-Fa-f:])(?:(?P<ibhw>{_IB_HW})|(?P<mac>{_MAC})|(?P<ip6>{_IP6}))",
+            rf"(?=i-)(?P<instance>{_INSTANCE})",
+            rf"(?=[a-z]+-[0-9a-f])(?P<resource>{_RESOURCE})",
+            rf"(?=[aAoO])(?P<account>{_ACCOUNT_CONTEXT})",
         ]
         if self.mask_serials:
-            parts.append(rf"(?P<uuid>{_GPU_UUID})")
-        # every identifier starts a word (or a path): one cheap test rejects the positions inside words
+            parts.append(rf"(?=[GM])(?P<uuid>{_GPU_UUID})")
         return re.compile(r"(?:(?<![A-Za-z0-9])|(?=/))(?:" + "|".join(parts) + ")")
 
     def _replace(self, m: re.Match[str]) -> str:
