@@ -1,9 +1,10 @@
 """Identifiers out of bundle text: one mapping for a whole cluster, kept in a map file the user holds.
 
 Two passes.  ``Redactor.learn`` reads every file first and collects the identifiers that are known only
-by where they stand (host names in meta.env, nccl-tests rank lines, NCCL log prefixes, syslog headers,
-Slurm ``Nodes=`` lists and kubectl hostname labels; cluster and instance-group names; account ids met
-inside ARNs; GPU serials for ``--mask-serials``).  ``Redactor.apply`` then replaces, in one regex pass
+by where they stand (host names in meta.env, nccl-tests rank lines, NCCL log prefixes, mpirun host lists,
+syslog headers, Slurm ``Nodes=`` lists and kubectl hostname labels; cluster, instance-group and
+placement-group names; account ids met inside ARNs and after account keys; bucket names; user names;
+GPU serials for ``--mask-serials``).  Those are then masked wherever they appear, in any case.  ``Redactor.apply`` then replaces, in one regex pass
 per text, those known values and everything a pattern recognises anywhere (IPv4/IPv6, MAC, EC2 ids,
 ARNs, AWS resource ids, S3 buckets, e-mail addresses, home-directory user names, ``ip-a-b-c-d`` host
 names).  The same value gets the same token in every file of every bundle, and a token keeps the shape
@@ -178,7 +179,6 @@ class Redactor:
     mask_serials: bool = False
     maps: dict[str, dict[str, str]] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)  # values replaced in the last apply(), per category
-    _hosts: set[str] = field(default_factory=set)
     _literals: dict[str, tuple[str, str]] = field(default_factory=dict)  # lower-case -> (category, value)
     _pattern: re.Pattern[str] | None = None
 
@@ -265,7 +265,6 @@ class Redactor:
             return
         if re.match(_EC2_HOST, host):
             return  # follows the ipv4 mapping
-        self._hosts.add(host)
         self._literal(host, "hostname")
         short, _, domain = host.partition(".")
         if domain and len(short) >= 2:
