@@ -113,52 +113,61 @@ _EMAIL = r"(?<![\w.+-])[\w.+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?![\w-])"
 _HOME = r"(/(?:home|Users)/|(?<![\w/~])~(?=[A-Za-z_][\w.-]{0,31}/))([A-Za-z_][\w.-]{0,31})(?=/|\b)"
 _GPU_UUID = r"\b(?:GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"
 
-_HOSTFILE = re.compile(r"^(?P<h>[A-Za-z][\w.-]*)\s+(?:slots|max[_-]slots)=\d+", re.M)
+_HOSTFILE = re.compile(r"^(?P<h>[A-Za-z][\w.-]*)\s+(?:slots|max[_-]slots)=\d+", re.M | re.A)
 
 #: Where a host name stands (learn pass): group "h" is the name.
 _HOST_PLACES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (  # (pattern, words it needs)
     (
         re.compile(
-            r"^(?:hostname|node|host|nodename|host_short|slurmd_nodename)=(?P<h>[\w.-]+)\s*$", re.M | re.I
+            r"^(?:hostname|node|host|nodename|host_short|slurmd_nodename)=(?P<h>[\w.-]+)\s*$",
+            re.M | re.I | re.A,
         ),
         ("=",),
     ),
-    (re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<h>[\w.-]+)\s+device"), ("Rank",)),
-    (re.compile(r"^(?:\S+\s+)?(?P<h>[A-Za-z][\w.-]*):\d+:\d+\s+\[\d+\]\s+NCCL\s", re.M), ("NCCL",)),
+    (
+        re.compile(r"\bRank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(?P<h>[\w.-]+)\s+device", re.A),
+        ("Rank",),
+    ),
+    (re.compile(r"^(?:\S+\s+)?(?P<h>[A-Za-z][\w.-]*):\d+:\d+\s+\[\d+\]\s+NCCL\s", re.M | re.A), ("NCCL",)),
     (
         re.compile(  # syslog / journal lines: "<stamp> HOST ident[pid]:" (short, short-iso, short-precise)
             r"^(?:\w{3}\s+\d+\s+\d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?)"
             r"\s+(?P<h>[A-Za-z][\w.-]*)\s+[\w./@-]+(?:\[\d+\])?:",
-            re.M,
+            re.M | re.A,
         ),
         (":",),
     ),
-    (re.compile(r"kubernetes\.io/hostname[\"']?\s*[:=]\s*[\"']?(?P<h>[\w.-]+)"), ("kubernetes.io/hostname",)),
     (
-        re.compile(r"^\s*(?:Name|Hostname|InternalDNS|ExternalDNS):\s+(?P<h>[\w.-]+)\s*$", re.M),
+        re.compile(r"kubernetes\.io/hostname[\"']?\s*[:=]\s*[\"']?(?P<h>[\w.-]+)", re.A),
+        ("kubernetes.io/hostname",),
+    ),
+    (
+        re.compile(r"^\s*(?:Name|Hostname|InternalDNS|ExternalDNS):\s+(?P<h>[\w.-]+)\s*$", re.M | re.A),
         ("Name:", "DNS:"),
     ),
-    (re.compile(r"\"nodename\":\s*\"(?P<h>[\w.-]+)\""), ('"nodename"',)),
-    (re.compile(r"^Linux \S+ \((?P<h>[\w.-]+)\)", re.M), ("Linux ",)),  # sysstat header
-    (re.compile(r"^Linux (?P<h>[A-Za-z][\w.-]*) \d+\.\d+", re.M), ("Linux ",)),  # uname -a
+    (re.compile(r"\"nodename\":\s*\"(?P<h>[\w.-]+)\"", re.A), ('"nodename"',)),
+    (re.compile(r"^Linux \S+ \((?P<h>[\w.-]+)\)", re.M | re.A), ("Linux ",)),  # sysstat header
+    (re.compile(r"^Linux (?P<h>[A-Za-z][\w.-]*) \d+\.\d+", re.M | re.A), ("Linux ",)),  # uname -a
     (_HOSTFILE, ("slots=",)),
 )
 _USER_PLACES = re.compile(
     r"\bUserId=(?P<u>[A-Za-z_][\w.-]*)\(\d+\)|^(?:export\s+)?(?:USER|LOGNAME|SLURM_JOB_USER)=(?P<v>[A-Za-z_][\w.-]*)$",
-    re.M,
+    re.M | re.A,
 )
-_MPI_HOSTS = re.compile(r"(?:^|\s)(?:-H|-host|--host)[\s=]+([\w.:,-]+)")
-_URL_HOST = re.compile(r"\bhttps?://(?P<h>[A-Za-z][\w-]*)(?=[:/]|\s|$)", re.M)
+_MPI_HOSTS = re.compile(r"(?:^|\s)(?:-H|-host|--host)[\s=]+([\w.:,-]+)", re.A)
+_URL_HOST = re.compile(r"\bhttps?://(?P<h>[A-Za-z][\w-]*)(?=[:/]|\s|$)", re.M | re.A)
 _BUCKET_KEY = re.compile(
     r"(?:(?i:\bBucket(?:Name)?\b)[\"']?\s*[:=]\s*[\"']?|\"Name\":\s*\"BucketName\",\s*\"Value\":\s*\")"
-    r"(?P<b>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\b"
+    r"(?P<b>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])\b",
+    re.A,
 )
-_ARN_RE, _S3_RE, _HOME_RE = re.compile(_ARN), re.compile(_S3), re.compile(_HOME)
+_ARN_RE, _S3_RE, _HOME_RE = re.compile(_ARN, re.A), re.compile(_S3, re.A), re.compile(_HOME, re.A)
 _ACCOUNT_KEY_RE = re.compile(  # _ACCOUNT_CONTEXT on lower-cased text, led by a word so the scan is quick
-    r"(?:account|owner)(?:[_ -]?id)?\b[\"']?\s*[:=]?\s*[\"']?(\d{12})(?!\d)"
+    r"(?:account|owner)(?:[_ -]?id)?\b[\"']?\s*[:=]?\s*[\"']?(\d{12})(?!\d)",
+    re.A,
 )
-_ECR_RE = re.compile(_ECR)
-_SLURM_NODES = re.compile(r"\b(Nodes|NodeName|NodeList|NodeHostName|NodeAddr)=([^\s#]+)")
+_ECR_RE = re.compile(_ECR, re.A)
+_SLURM_NODES = re.compile(r"\b(Nodes|NodeName|NodeList|NodeHostName|NodeAddr)=([^\s#]+)", re.A)
 _CLUSTER_KEYS = re.compile(
     r"^(?:cluster|cluster_name|instance_group|instance_group_name|placement_group)=(?P<v>.+?)\s*$", re.M
 )
@@ -166,9 +175,10 @@ _NAME_KEYS = re.compile(  # IMDS, kubectl labels, CloudWatch dimensions (Key=Val
     r"(?:placement/group-name=|sagemaker\.amazonaws\.com/(?:cluster|instance-group)-name[\"']?\s*[:=]\s*[\"']?"
     r"|\b(?:ClusterName|InstanceGroupName|cluster_name)[\"']?\s*[:=]\s*[\"']?"
     r"|\"Name\":\s*\"(?:ClusterName|InstanceGroupName)\",\s*\"Value\":\s*\")"
-    r"(?P<v>[\w.-]{3,})"
+    r"(?P<v>[\w.-]{3,})",
+    re.A,
 )
-_SERIAL = re.compile(r"^\s*Serial Number\s*:\s*(?P<v>\d{6,})\s*$", re.M)
+_SERIAL = re.compile(r"^\s*Serial Number\s*:\s*(?P<v>\d{6,})\s*$", re.M | re.A)
 _KEEP_IP4 = ("0.0.0.0", "255.255.255.255")
 
 
@@ -325,7 +335,8 @@ class Redactor:
         ]
         if self.mask_serials:
             parts.append(rf"(?=[GM])(?P<uuid>{_GPU_UUID})")
-        return re.compile(r"(?:(?<![A-Za-z0-9])|(?=/))(?:" + "|".join(parts) + ")")
+        # ASCII classes: every identifier is ASCII, and a byte past 127 (text is read as latin-1) ends a word
+        return re.compile(r"(?:(?<![A-Za-z0-9])|(?=/))(?:" + "|".join(parts) + ")", re.ASCII)
 
     def _replace(self, m: re.Match[str]) -> str:
         kind = m.lastgroup

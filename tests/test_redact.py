@@ -456,3 +456,31 @@ def test_trie_pattern_matches_as_the_longest_first_alternation(words: list[str],
     flat = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
     wrap = r"(?<![a-z0-9])(?:{})(?![a-z0-9])"
     assert re.findall(wrap.format(_trie_pattern(words)), text) == re.findall(wrap.format(flat), text)
+
+
+_PIECES = ["10.1.2.3", "ip-10-1-2-3", "0a:1b:2c:3d:4e:5f", "i-0abc123def4567890", "fs-0123456789abcdef0",
+           "arn:aws:iam::123456789012:role/r", "s3://acme-bkt/k", "a@b.com", "/home/jdoe/", "2600:1f18::7",
+           "\nhostname=gpu-q1\n", "x", "9", "~", "é", "\x00", "²", "-", "_"]  # fmt: skip
+_SEPARATORS = [" ", "\n", "=", ",", '"', "(", "[", "\t", " -> ", "/", "é", "²", "\xc3\xa9"]
+_SECRETS = ("10.1.2.3", "0a:1b:2c:3d:4e:5f", "0abc123def4567890", "0123456789abcdef0", "123456789012",
+            "acme-bkt", "a@b.com", "jdoe", "2600:1f18::7", "gpu-q1")  # fmt: skip
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_PIECES), st.sampled_from(_SEPARATORS)), max_size=30),
+    st.text(max_size=30),
+)
+def test_redaction_never_fails_and_leaves_no_identifier(pieces: list[tuple[str, str]], noise: str) -> None:
+    """Identifiers among any other words, separators, bytes past 127 and random text: no failure, and
+    none of them is left where it stood apart (glued to other letters or digits it is another word)."""
+    import re
+
+    text = "".join(piece + sep for piece, sep in pieces) + noise
+    r = Redactor()
+    r.learn(text, "meta.env")
+    out = r.apply(text)
+    for secret in _SECRETS:
+        alone = rf"(?<![A-Za-z0-9.:@~-]){re.escape(secret)}(?![A-Za-z0-9:@-])"
+        if secret not in noise and re.search(alone, text):
+            assert not re.search(alone, out), (secret, text, out)
