@@ -12,6 +12,7 @@ The map file (original -> token) is written outside OUT, never inside it.
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import io
@@ -98,7 +99,7 @@ class _Job:
         if path.is_dir():
             refusals: list[Refusal] = []
             errors: list[str] = []
-            for name, data in iter_dir(path, self.limits, refusals, errors):
+            for name, data in iter_dir(path, self._walk_limits(), refusals, errors):
                 yield from self._unpacked(name, data, f"{label}/{name}")
         else:
             yield from self._unpacked(path.name, path.read_bytes(), label)
@@ -165,17 +166,52 @@ class _Job:
         return self._text(data)
 
     def write_dir(self, root: Path, target: Path) -> None:
+        """A folder redacted as it is walked, one node bundle (a folder with meta.env) or one loose file
+        at a time, so memory holds one bundle, not the cluster; a ``.sha256`` is renewed last, from the
+        redacted file it names."""
         refusals: list[Refusal] = []
         errors: list[str] = []
-        files = list(iter_dir(root, self.limits, refusals, errors))
+        bundle_roots = _bundle_roots(root)
+        groups: dict[str, list[tuple[str, bytes]]] = {}  # bundles being read; the walk leaves each once
+        sums: list[tuple[str, bytes]] = []
+
+        def flush(files: list[tuple[str, bytes]]) -> None:
+            for name, data in self._tree(files, str(root)):
+                dest = target / name
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(data)
+
+        for name, data in iter_dir(root, self._walk_limits(), refusals, errors):
+            for left in [r for r in groups if r != "." and not name.startswith(r + "/")]:
+                flush(groups.pop(left))
+            owner = _root_of(name, bundle_roots)
+            if owner is not None:
+                groups.setdefault(owner, []).append((name, data))
+            elif name.endswith(".sha256"):
+                sums.append((name, data))
+            else:
+                flush([(name, data)])  # a loose file or a node tarball: on its own
+        for files in groups.values():
+            flush(files)
+        for name, data in sums:
+            new_name = "/".join(self.redactor.apply_name(part) for part in name.split("/"))
+            checked = target / new_name[: -len(".sha256")]
+            dest = target / new_name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if checked.is_file():
+                digest = _file_sha256(checked)
+                dest.write_bytes(f"{digest}  {checked.name}\n".encode())
+            else:
+                dest.write_bytes(self._text(data))
         for r in refusals:
             self._note(f"{root}/{r.path}: {r.reason}", self.report.refused)
         for e in errors:
             self._note(f"{root}: {e}", self.report.errors)
-        for name, data in self._tree(files, str(root)):
-            dest = target / name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(data)
+
+    def _walk_limits(self) -> Limits:
+        """A folder of many bundles is no bundle: each file keeps its cap, each tarball is checked as a
+        bundle when it is opened; the folder's total is not capped (it is read one file at a time)."""
+        return dataclasses.replace(self.limits, max_bundle_bytes=1 << 62)
 
     def _tarball(self, members: list[tuple[str, bytes]], label: str, gz: bool) -> bytes:
         buf = io.BytesIO()
@@ -195,15 +231,12 @@ class _Job:
             reverse=True,
         )
 
-        def root_of(name: str) -> str | None:
-            return next((r for r in roots if r == "." or name.startswith(r + "/")), None)
-
         out: dict[str, bytes] = {}
         names: dict[str, str] = {}  # original -> redacted path
         sha_files: list[tuple[str, bytes]] = []
         by_root: dict[str | None, list[tuple[str, bytes]]] = {}
         for name, data in files:
-            by_root.setdefault(root_of(name), []).append((name, data))
+            by_root.setdefault(_root_of(name, roots), []).append((name, data))
         for root, group in by_root.items():
             self.redactor.counts = {}
             for name, data in group:
@@ -281,6 +314,29 @@ def verify(out: Path, map_path: Path, limits: Limits | None = None) -> list[tupl
                     if value in low or value in low_name:
                         found.append((category, f"{path}!{name}" if path.is_file() else f"{path}/{name}"))
     return sorted(set(found))
+
+
+def _bundle_roots(root: Path) -> list[str]:
+    """The folders under root (relative, "." for root itself) that hold a meta.env, deepest first;
+    folder links are not followed."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        if "meta.env" in filenames:
+            found.append(Path(dirpath).relative_to(root).as_posix())
+    return sorted(found, key=len, reverse=True)
+
+
+def _root_of(name: str, roots: list[str]) -> str | None:
+    return next((r for r in roots if r == "." or name.startswith(r + "/")), None)
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _text(data: bytes) -> str:
