@@ -72,6 +72,14 @@ class Finding:
     key: tuple[Any, ...] = ()  # what makes this finding distinct besides rule/node/gpu
 
     @property
+    def nodes_named(self) -> set[str]:
+        """The nodes this finding is about: its own, and the list a cluster finding names in
+        ``params["nodes"]`` (a count under that key would be no list of names: ignored)."""
+        named = self.params.get("nodes")
+        listed = {n for n in named if isinstance(n, str)} if isinstance(named, list) else set()
+        return listed | ({self.node} if self.node else set())
+
+    @property
     def fingerprint(self) -> str:
         basis = json.dumps([self.rule, self.node, self.gpu, list(self.key)], default=str)
         return hashlib.sha256(basis.encode()).hexdigest()

@@ -163,7 +163,7 @@ def compute(
 
 
 def _cluster_entry(rule: str, group: list[Finding], meta: RuleScope, everywhere: bool) -> dict[str, Any]:
-    nodes = sorted({f.node for f in group if f.node} | {n for f in group for n in f.params.get("nodes", [])})
+    nodes = sorted(set().union(*(f.nodes_named for f in group)))
     worst = min(group, key=lambda f: f.severity.rank)
     if len(group) == 1:
         message = worst.message

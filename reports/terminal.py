@@ -111,9 +111,7 @@ def _findings_lines(out: _Writer, findings: list[Finding], titles: dict[str, str
             continue  # already printed as part of its group
         if not verbose and len(group) > GROUP_ABOVE:
             del by_rule[(f.rule, f.severity.value)]
-            nodes = sorted(
-                {g.node for g in group if g.node} | {n for g in group for n in g.params.get("nodes", [])}
-            )
+            nodes = sorted(set().union(*(g.nodes_named for g in group)))
             where = f"{len(nodes)} node(s) ({_named(nodes, NAMED)})" if nodes else "the cluster"
             text = f"{titles.get(f.rule, f.rule)}: {len(group)} findings on {where}; first: {f.message} [-v lists every one]"
             _one(out, f, text)

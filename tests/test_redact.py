@@ -484,3 +484,27 @@ def test_redaction_never_fails_and_leaves_no_identifier(pieces: list[tuple[str, 
         alone = rf"(?<![A-Za-z0-9.:@~-]){re.escape(secret)}(?![A-Za-z0-9:@-])"
         if secret not in noise and re.search(alone, text):
             assert not re.search(alone, out), (secret, text, out)
+
+
+def test_cluster_tarball_stays_a_tarball_and_analyzes_the_same(tmp_path: Path) -> None:
+    """A cluster bundle (one tarball of node tarballs and extra/): redacted into one tarball, nested
+    node tarballs redacted inside it, nothing covered left, the same findings through the map."""
+    cluster = tmp_path / "cluster"
+    generate.generate(cluster, nodes=4, scenario="mixed")
+    shutil.copytree(_planted_cluster(tmp_path / "planted"), cluster, dirs_exist_ok=True)
+    tarball = make_tar(cluster, tmp_path / "acme-cluster.tar.gz")
+    out, map_path = tmp_path / "out", tmp_path / "m.json"
+    code, output = _redact(str(tarball), "-o", str(out), "--map", str(map_path))
+    assert code == 0, output
+    assert [p.name for p in out.iterdir()] == ["acme-cluster.tar.gz"]
+    everything = _all_bytes(out)
+    nested = [name for name, _ in everything if name.count("!") == 2 and name.endswith("meta.env")]
+    assert len(nested) == 5  # four generated node tarballs and the planted one, opened inside
+    leaks = [
+        v for vs in PLANTED.values() for v in vs for n, d in everything if v.lower().encode() in d.lower()
+    ]
+    assert leaks == []
+    before = _analyze(tarball, tmp_path / "a.json")
+    after = _analyze(out / "acme-cluster.tar.gz", tmp_path / "b.json")
+    assert len(before["findings"]) > 5
+    assert _comparable(after, None) == _comparable(before, Redactor.load(map_path))

@@ -196,3 +196,18 @@ def test_sql_on_a_kept_database(tmp_path: Path, fmt: str) -> None:
     assert "48" in result.stdout
     bad = CliRunner().invoke(cli, ["sql", str(db), "SELECT nope"])
     assert bad.exit_code == 2 and "Binder Error" in bad.output
+
+
+def test_cluster_entry_counts_named_nodes_only() -> None:
+    """A finding whose params hold a node *count* is grouped without failing (it once raised TypeError
+    on a cluster that had a placement finding beside others of its rule)."""
+    from analyzer.findings import Finding, Route, Severity
+    from analyzer.verdict import RuleScope, _cluster_entry
+
+    def finding(node: str | None, params: dict) -> Finding:
+        route = Route(owner="node-hardware", target="ops", action="check")
+        return Finding("placement.no_pg", 1, Severity.WARNING, node, None, "m", params, route)
+
+    group = [finding(None, {"nodes": 12, "nodes_without": ["a"]}), finding("b", {"nodes": ["c", 7]})]
+    assert group[0].nodes_named == set() and group[1].nodes_named == {"b", "c"}
+    assert _cluster_entry("placement.no_pg", group, RuleScope(), False)["nodes"] == 2

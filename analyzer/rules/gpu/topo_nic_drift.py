@@ -85,7 +85,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                 f"{len(ref_nodes)} of {len(members)} nodes in {len(diff)} cell(s): {'; '.join(diff[:8])}"
                 + (" ..." if len(diff) > 8 else ""),
                 params={"instance_type": itype, "differences": diff, "cells": len(diff),
-                        "majority_nodes": ref_nodes, "nodes": len(members)},
+                        "majority_nodes": ref_nodes, "node_count": len(members)},
                 evidence=list(dict.fromkeys(ctx.evidence(*w) for w in rows))[:8],
                 bundle_id=m[0],
             )  # fmt: skip
@@ -98,7 +98,7 @@ def _no_majority(ctx, itype, members, patterns, lines) -> Finding:  # type: igno
         node=None,
         message=f"{itype}: {len(distinct)} different GPU-NIC topology patterns among {len(members)} nodes "
         f"and none is a majority: {' | '.join(', '.join(g) for g in by_pattern)}",
-        params={"instance_type": itype, "patterns": len(distinct), "nodes": len(members),
+        params={"instance_type": itype, "patterns": len(distinct), "node_count": len(members),
                 "groups": by_pattern},
         evidence=[ctx.evidence(*next(iter(lines[m].values()))) for m in sorted(members, key=lambda x: x[1])][:8],
         key=(itype,),

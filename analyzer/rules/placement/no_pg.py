@@ -55,6 +55,6 @@ def check(ctx: Context) -> Iterable[Finding]:
     yield RULE.finding(
         node=None,
         message=message,
-        params={"nodes_without": names, "nodes": len(nodes), "groups_in_use": with_pg},
+        params={"nodes_without": names, "node_count": len(nodes), "groups_in_use": with_pg},
         evidence=[e for e in evidence if e.file],
     )
