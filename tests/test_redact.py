@@ -508,3 +508,38 @@ def test_cluster_tarball_stays_a_tarball_and_analyzes_the_same(tmp_path: Path) -
     after = _analyze(out / "acme-cluster.tar.gz", tmp_path / "b.json")
     assert len(before["findings"]) > 5
     assert _comparable(after, None) == _comparable(before, Redactor.load(map_path))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_mix_of_real_outputs_redacts_to_the_same_findings(tmp_path: Path, seed: int) -> None:
+    """Clusters whose nodes each hold a random real fixture of every kind (some left out) and whose
+    extra/ holds real nccl-tests and CloudWatch files: analyze gives the same findings before and after
+    redaction."""
+    import random
+
+    import parsers
+
+    rng = random.Random(seed)
+    cluster = tmp_path / "cluster"
+    cluster.mkdir()
+
+    def real(kind: str) -> list[Path]:
+        return [p for p in sorted((FIXTURES / kind).glob("*")) if p.is_file() and p.suffix != ".md"]
+
+    for i in range(rng.randint(3, 5)):
+        files = [
+            (f"cmd/{kind}.txt", kind, rng.choice(real(kind)).read_text(errors="replace"))
+            for kind in parsers.KINDS
+            if kind not in ("nccl-tests", "cloudwatch") and real(kind) and rng.random() > 0.25
+        ]
+        generate.write_node(cluster, i, files)
+    (cluster / "extra").mkdir()
+    for kind in ("nccl-tests", "cloudwatch"):
+        for path in rng.sample(real(kind), 2):
+            shutil.copy(path, cluster / "extra" / f"{kind}-{path.name}")
+    out, map_path = tmp_path / "out", tmp_path / "m.json"
+    assert _redact(str(cluster), "-o", str(out), "--map", str(map_path))[0] == 0
+    before = _analyze(cluster, tmp_path / "a.json")
+    after = _analyze(out / "cluster", tmp_path / "b.json")
+    assert before["findings"]
+    assert _comparable(after, None) == _comparable(before, Redactor.load(map_path))
