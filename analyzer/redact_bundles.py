@@ -225,11 +225,7 @@ class _Job:
     def _tree(self, files: list[tuple[str, bytes]], label: str) -> list[tuple[str, bytes]]:
         """A set of files (a tarball's members, a folder) redacted: names and contents; node bundles
         (folders with meta.env) get their manifest, redaction.txt, and .sha256 files are renewed."""
-        roots = sorted(
-            {str(PurePosixPath(n).parent) for n, _ in files if PurePosixPath(n).name == "meta.env"},
-            key=len,
-            reverse=True,
-        )
+        roots = {str(PurePosixPath(n).parent) for n, _ in files if PurePosixPath(n).name == "meta.env"}
 
         out: dict[str, bytes] = {}
         names: dict[str, str] = {}  # original -> redacted path
@@ -316,19 +312,19 @@ def verify(out: Path, map_path: Path, limits: Limits | None = None) -> list[tupl
     return sorted(set(found))
 
 
-def _bundle_roots(root: Path) -> list[str]:
-    """The folders under root (relative, "." for root itself) that hold a meta.env, deepest first;
-    folder links are not followed."""
-    found = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        dirnames.sort()
-        if "meta.env" in filenames:
-            found.append(Path(dirpath).relative_to(root).as_posix())
-    return sorted(found, key=len, reverse=True)
+def _bundle_roots(root: Path) -> set[str]:
+    """The folders under root (relative, "." for root itself) that hold a meta.env; folder links are
+    not followed."""
+    return {
+        Path(dirpath).relative_to(root).as_posix()
+        for dirpath, _, filenames in os.walk(root, followlinks=False)
+        if "meta.env" in filenames
+    }
 
 
-def _root_of(name: str, roots: list[str]) -> str | None:
-    return next((r for r in roots if r == "." or name.startswith(r + "/")), None)
+def _root_of(name: str, roots: set[str]) -> str | None:
+    """The deepest bundle folder holding the file ``name``."""
+    return next((str(p) for p in PurePosixPath(name).parents if str(p) in roots), None)
 
 
 def _file_sha256(path: Path) -> str:
