@@ -322,7 +322,7 @@ class Redactor:
         if (
             self._literals
         ):  # glued by - _ . to other words counts; "p5" in p5.48xlarge (followed by .digit) not
-            alternatives = _trie_pattern(self._literals)
+            alternatives = trie_pattern(self._literals)
             parts.append(rf"(?P<literal>(?<![A-Za-z0-9])(?i:{alternatives})(?![A-Za-z0-9]|\.\d))")
         parts += [
             rf"(?=[/~])(?P<home>{_HOME})",
@@ -471,11 +471,11 @@ def _where(pattern: re.Pattern[str], text: str, *needles: str) -> Iterator[re.Ma
     return pattern.finditer(text) if any(n in text for n in needles) else iter(())
 
 
-def _trie_pattern(words: Iterable[str]) -> str:
+def trie_pattern(words: Iterable[str]) -> str:
     """One regex for many literal words, factored by common prefix, longest match first: a flat
     alternation of a thousand host names costs seconds a megabyte, this costs what one word does.
 
-    >>> print(_trie_pattern(["gpu-1", "gpu-12", "gpu-2"]))
+    >>> print(trie_pattern(["gpu-1", "gpu-12", "gpu-2"]))
     gpu\\-(?:1(?:2)?|2)
     """
     trie: dict = {}
@@ -556,6 +556,7 @@ __all__ = [
     "categories_table",
     "expand_slurm_lists",
     "summary",
+    "trie_pattern",
     "write_categories_into",
 ]
 
@@ -577,6 +578,7 @@ __all__ = [
     "categories_table",
     "expand_slurm_lists",
     "summary",
+    "trie_pattern",
     "write_categories_into",
 ]
 

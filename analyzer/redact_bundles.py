@@ -17,13 +17,14 @@ import gzip
 import hashlib
 import io
 import os
+import re
 import tarfile
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from analyzer.redact import Redactor, expand_slurm_lists, summary
+from analyzer.redact import Redactor, expand_slurm_lists, summary, trie_pattern
 from analyzer.safe_read import Limits, Refusal, iter_dir, iter_tar
 
 TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
@@ -295,21 +296,26 @@ class _Job:
 
 def verify(out: Path, map_path: Path, limits: Limits | None = None) -> list[tuple[str, str]]:
     """(category, where) for every original value of the map still found in OUT: file contents and
-    names, tarballs and .gz opened, compared without regard to case.  Empty: nothing in the map leaks.
-    The values themselves are never returned (the caller may print the result)."""
+    names, tarballs and .gz opened, without regard to case, as a word of its own (``node64`` inside
+    ``inode64`` is another word; glued by ``-``, ``_`` or ``.`` it counts), the same way redaction finds
+    them.  Empty: nothing in the map leaks.  The values themselves are never returned (the caller may
+    print the result)."""
     redactor = Redactor.load(map_path)
-    values = [(c, v.lower().encode()) for c, table in redactor.maps.items() for v in table if len(v) >= 2]
+    category_of = {v.lower(): c for c, table in redactor.maps.items() for v in table if len(v) >= 2}
+    if not category_of:
+        return []
+    words = re.compile(rb"(?<![a-z0-9])(?:" + trie_pattern(category_of).encode() + rb")(?![a-z0-9]|\.[0-9])")
     report = RedactReport()
+    found: set[tuple[str, str]] = set()
     with tempfile.TemporaryDirectory(prefix="hptriage-verify-") as work:
         job = _Job(redactor, limits or Limits(), Path(work), report)
-        found: list[tuple[str, str]] = []
         for path in sorted(out.iterdir()) if out.is_dir() else [out]:
             for name, data in job.files(path, str(path)):
-                low, low_name = data.lower(), name.lower().encode()
-                for category, value in values:
-                    if value in low or value in low_name:
-                        found.append((category, f"{path}!{name}" if path.is_file() else f"{path}/{name}"))
-    return sorted(set(found))
+                where = f"{path}!{name}" if path.is_file() else f"{path}/{name}"
+                for text in (data.lower(), name.lower().encode()):
+                    for m in words.finditer(text):
+                        found.add((category_of[m.group(0).decode()], where))
+    return sorted(found)
 
 
 def _bundle_roots(root: Path) -> set[str]:

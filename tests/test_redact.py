@@ -448,14 +448,14 @@ def test_identifiers_in_other_forms_do_not_leak(tmp_path: Path) -> None:
     st.lists(st.text(alphabet="ab-1.", min_size=1, max_size=6), min_size=1, max_size=12),
     st.text(alphabet="ab-1. x", max_size=60),
 )
-def test_trie_pattern_matches_as_the_longest_first_alternation(words: list[str], text: str) -> None:
+def testtrie_pattern_matches_as_the_longest_first_alternation(words: list[str], text: str) -> None:
     import re
 
-    from analyzer.redact import _trie_pattern
+    from analyzer.redact import trie_pattern
 
     flat = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
     wrap = r"(?<![a-z0-9])(?:{})(?![a-z0-9])"
-    assert re.findall(wrap.format(_trie_pattern(words)), text) == re.findall(wrap.format(flat), text)
+    assert re.findall(wrap.format(trie_pattern(words)), text) == re.findall(wrap.format(flat), text)
 
 
 _PIECES = ["10.1.2.3", "ip-10-1-2-3", "0a:1b:2c:3d:4e:5f", "i-0abc123def4567890", "fs-0123456789abcdef0",
@@ -543,3 +543,19 @@ def test_random_mix_of_real_outputs_redacts_to_the_same_findings(tmp_path: Path,
     after = _analyze(out / "cluster", tmp_path / "b.json")
     assert before["findings"]
     assert _comparable(after, None) == _comparable(before, Redactor.load(map_path))
+
+
+def test_verify_reads_words_as_redaction_does(tmp_path: Path) -> None:
+    """A value inside a longer word is another word (host node64 in the mount option inode64); glued
+    by - _ . it is still that value."""
+    out, map_path = tmp_path / "out", tmp_path / "m.json"
+    out.mkdir()
+    redactor = Redactor()
+    redactor.learn("hostname=node64\n", "meta.env")
+    redactor.apply("node64")
+    redactor.save(map_path)
+    (out / "mounts.txt").write_text("tmpfs /dev/shm tmpfs rw,nosuid,nodev,inode64 0 0\n")
+    assert _redact("--verify", str(out), "--map", str(map_path))[0] == 0
+    (out / "log.txt").write_text("eth0 on NODE64-ib0 up\n")
+    code, output = _redact("--verify", str(out), "--map", str(map_path))
+    assert code == 1 and "log.txt" in output and "mounts.txt" not in output
