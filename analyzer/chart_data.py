@@ -50,7 +50,7 @@ def gpu_grid(
     assert column in ("temp_c", "sm_clock_mhz", "ecc_corrected_volatile", "power_draw_w")
     rows = _rows(
         con,
-        f'SELECT node, "index" AS gpu, {column} AS v FROM gpu WHERE {column} IS NOT NULL ORDER BY node, gpu',
+        f'SELECT node, "index" AS gpu, {column} AS v FROM gpu WHERE {column} IS NOT NULL AND node IS NOT NULL ORDER BY node, gpu',
     )
     if not rows:
         return None

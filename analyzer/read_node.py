@@ -37,6 +37,8 @@ class NodeData:
     arrow: dict[str, Any] = field(default_factory=dict)  # table -> pyarrow.Table, made in the worker
     #: table -> Arrow tables of the files parsed so far (typed as each file is parsed), without ids
     parts: dict[str, list[Any]] = field(default_factory=dict)
+    #: id(part) -> the node its rows carry instead of ``node`` (a node's output found in extra/)
+    part_nodes: dict[int, str] = field(default_factory=dict)
     #: {"path", "reason"} for what was not read: refused members (``bundle.tar.gz!member``, or
     #: ``dir/member``) and the rest of a damaged or over-cap bundle
     unread: list[dict[str, str]] = field(default_factory=list)
@@ -56,9 +58,13 @@ class NodeData:
             if name in known and rows:
                 parts.setdefault(name, []).append(rows_to_arrow(name, rows))
         for name, batches in parts.items():
+            if self.part_nodes:  # ids batch by batch: some carry another node
+                pieces = [with_ids(b, self.bundle_id, self.part_nodes.get(id(b), self.node)) for b in batches]
+                self.arrow[name] = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+                continue
             body = pa.concat_tables(batches) if len(batches) > 1 else batches[0]
             self.arrow[name] = with_ids(body, self.bundle_id, self.node)
-        self.tables, self.parts = {}, {}
+        self.tables, self.parts, self.part_nodes = {}, {}, {}
 
 
 def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None) -> NodeData:
@@ -142,6 +148,7 @@ class _NodeReader:
         self.top: str | None = None  # the top-level directory of a node tarball
         node = None if cluster_id else source.location.name
         self.data = NodeData(bundle_id=cluster_id or "", node=node or "", display=source.display)
+        self.cluster_wide = bool(cluster_id)  # an extra/ folder: no node of its own
         if cluster_id:
             self.data.node = ""
             self._identified = True
@@ -279,7 +286,16 @@ class _NodeReader:
                         )
             if table in typed:
                 self.data.parts.setdefault(table, []).append(typed[table])
+                if self.cluster_wide and kind not in parsers.CLUSTER_KINDS:
+                    self.data.part_nodes[id(typed[table])] = name
             n_rows += len(rows)
+        if self.cluster_wide and kind not in parsers.CLUSTER_KINDS and n_rows:
+            self.problem(
+                name,
+                kind,
+                f"{kind} output in extra/ names no node: analyzed as node {name!r}; put it in its node's "
+                "bundle (cmd/) to tie it to that node",
+            )
         for issue in result.issues:
             self.problem(name, kind, f"line not understood: {issue.reason}", issue.line_no, issue.line)
         if result.issues_dropped:

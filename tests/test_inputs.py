@@ -292,3 +292,23 @@ def test_a_clash_seen_only_while_reading_is_renamed_too(
         {"node": "p5-node-01", "source": str(sample_cluster / "p5-node-01")},
         {"node": "p5-node-01#2", "source": str(again)},
     ]
+
+
+def test_a_node_output_in_extra_is_analyzed_under_its_file_name(tmp_path: Path) -> None:
+    """One node's nvidia-smi -q and shm listing dropped into a cluster's extra/ beside the cluster-wide
+    logs: the rows carry the file as their node (charts and findings then say where they came from, and
+    nothing sorts a missing node), a parse problem says to put it in the node's bundle, and the
+    cluster-wide nccl-tests rows keep no node."""
+    cluster = tmp_path / "cluster"
+    shutil.copytree(SAMPLES / "nccl-slow-node" / "bundle", cluster)
+    q = next((SAMPLES.parent / "tests" / "fixtures" / "nvidia-smi-q").glob("jp-simulator-8xh100-565*"))
+    shutil.copy(q, cluster / "extra" / "gpu-q.txt")
+    summary, con = _load(tmp_path, [cluster])
+    assert con.execute("SELECT DISTINCT node FROM gpu WHERE source_file LIKE '%extra/%'").fetchall() == [
+        ("extra/gpu-q.txt",)
+    ]
+    assert con.execute("SELECT count(*) FROM nccl_run WHERE node IS NULL").fetchone()[0] > 0
+    problems = _rows(con, "SELECT error FROM parse_problems WHERE file LIKE '%gpu-q.txt'")
+    assert any("names no node" in p["error"] for p in problems)
+    result = CliRunner().invoke(cli, ["analyze", str(cluster), "--json", str(tmp_path / "f.json"), "-q"])
+    assert result.exit_code == 0, result.output
