@@ -109,7 +109,9 @@ def is_tarball(path: Path) -> bool:
 
 
 def discover(inputs: list[Path], workdir: Path, limits: Limits) -> Discovery:
-    """Walk every input and return the node bundles and cluster extras found, and what was not read."""
+    """Walk every input and return the node bundles and cluster extras found, and what was not read.
+    A cluster tarball is unpacked under ``workdir`` (created when missing)."""
+    workdir.mkdir(parents=True, exist_ok=True)
     found = Discovery()
     given_checksums: list[tuple[Path, str]] = []
     for path in inputs:

@@ -137,6 +137,28 @@ def test_diff_lists_version_changes_and_new_and_resolved_findings(tmp_path: Path
     assert code == 0 and "565.57.01 -> 570.86.15" in out2
 
 
+def test_cluster_tarballs_ingest_and_diff(tmp_path: Path) -> None:
+    """A cluster given as one tarball (node folders and extra/ inside) is ingested and diffed like its
+    folder (both once failed: the work folder for unpacking it was never made)."""
+    import tarfile
+
+    old = _day(NODE, tmp_path / "old" / "p5-node-01", 1, xid=True)
+    new = _day(NODE, tmp_path / "new" / "p5-node-01", 2, xid=False)
+    tarballs = []
+    for folder in (old.parent, new.parent):
+        tarball = tmp_path / f"{folder.name}.tar.gz"
+        with tarfile.open(tarball, "w:gz") as archive:
+            archive.add(folder, arcname="cluster")
+        tarballs.append(tarball)
+    db = tmp_path / "h.duckdb"
+    code, out = _run("ingest", str(tarballs[0]), "--db", str(db), "-q")
+    assert code == 0 and ": stored;" in out, out
+    code, out = _run("diff", str(tarballs[0]), str(tarballs[1]), "--json", str(tmp_path / "d.json"))
+    assert code == 0, out
+    doc = json.loads((tmp_path / "d.json").read_text())
+    assert any(f["rule"] == "gpu.xid" and f["node"] == "p5-node-01" for f in doc["resolved_findings"])
+
+
 def test_parquet_export_reads_back_in_duckdb_and_pyspark(tmp_path: Path) -> None:
     db, out = tmp_path / "h.duckdb", tmp_path / "parquet"
     for sample in SAMPLES:
