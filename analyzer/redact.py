@@ -546,21 +546,6 @@ def summary(counts: dict[str, int], maps: dict[str, dict[str, str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def iter_categories() -> Iterable[str]:
-    return (c.name for c in CATEGORIES)
-
-
-__all__ = [
-    "CATEGORIES",
-    "Redactor",
-    "categories_table",
-    "expand_slurm_lists",
-    "summary",
-    "trie_pattern",
-    "write_categories_into",
-]
-
-
 def write_categories_into(doc: Path) -> None:
     """Rewrite the generated categories table of docs/security.md (``python -m analyzer.redact``)."""
     text = doc.read_text(encoding="utf-8")
