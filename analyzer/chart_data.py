@@ -20,6 +20,14 @@ if TYPE_CHECKING:
 
 VERSION_COLUMNS = ("nvidia_driver", "cuda_driver_max", "nccl", "efa_installer", "ofi_nccl", "kernel")
 MAX_GRID_NODES = 40
+#: Nodes drawn on the pairwise busbw heatmap; a larger group is cut by badness (:func:`pair_matrix`).
+MAX_PAIR_NODES = 32
+#: Rule id prefix of the findings about a node's own busbw (what the per-node busbw chart colours).
+BUSBW_RULES = "nccl.busbw."
+#: The rules whose findings are about a node's iowait (what the iowait chart marks).
+IOWAIT_RULES = ("fs.iowait.high", "straggler.host.iowait")
+#: The rule that names the node common to the slow pairs (a busbw signal too).
+PAIR_SLOW = "nccl.pair.slow"
 #: Bottom of the GPU temperature colour scale: an idle GPU in a cooled room sits above it.
 TEMP_FLOOR_C = 20.0
 
@@ -111,6 +119,13 @@ def iowait_by_node(ctx: Context) -> list[tuple[str, float]]:
     return [(r["node"], float(r["mean"])) for r in rows(ctx) if r["node"] is not None]
 
 
+def iowait_flagged(findings: list[Finding], rows: list[tuple[str, float]], line: float) -> list[str]:
+    """The nodes the iowait chart marks, by its own signal: mean iowait above the line drawn, or named by
+    an iowait finding (IOWAIT_RULES).  A node's other findings do not mark its iowait bar."""
+    named = {f.node for f in findings if f.node and f.rule in IOWAIT_RULES and f.severity.value != "ok"}
+    return sorted({n for n, v in rows if v > line} | (named & {n for n, _ in rows}))
+
+
 def fsx_utilisation(ctx: Context) -> dict[str, tuple[list[Any], list[float]]]:
     """Series label -> (timestamps, percent): the series fs.fsx.utilization_sustained judges."""
     from analyzer.signals.fs import fsx_utilization_series
@@ -182,15 +197,58 @@ def version_table(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     }
 
 
-def nccl_charts(
-    ctx: Context, settings: Settings, sick: set[str]
-) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-    """Per-node large-message busbw against the expectation lines, and the pairwise matrix."""
+def busbw_flagged(findings: list[Finding]) -> dict[str, set[str]]:
+    """Per busbw chart scope ('multi_node', 'single_node'), the nodes a busbw finding names.
+
+    Only findings about a node's busbw count: nccl.busbw.* (below the lines, or an outlier among its
+    peers) and the node nccl.pair.slow finds common to the slow pairs.  A finding of any other rule (a
+    GPU with persistence mode off, an Xid) says nothing about busbw and does not colour a bar.
+    """
+    out: dict[str, set[str]] = {"multi_node": set(), "single_node": set()}
+    for f in findings:
+        if not f.node or f.severity.value not in ("critical", "warning"):
+            continue
+        if f.rule.startswith(BUSBW_RULES):
+            scope = f.params.get("scope")
+            if scope not in out:
+                single = str(f.params.get("metric", "")).startswith("single-node")
+                scope = "single_node" if single else "multi_node"
+            out[scope].add(f.node)
+        elif f.rule == PAIR_SLOW:
+            out["multi_node"].add(f.node)
+    return out
+
+
+def pair_flagged(findings: list[Finding]) -> set[str]:
+    """The nodes pairwise findings name: nccl.pair.* (the node and every node of a slow pair), the
+    straggler on pairwise busbw, and the two nodes of a pair run below the busbw lines."""
+    out: set[str] = set()
+    for f in findings:
+        if f.severity.value == "ok":
+            continue
+        pairwise = (
+            f.rule.startswith("nccl.pair.")
+            or (f.rule == "nccl.busbw.straggler" and str(f.params.get("metric", "")).startswith("pairwise"))
+            or (f.rule == "nccl.busbw.below_expected" and len(set(f.params.get("members") or [])) == 2)
+        )
+        if pairwise:
+            out |= {f.node} if f.node else set()
+            out |= {n for n in f.params.get("nodes") or [] if isinstance(n, str)}
+    return out
+
+
+def busbw_bars(ctx: Context, settings: Settings, findings: list[Finding]) -> list[dict[str, Any]]:
+    """Per scope, each node's large-message busbw (median of its runs) against the expectation lines.
+
+    ``highlight`` is this chart's own signal: the nodes below the warning line drawn and the nodes a busbw
+    finding names (:func:`busbw_flagged`); ``note`` says so.
+    """
     from statistics import median
 
-    from analyzer.signals.nccl import load_runs, pairs
+    from analyzer.signals.nccl import load_runs
 
     runs = [r for r in load_runs(ctx, 1 << 30) if r.busbw is not None]
+    flagged = busbw_flagged(findings)
     bars: list[dict[str, Any]] = []
     for scope in ("multi_node", "single_node"):
         per_node: dict[str, list[float]] = defaultdict(list)
@@ -205,8 +263,9 @@ def nccl_charts(
         if not per_node:
             continue
         labels = sorted(per_node)
+        values = [median(per_node[n]) for n in labels]
         lines: dict[str, float] = {}
-        note = ""
+        notes = []
         sku = settings.instance(types.most_common(1)[0][0]) if types else None
         if sku:
             for name in ("expected", "warning", "failure"):
@@ -214,35 +273,122 @@ def nccl_charts(
                 if value is not None:
                     lines[name] = float(value)
             if lines and not sku.get(f"{scope}_verified", False):
-                note = "expectation lines are unverified figures (see sku.toml)"
+                notes.append("expectation lines are unverified figures (see sku.toml)")
+        bar_line = lines.get("warning", lines.get("failure"))
+        below = {n for n, v in zip(labels, values, strict=True) if bar_line is not None and v < bar_line}
+        highlight = sorted(below | (flagged[scope] & set(labels)))
+        if highlight:
+            line_name = "warning" if "warning" in lines else "failure"
+            what = f"below the {line_name} line or " if bar_line is not None else ""
+            notes.append(f"red hatched: {len(highlight)} node(s) {what}named by a busbw finding")
         title = f"{'Multi' if scope == 'multi_node' else 'Single'}-node all_reduce busbw per node (median of its runs)"
         bars.append(
             {
                 "labels": labels,
-                "values": [median(per_node[n]) for n in labels],
+                "values": values,
                 "lines": lines,
-                "highlight": sorted(sick & set(labels)),
+                "highlight": highlight,
                 "title": title,
-                "note": note,
+                "note": "; ".join(notes),
             }
         )
-    matrix = None
-    groups = pairs(runs)
-    if groups:
-        group = max(groups.values(), key=len)
-        nodes = sorted({m for key in group for m in key})
-        note = ""
-        if len(nodes) > 32:
-            worst = sorted(nodes, key=lambda n: median(p.busbw for k, p in group.items() if n in k))[:32]
-            note = f"{len(nodes) - 32} of {len(nodes)} nodes not drawn: the 32 with the lowest pair median are shown"
-            nodes = sorted(worst)
-        pos = {n: i for i, n in enumerate(nodes)}
-        cells: list[list[float | None]] = [[None] * len(nodes) for _ in nodes]
-        for (a, b), pair in group.items():
-            if a in pos and b in pos:
-                cells[pos[a]][pos[b]] = cells[pos[b]][pos[a]] = pair.busbw
-        matrix = {"labels": nodes, "matrix": cells, "highlight": sorted(sick & set(nodes)), "note": note}
-    return bars, matrix
+    return bars
+
+
+def pair_matrix(ctx: Context, findings: list[Finding]) -> dict[str, Any] | None:
+    """The pairwise busbw matrix of the largest (instance type, collective) group of 2-node runs.
+
+    Up to MAX_PAIR_NODES nodes are drawn.  A larger group is cut by badness: the nodes pairwise findings
+    name first (:func:`pair_flagged`), then their partners (the nodes they ran with, slowest pair first),
+    then the lowest pair median; the flagged node's row is never emptied by the cut.  ``note`` says what
+    was kept and how many nodes were left out; ``flagged``, ``partners`` and ``left_out`` carry it as data.
+    """
+    from statistics import median
+
+    from analyzer.signals.nccl import load_runs, pairs
+
+    groups = pairs([r for r in load_runs(ctx, 1 << 30) if r.busbw is not None])
+    if not groups:
+        return None
+    group = max(groups.values(), key=len)
+    nodes = sorted({m for key in group for m in key})
+    of_node: dict[str, list[float]] = defaultdict(list)
+    for (a, b), pair in group.items():
+        of_node[a].append(pair.busbw)
+        of_node[b].append(pair.busbw)
+
+    def badness(n: str) -> tuple[float, float, str]:
+        return (median(of_node[n]), min(of_node[n]), n)
+
+    named = sorted(pair_flagged(findings) & set(nodes), key=badness)
+    flagged = named[:MAX_PAIR_NODES]
+    partner_pair: dict[str, float] = {}  # partner -> its slowest pair with a flagged node
+    for (a, b), pair in group.items():
+        for node, other in ((a, b), (b, a)):
+            if node in flagged and other not in flagged:
+                partner_pair[other] = min(partner_pair.get(other, pair.busbw), pair.busbw)
+    partners_all = sorted(partner_pair, key=lambda n: (partner_pair[n], *badness(n)))
+    partners = partners_all[: MAX_PAIR_NODES - len(flagged)]
+    chosen = set(flagged) | set(partners)
+    rest = sorted((n for n in nodes if n not in chosen), key=badness)[: max(0, MAX_PAIR_NODES - len(chosen))]
+    kept = sorted(chosen | set(rest))
+    left_out = len(nodes) - len(kept)
+    note = _pair_note(len(kept), len(nodes), flagged, named, partners, partners_all, rest) if left_out else ""
+    pos = {n: i for i, n in enumerate(kept)}
+    cells: list[list[float | None]] = [[None] * len(kept) for _ in kept]
+    for (a, b), pair in group.items():
+        if a in pos and b in pos:
+            cells[pos[a]][pos[b]] = cells[pos[b]][pos[a]] = pair.busbw
+    return {
+        "labels": kept,
+        "matrix": cells,
+        "highlight": sorted(set(named) & set(kept)),
+        "note": note,
+        "nodes": len(nodes),
+        "left_out": left_out,
+        "flagged": sorted(flagged),
+        "partners": sorted(partners),
+    }
+
+
+def _pair_note(
+    shown: int,
+    total: int,
+    flagged: list[str],
+    named: list[str],
+    partners: list[str],
+    partners_all: list[str],
+    rest: list[str],
+) -> str:
+    """What a cut heatmap shows and leaves out, e.g. '32 of 64 nodes shown: the flagged node
+    (p5-node-0018), its 4 partners and the 27 slowest others (lowest pair median); 32 nodes with no
+    pairwise finding left out'."""
+    parts = []
+    if flagged:
+        listed = ", ".join(flagged[:4]) + (f" and {len(flagged) - 4} more" if len(flagged) > 4 else "")
+        parts.append(f"the flagged node{_s(flagged)} ({listed})")
+    if partners_all:
+        whose = "its" if len(flagged) == 1 else "their"
+        if len(partners) == len(partners_all):
+            parts.append(f"{whose} {len(partners)} partner{_s(partners)}")
+        else:
+            parts.append(f"{len(partners)} of {whose} {len(partners_all)} partners (slowest pairs first)")
+    if rest:
+        others = " others" if parts else ""
+        parts.append(f"the {len(rest)} slowest{others} (lowest pair median)")
+    if not parts:
+        parts.append(f"the {len(flagged)} flagged nodes")
+    what = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    left = total - shown
+    if len(named) > len(flagged):
+        why = f"{len(named) - len(flagged)} flagged, "
+    else:
+        why = "with no pairwise finding "
+    return f"{shown} of {total} nodes shown: {what}; {left} node{'s' if left != 1 else ''} {why}left out"
+
+
+def _s(items: list[str]) -> str:
+    return "" if len(items) == 1 else "s"
 
 
 def collect(con: duckdb.DuckDBPyConnection, settings: Settings, findings: list[Finding]) -> dict[str, Any]:
@@ -251,19 +397,21 @@ def collect(con: duckdb.DuckDBPyConnection, settings: Settings, findings: list[F
 
     ctx = Context(con, settings)
     sick = {f.node for f in findings if f.node and f.severity.value in ("critical", "warning")}
-    busbw, pair_matrix = nccl_charts(ctx, settings, sick)
     cells, rows = sick_gpus(findings)
+    iowait = iowait_by_node(ctx)
+    iowait_line = float(settings.value("fs.iowait.high", "iowait_pct"))
     return {
-        "busbw": busbw,
-        "pairs": pair_matrix,
+        "busbw": busbw_bars(ctx, settings, findings),
+        "pairs": pair_matrix(ctx, findings),
         "sick_nodes": sorted(sick),
         "gpu_temp": gpu_grid(con, "temp_c", cells, rows, temperature_scale(settings, con)),
         "gpu_sm_clock": gpu_grid(con, "sm_clock_mhz", cells, rows),
         "gpu_ecc": gpu_grid(con, "ecc_corrected_volatile", cells, rows, {"vmin": 0.0}),
-        "iowait": iowait_by_node(ctx),
+        "iowait": iowait,
+        "iowait_highlight": iowait_flagged(findings, iowait, iowait_line),
         "fsx_utilisation": fsx_utilisation(ctx),
         "fsx_throughput": fsx_throughput(con),
         "versions": version_table(con),
         "fsx_line": float(settings.value("fs.fsx.utilization_sustained", "utilization_pct")),
-        "iowait_line": float(settings.value("fs.iowait.high", "iowait_pct")),
+        "iowait_line": iowait_line,
     }
