@@ -21,8 +21,9 @@ Inputs accepted: ``key=value`` or ``key: value`` lines whose key is an IMDS path
 ``http://169.254.169.254/latest/meta-data/`` is dropped; empty and 404 values are skipped); the
 instance identity document; ``aws ec2 describe-instance-topology`` JSON (one row set per instance,
 named by its InstanceId, at that instance's own lines); ``kubectl get node -o json`` (one Node, a
-``kind: List`` of many, or a bare labels object; labels, annotations, taints, providerID, capacity,
-allocatable, addresses, nodeInfo, conditions and the other scalar metadata/spec keys); JSON with a
+``kind: List`` of many, the API's ``kind: NodeList`` whose items carry no kind, or a bare labels
+object; labels, annotations, taints, providerID, capacity, allocatable, addresses, nodeInfo,
+conditions and the other scalar metadata/spec keys); JSON with a
 ``Nodes`` array of ``{"Name", "InstanceId", "Topology": {labels}}`` (aws-ofi-nccl's label dump);
 ``kubectl get nodes --show-labels``; ``kubectl describe node`` (one or several nodes: Name, Roles,
 Labels, Annotations with values wrapped onto the next line, Taints, CreationTimestamp,
@@ -174,7 +175,7 @@ def detect(text: str) -> int:
     """Confidence that text is placement/topology data."""
     if _SLURM.search(text) and re.search(r"\b(?:Switches|Nodes)=", text, re.I):
         return 85
-    if _GET_NODES.search(text) or re.search(r'"kind"\s*:\s*"Node"|"NetworkNodes"\s*:', text):
+    if _GET_NODES.search(text) or re.search(r'"kind"\s*:\s*"Node(?:List)?"|"NetworkNodes"\s*:', text):
         return 85
     if len(set(_DESCRIBE.findall(text))) >= 2 or (
         _DESCRIBE.search(text) and re.search(r"^\s*Name:\s", text, re.M)
