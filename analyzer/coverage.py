@@ -1,7 +1,8 @@
 """Which nodes each rule examined: checked (its input was collected and read), or not examined.
 
 A rule names its inputs in ``requires`` (all of them) and ``requires_any`` (at least one), each either a
-table (``kernel_event``) or a column of one (``node.instance_type``).  A node has a table when a file of a
+table (``kernel_event``), a column of one (``node.instance_type``), or the rows of a table with one value
+in a column (``probe_answer.family=nvidia-smi``: the nvidia-smi probes' failure answers).  A node has a table when a file of a
 kind that fills the table was parsed on that node — even when it held no rows: a clean kernel log is a
 checked kernel log — or when the table has a row of the node.  A node has a column when a row of the
 node carries a value in it.  Tables filled from cluster-wide exports (nccl-tests logs, CloudWatch: the
@@ -70,6 +71,10 @@ class Coverage:
 
     def _compute(self, requirement: str) -> set[str] | None:
         table, _, column = requirement.partition(".")
+        column, _, value = column.partition("=")
+        if value:
+            sql = f'SELECT DISTINCT node FROM "{table}" WHERE node IS NOT NULL AND "{column}" = ?'
+            return {r[0] for r in self.con.execute(sql, [value]).fetchall()}
         if column:
             sql = f'SELECT DISTINCT node FROM "{table}" WHERE node IS NOT NULL AND "{column}" IS NOT NULL'
             return {r[0] for r in self.con.execute(sql).fetchall()}

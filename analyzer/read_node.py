@@ -18,6 +18,10 @@ from analyzer.meta import ManifestRow, Meta, parse_manifest, parse_meta
 from analyzer.safe_read import Limits, Refusal, iter_dir, iter_tar
 from analyzer.store import rows_to_arrow
 from parsers._base import CollectorError, NoData, ParseError, long_line
+from parsers.probe_answers import family_of, read_answers
+
+#: Characters of a probe's stdout / stderr searched for failure answers (they come first).
+ANSWER_HEAD = 256 * 1024
 
 Row = dict[str, Any]
 
@@ -144,6 +148,9 @@ class _NodeReader:
         self.manifest: dict[str, ManifestRow] | None = None
         self.pending: list[tuple[str, bytes]] = []
         self.stderr: dict[str, str] = {}
+        self.manifest_lines: list[str] = []
+        #: output file -> (kind, head of stdout) for probes whose failure answers are catalogued
+        self.answer_text: dict[str, tuple[str, str]] = {}
         self.seen: set[str] = set()
         self.top: str | None = None  # the top-level directory of a node tarball
         node = None if cluster_id else source.location.name
@@ -160,12 +167,14 @@ class _NodeReader:
         if name == "meta.env":
             self._set_meta(data)
         elif name == "manifest.tsv":
-            rows, problems = parse_manifest(_text(data))
+            manifest_text = _text(data)
+            rows, problems = parse_manifest(manifest_text)
             self.manifest = rows
+            self.manifest_lines = manifest_text.splitlines()
             for line, msg in problems:
                 self.problem("manifest.tsv", "manifest", msg, line)
         elif name.endswith(".err") and name.startswith("cmd/"):
-            self.stderr[name[:-4] + ".txt"] = _text(data)[:2000]
+            self.stderr[name[:-4] + ".txt"] = _text(data[:ANSWER_HEAD])
         elif self.meta is None or self.manifest is None:
             self.pending.append((name, data))  # held until meta.env and the manifest are known
         else:
@@ -192,10 +201,53 @@ class _NodeReader:
                     "command": row.command,
                     "note": row.note,
                     "present": path in self.seen,
-                    "stderr_head": self.stderr.get(path),
+                    "stderr_head": (self.stderr.get(path) or "")[:2000] or None,
                     "line": row.line,
                 }
             )
+        self._answers()
+
+    def _answers(self) -> None:
+        """The failure answers of every probe (parsers.probe_answers): rows of ``probe_answer``, with
+        the cited lines kept as evidence."""
+        assert self.manifest is not None
+        rows: list[Row] = []
+        for path in sorted(set(self.manifest) | set(self.answer_text)):
+            row = self.manifest.get(path)
+            kind, stdout = self.answer_text.get(path, (None, ""))
+            if kind is None and row is not None and row.kind not in (None, "-"):
+                kind = row.kind
+            code = row.exit_code if row is not None else None
+            for a in read_answers(kind, stdout, self.stderr.get(path, ""), code):
+                if a.stream == "manifest":
+                    cited, line = "manifest.tsv", row.line if row is not None else None
+                    text = (
+                        self.manifest_lines[line - 1] if line and line <= len(self.manifest_lines) else a.text
+                    )
+                else:
+                    cited = path if a.stream == "stdout" else path.removesuffix(".txt") + ".err"
+                    line, text = a.line, a.text
+                source_file = self.source_file(cited)
+                rows.append(
+                    {
+                        "path": path,
+                        "kind": kind,
+                        "family": a.family,
+                        "answer": a.answer,
+                        "stream": a.stream,
+                        "exit_code": code,
+                        "pci": a.pci,
+                        "source_file": source_file,
+                        "line": line,
+                        "text": a.text,
+                    }
+                )
+                if line is not None:
+                    self.data.tables.setdefault("source_line", []).append(
+                        {"source_file": source_file, "line": line, "text": text[:1000]}
+                    )
+        if rows:
+            self.data.tables.setdefault("probe_answer", []).extend(rows)
 
     # -- one file ----------------------------------------------------------------------------
     def _dispatch(self, name: str, data: bytes) -> None:
@@ -217,6 +269,8 @@ class _NodeReader:
             stem = name[4:-4]
             if stem in parsers.KINDS:
                 kind, kind_source = stem, "name"
+        if family_of(kind) is not None and not self.cluster_wide:
+            self.answer_text[name] = (kind or "", text[:ANSWER_HEAD])
         if kind is None:
             if name.startswith("files/") and not name.startswith("files/etc/slurm"):
                 self._file(name, None, None, len(data), "kept", 0)

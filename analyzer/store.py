@@ -52,6 +52,18 @@ CORE_TABLES: dict[str, tuple[Column, ...]] = {
         Column("stderr_head", "str", "first 2000 characters of the probe's stderr"),
         Column("line", "int", "manifest.tsv line"),
     ),
+    "probe_answer": (
+        Column("path", "str", "the probe's output file (cmd/<name>.txt)"),
+        Column("kind", "str"),
+        Column("family", "str", "nvidia-smi, fi-info, efa, dcgm, fabricmanager (the kind for a timeout)"),
+        Column("answer", "str", "catalogued failure answer (parsers.probe_answers), or timeout"),
+        Column("stream", "str", "stdout, stderr, or manifest (the exit code)"),
+        Column("exit_code", "int"),
+        Column("pci", "str", "the GPU the answer names, dddd:bb:dd.f"),
+        Column("source_file", "str", "the file the answer was read from: the output, its .err, or manifest.tsv"),
+        Column("line", "int"),
+        Column("text", "str", "the answer's line as printed"),
+    ),
     "file": (
         Column("path", "str"),
         Column("source_file", "str"),

@@ -92,7 +92,13 @@ def rank_nodes(findings: Iterable[Finding]) -> list[NodeRank]:
 #: The inputs without which a node gets no clean bill: the verdict is "incomplete" when a node lacks one.
 #: what -> requirements (any of them), in the engine's requirement form (analyzer.coverage).
 CORE_INPUTS: dict[str, tuple[str, ...]] = {
-    "GPU state (nvidia-smi -q, --query-gpu or the nvidia-smi table)": ("gpu", "gpu_query", "smi_gpu"),
+    # a failure answer of nvidia-smi is the GPU state too (judged by gpu.smi.unreachable)
+    "GPU state (nvidia-smi -q, --query-gpu or the nvidia-smi table)": (
+        "gpu",
+        "gpu_query",
+        "smi_gpu",
+        "probe_answer.family=nvidia-smi",
+    ),
     "kernel log (dmesg / journalctl -k)": ("kernel_event",),
 }
 #: A node-scope rule firing on every node of a cluster at least this big is a cluster-wide cause.

@@ -101,8 +101,12 @@ def test_no_gpu_host_bundle_passes_only_what_it_read(no_gpu_host: tuple[Path, di
             continue  # no toolkit on this host: nothing to judge either way
         assert rule not in passed, (rule, res.outcomes[rule])
     # no GPU tool output: no GPU rule passes, except those judged from the kernel log (which was read)
+    # and the fabric check, whose probe answered (systemctl: the unit could not be found; read from the
+    # probe's stderr: on a type that is no NVSwitch system that answer is no fault)
+    answers = res.con.execute("SELECT family, answer FROM probe_answer").fetchall()
     gpu_passed = {r for r in passed if r.startswith(("gpu.", "straggler.gpu."))}
-    assert gpu_passed == {"gpu.xid", "gpu.xid.fallen_off_bus", "gpu.sxid"}
+    assert ("fabricmanager", "unit-not-found") in answers
+    assert gpu_passed == {"gpu.xid", "gpu.xid.fallen_off_bus", "gpu.sxid", "gpu.fabric.state"}
     for rule in KERNEL_LOG_RULES:
         assert rule in passed, (rule, res.outcomes[rule])
 

@@ -1,6 +1,7 @@
 """GPU rules (section C of the report)."""
 
 RULES: tuple[str, ...] = (
+    "smi_unreachable",
     "xid_fallen_off_bus",
     "xid",
     "sxid",

@@ -6,6 +6,8 @@ visible").  GPUs are counted from ``nvidia-smi -q``, else the ``--query-gpu`` CS
 ``nvidia-smi`` table; the expected count is ``sku.toml`` ``gpus`` for the node's instance type.  A node
 whose instance type is unknown (absent from meta.env or not in sku.toml) is not judged: it gets one info
 finding saying so.  Nodes without any nvidia-smi output are left to the bundle-gap rules.
+Settling: fewer GPUs on a node collected within the settle window after its boot (analyzer.signals.boot)
+may be GPUs still initialising: info, with the boot time, not a fault.
 False positives: a collector run with ``CUDA_VISIBLE_DEVICES`` set does not change nvidia-smi output.
 """
 
@@ -15,6 +17,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
+from analyzer.signals.boot import settling_nodes
 from analyzer.signals.gpus import GpuState, gpu_states
 
 RULE = RuleInfo(
@@ -56,14 +59,19 @@ def check(ctx: Context) -> Iterable[Finding]:
             continue
         if count >= expected:
             continue
+        boot = settling_nodes(ctx).get(n["bundle_id"])
         yield RULE.finding(
+            severity=Severity.INFO if boot else None,
             node=n["node"],
-            message=f"{n['node']}: {count} GPU(s) visible, a {n['instance_type']} has {expected}",
+            message=f"{n['node']}: {count} GPU(s) visible, a {n['instance_type']} has {expected}"
+            + (f" — settling: {boot.describe()}, GPUs may still be initialising" if boot else ""),
             params={
                 "seen": count,
                 "expected": expected,
                 "instance_type": n["instance_type"],
                 "source": states[0].source,
+                "settling": boot is not None,
+                "boot_utc": boot.boot_utc if boot else None,
             },
             evidence=evidence,
             bundle_id=n["bundle_id"],

@@ -5,7 +5,10 @@ GPU's bandwidth (and NCCL may fall back to slower paths or hang).  Zero inactive
 (NV-HV ``max_inactive_nvlinks`` = 0); the action is to replace the node (rules-facts NVLINK-DOWN:
 NC-DIAG, ND-CAT § 2.4, NV-HV).  Critical whether some links are down next to active ones or all are.
 Read from ``nvidia-smi nvlink -s`` or ``dcgmi nvlink --link-status``.  Links that dcgmi marks Disabled
-(X) or Not Supported (_) are not counted.  False positives: none known on HGX systems.
+(X) or Not Supported (_) are not counted.  Settling: links down on a node collected within the settle
+window after its boot (analyzer.signals.boot, ``settle_minutes``) are links still training: info, with
+the boot time, not a fault (NVSentinel#1701: links are down after every boot while they train).
+False positives: none known on HGX systems.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Iterable
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
 from analyzer.rules.gpu._nvlink import DOWN, link_sets
+from analyzer.signals.boot import settling_nodes
 
 RULE = RuleInfo(
     id="gpu.nvlink.inactive",
@@ -27,6 +31,7 @@ RULE = RuleInfo(
 
 
 def check(ctx: Context) -> Iterable[Finding]:
+    settling = settling_nodes(ctx)
     for s in link_sets(ctx):
         down = [link for link in s.links if link["state"] in DOWN]
         if not down:
@@ -38,11 +43,21 @@ def check(ctx: Context) -> Iterable[Finding]:
             what = f"{len(down)} of {total} NVLinks are down (links {', '.join(map(str, numbers))})"
         else:
             what = f"all NVLinks are down ({len(numbers) or 'every'} link(s) listed)"
+        boot = settling.get(s.bundle_id)
         yield RULE.finding(
+            severity=Severity.INFO if boot else None,
             node=s.node,
             gpu=s.gpu,
-            message=f"{s.label}: {what}",
-            params={"down": len(down), "active": len(active), "links_down": numbers, "nvswitch": s.nvswitch},
+            message=f"{s.label}: {what}"
+            + (f" — settling: {boot.describe()}, links may still be training" if boot else ""),
+            params={
+                "down": len(down),
+                "active": len(active),
+                "links_down": numbers,
+                "nvswitch": s.nvswitch,
+                "settling": boot is not None,
+                "boot_utc": boot.boot_utc if boot else None,
+            },
             evidence=[ctx.evidence(s.source_file, line) for line in s.lines(down)],
             bundle_id=s.bundle_id,
             key=(s.nvswitch,),

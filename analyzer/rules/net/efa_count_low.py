@@ -10,8 +10,9 @@ Only EFA devices count (``efa_port.is_efa``): a node whose RDMA capture lists on
 naming what it has instead.
 False positives: a capture limited to some devices (``ibstat efa_0``, ``fi_info -d ...``, or taken
 inside an EKS pod that requested fewer ``vpc.amazonaws.com/efa`` devices than the node has); nodes of an
-instance type missing from sku.toml are not judged.  The rule needs only the node table, so it reports
-pass when a bundle has neither EFA source.
+instance type missing from sku.toml are not judged.  A node whose RDMA probe answered "No IB devices
+found" (``probe_answer``, parsers.probe_answers) shows 0 EFA devices, that line as evidence.  A node with
+no EFA source and no such answer is not examined.
 Reference: rules-facts § 1.3 EFA-COUNT-MISMATCH, § 6 (NC-DBG § 19, NC-DIAG, MFU-NET).
 """
 
@@ -27,7 +28,7 @@ RULE = RuleInfo(
     title="Fewer EFA devices than the instance type has",
     severity=Severity.CRITICAL,
     requires=("node.instance_type",),
-    requires_any=("efa_port.device", "fi_provider.device"),
+    requires_any=("efa_port.device", "fi_provider.device", "probe_answer.family=efa"),
     passed="every node shows the EFA devices its type has",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "replace the node (EFA device missing)"),
 )
@@ -54,7 +55,16 @@ def check(ctx: Context) -> Iterable[Finding]:
                CASE WHEN p.n > 0 OR fi.n IS NULL THEN p.f ELSE fi.f END AS source_file,
                CASE WHEN p.n > 0 OR fi.n IS NULL THEN p.l ELSE fi.l END AS line
         FROM node n LEFT JOIN p USING (bundle_id) LEFT JOIN fi USING (bundle_id)
-        WHERE coalesce(p.n, fi.n) IS NOT NULL ORDER BY n.node
+        WHERE coalesce(p.n, fi.n) IS NOT NULL
+        UNION ALL
+        SELECT a.bundle_id, a.node, n.instance_type, NULL, 0, 'the RDMA probe''s answer',
+               a.source_file, a.line
+        FROM probe_answer a JOIN node n USING (bundle_id)
+        WHERE a.family = 'efa' AND a.answer = 'no-ib-devices'
+          AND NOT EXISTS (SELECT 1 FROM efa_port e WHERE e.bundle_id = a.bundle_id AND e.device IS NOT NULL)
+          AND NOT EXISTS (SELECT 1 FROM fi_provider f WHERE f.bundle_id = a.bundle_id AND f.device IS NOT NULL
+                          AND f.provider LIKE 'efa%')
+        ORDER BY 2
         """
     )
     for r in rows:
@@ -66,6 +76,8 @@ def check(ctx: Context) -> Iterable[Finding]:
         shows = (
             f"shows no EFA device (RDMA devices seen: {r['other']})"
             if r["found"] == 0 and r["other"]
+            else "shows no EFA device (No IB devices found)"
+            if r["via"].startswith("the RDMA")
             else f"shows {r['found']} EFA devices ({r['via']})"
         )
         message = f"{r['node']} ({r['instance_type']}) {shows}; {r['instance_type']} has {expected}" + (

@@ -5,7 +5,11 @@ TCP (10-100x slower) or fails.  Fires for a node whose fi-info file was parsed b
 include no efa, on an instance type whose sku.toml ``efa_devices`` is above zero.  ``fi_getinfo: -61
 (No data available)`` (no provider matches ``-p efa``) parses to zero provider rows and an
 ``fi_info_status`` row ``no_provider``: the node is examined and flagged, the message quoting that line
-(older bundles, where the store kept it as a tool error, are still read).  False positives: ``fi_info -p tcp`` captures (only the
+(older bundles, where the store kept it as a tool error, are still read).  The same answer on the probe's
+stderr with nothing on stdout (how ``fi_info`` prints it, exit 61) is read from the failure answers
+(``probe_answer``, parsers.probe_answers) and flagged the same way; a ``fi_info`` that hung until the
+probe's timeout is a warning (the provider could not be listed).  A node with no fi_info output and no
+answer is not examined: the instance type alone is never the evidence.  False positives: ``fi_info -p tcp`` captures (only the
 requested provider is listed); a container without the EFA device plugin (then it is a real problem
 for jobs in that container).  Reference: rules-facts § 1.3 EFA-PROVIDER-MISSING (NC-DIAG, ND-CAT 1.2).
 """
@@ -22,6 +26,7 @@ RULE = RuleInfo(
     title="No efa provider in fi_info on an EFA instance",
     severity=Severity.CRITICAL,
     requires=("node.instance_type",),
+    requires_any=("fi_provider", "fi_info_status", "probe_answer.family=fi-info"),
     passed="fi_info lists the efa provider on EFA instances",
     route=Route(
         "nccl-network", "hyperpod-node-debugger § A", "check the EFA driver, device plugin and FI_PROVIDER"
@@ -48,6 +53,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         GROUP BY ALL ORDER BY n.node
         """
     )
+    flagged = {r["bundle_id"] for r in rows}
     for r in rows:
         sku = ctx.settings.instance(r["instance_type"]) or {}
         if not sku.get("efa_devices"):
@@ -70,5 +76,42 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "efa_devices": sku["efa_devices"],
             },
             evidence=[ctx.evidence(r["source_file"], r["line"] or 1)],  # a tool error is on line 1
+            bundle_id=r["bundle_id"],
+        )
+    yield from _answers(ctx, flagged)
+
+
+def _answers(ctx: Context, flagged: set[str]) -> Iterable[Finding]:
+    """fi_info's failure answers on stderr or its timeout, on nodes its stdout did not already flag."""
+    rows = ctx.rows(
+        """SELECT a.bundle_id, a.node, n.instance_type, a.answer, a.exit_code, a.source_file, a.line, a.text
+           FROM probe_answer a JOIN node n USING (bundle_id)
+           WHERE a.family = 'fi-info' AND a.answer IN ('no-provider', 'timeout')
+             AND NOT EXISTS (SELECT 1 FROM fi_provider p WHERE p.bundle_id = a.bundle_id
+                             AND p.provider LIKE 'efa%')
+           ORDER BY a.node, a.answer"""
+    )
+    done: set[str] = set(flagged)
+    for r in rows:
+        sku = ctx.settings.instance(r["instance_type"]) or {}
+        if not sku.get("efa_devices") or r["bundle_id"] in done:
+            continue
+        done.add(r["bundle_id"])
+        hung = r["answer"] == "timeout"
+        answer = "fi_info hung until the probe's timeout" if hung else f"fi_info answered {r['text']!r}"
+        yield RULE.finding(
+            severity=Severity.WARNING if hung else None,
+            node=r["node"],
+            message=f"{r['node']} ({r['instance_type']}, {sku['efa_devices']} EFA devices expected): {answer} "
+            f"(exit {r['exit_code']})",
+            params={
+                "providers": None,
+                "status": r["answer"],
+                "no_provider": None if hung else r["text"],
+                "instance_type": r["instance_type"],
+                "efa_devices": sku["efa_devices"],
+                "exit_code": r["exit_code"],
+            },
+            evidence=[ctx.evidence(r["source_file"], r["line"])],
             bundle_id=r["bundle_id"],
         )
