@@ -54,6 +54,14 @@ def to_svg(fig: Any) -> str:
     return re.sub(r"<!--.*?-->", "", text, flags=re.S)
 
 
+def legend_outside(ax: Any) -> Any:
+    """The axes' legend to the right of the data area, its top at the axes' top: it never covers a bar,
+    a line or a marker (the SVG is cut to fit with ``bbox_inches="tight"``, so it is kept)."""
+    return ax.legend(
+        fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=True
+    )
+
+
 def bars_with_lines(
     labels: Sequence[str],
     values: Sequence[float],
@@ -88,7 +96,7 @@ def bars_with_lines(
     ax.set_ylabel(ylabel)
     ax.set_title(title + (f" ({left_out} middle nodes not drawn)" if left_out else ""), fontsize=9)
     if lines:
-        ax.legend(fontsize=7, loc="lower right", frameon=True)
+        legend_outside(ax)
     return to_svg(fig), left_out
 
 
@@ -148,7 +156,7 @@ def timeseries(
         ax.axhline(line, color="#b00020", linestyle="--", linewidth=1.2, label=f"{line:g} line")
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, loc="best")
+    legend_outside(ax)
     fig.autofmt_xdate()
     return to_svg(fig)
 

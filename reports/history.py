@@ -9,6 +9,15 @@ from typing import Any
 
 #: Nodes listed in full in the terminal; the rest are counted (the JSON has them all).
 TERMINAL_NODES = 25
+#: Timeline severities, drawn in this order: the last is drawn on top.
+TIMELINE_ORDER = ("ok", "info", "warning", "critical")
+#: severity -> (colour, marker, size) on the timeline; shapes differ so it reads in grey.
+TIMELINE_STYLE = {
+    "critical": ("#b00020", "X", 40),
+    "warning": ("#8a5a00", "o", 28),
+    "info": ("#7a8ca8", ".", 28),
+    "ok": ("#1b6e20", ".", 20),
+}
 
 
 def _when(value: Any) -> str:
@@ -126,28 +135,32 @@ def history_html(data: dict[str, Any], timeline_svg: str) -> str:
 
 def timeline_svg(data: dict[str, Any], most: int = 30) -> str:
     """Per node (repeat offenders first), a mark at each time a finding was seen: the timeline chart."""
-    from reports.charts import _plt, to_svg
+    from reports.charts import _plt, legend_outside, to_svg
 
     nodes = [n for n in data["nodes"] if n["findings"]][:most]
     if not nodes:
         return "<p>No finding in the store.</p>"
     plt = _plt()
     fig, ax = plt.subplots(figsize=(9.0, max(2.0, 0.3 * len(nodes) + 1)))
-    colours = {"critical": "#b00020", "warning": "#8a5a00", "info": "#7a8ca8"}
-    markers = {"critical": "X", "warning": "o", "info": "."}
+    points: dict[str, set[tuple[Any, int]]] = {severity: set() for severity in TIMELINE_ORDER}
     for y, n in enumerate(reversed(nodes)):
         for f in n["findings"]:
             for when in {f["first_seen"], f["last_seen"]}:
-                ax.scatter(
-                    [when],
-                    [y],
-                    c=colours.get(f["severity"], "#333"),
-                    marker=markers.get(f["severity"], "o"),
-                    s=28,
-                )
+                points.setdefault(f["severity"], set()).add((when, y))
+    # drawn least severe first, each severity above the one before (zorder), so a critical mark is never
+    # hidden under a warning dot seen at the same time; one SVG group per severity, <g id="timeline-...">
+    ranked = sorted(points, key=lambda s: TIMELINE_ORDER.index(s) if s in TIMELINE_ORDER else -1)
+    for z, severity in enumerate(ranked):
+        if not points[severity]:
+            continue
+        xs, ys = zip(*sorted(points[severity], key=lambda p: (str(p[0]), p[1])), strict=True)
+        style = TIMELINE_STYLE.get(severity, ("#333333", "o", 28))
+        dots = ax.scatter(
+            list(xs), list(ys), color=style[0], marker=style[1], s=style[2], zorder=3 + z, label=severity
+        )
+        dots.set_gid(f"timeline-{severity}")
     ax.set_yticks(range(len(nodes)), [n["node"] for n in reversed(nodes)])
-    ax.set_title(
-        "Findings per node over time (first and last seen; x critical, o warning, . info)", fontsize=9
-    )
+    ax.set_title("Findings per node over time (first and last seen)", fontsize=9)
+    legend_outside(ax)
     fig.autofmt_xdate()
     return to_svg(fig)

@@ -1,7 +1,8 @@
 """Charts that say one thing each, checked on clusters analyzed end to end.
 
 The per-node busbw chart marks nodes by busbw only; the pairwise heatmap of a 64-node cluster keeps the
-slow node, every node it ran with and says what it left out.
+slow node, every node it ran with and says what it left out; the history timeline draws critical marks
+above warning dots; every legend sits outside the data area.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from analyzer.chart_data import busbw_flagged, iowait_flagged, pair_flagged
+from analyzer.cli import cli
 from analyzer.engine import run_rules
 from analyzer.findings import Evidence, Finding, Route, Severity
 from analyzer.load import load
@@ -26,6 +29,7 @@ from analyzer.safe_read import Limits
 from analyzer.settings import load_settings
 from analyzer.store import connect
 from reports import charts
+from reports.history import timeline_svg
 from reports.render import draw_charts, render_html
 from tests.conftest import ROOT, SAMPLES
 
@@ -171,3 +175,68 @@ def test_only_the_charts_own_findings_flag_a_node() -> None:
     assert pair_flagged(findings) == {"n3", "n4", "n6", "n7"}
     rows = [("n1", 2.0), ("n5", 3.0), ("n8", 40.0)]
     assert iowait_flagged(findings, rows, 20.0) == ["n5", "n8"], "above the line, or an iowait finding"
+
+
+def test_history_timeline_draws_critical_above_warning(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(SAMPLES / "xid-ecc-3node" / "bundle", bundle)
+    db, page = tmp_path / "h.duckdb", tmp_path / "h.html"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["ingest", str(bundle), "--db", str(db), "-q", "--jobs", "1"]).exit_code == 0
+    result = runner.invoke(cli, ["history", "--db", str(db), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    svg = page.read_text(encoding="utf-8")
+    # one snapshot: a node's critical and warning findings sit at the same time, on the same row
+    assert 'id="timeline-critical"' in svg and 'id="timeline-warning"' in svg
+    assert svg.index('id="timeline-warning"') < svg.index('id="timeline-critical"'), "critical drawn last"
+
+
+def test_history_timeline_order_whatever_the_finding_order() -> None:
+    when = "2026-12-01T08:00:00"
+    finding = {"first_seen": when, "last_seen": when}
+    data = {
+        "nodes": [
+            {
+                "node": "n1",
+                "findings": [{**finding, "severity": "critical"}, {**finding, "severity": "warning"}],
+            },
+            {
+                "node": "n2",
+                "findings": [{**finding, "severity": "info"}, {**finding, "severity": "critical"}],
+            },
+        ]
+    }
+    svg = timeline_svg(data)
+    order = [svg.index(f'id="timeline-{s}"') for s in ("info", "warning", "critical")]
+    assert order == sorted(order)
+
+
+def _assert_legends_outside(figures: list[Any]) -> int:
+    """Every legend's box is clear of its axes' data area; the number of legends."""
+    legends = 0
+    for fig in figures:
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is None:
+                continue
+            legends += 1
+            box, area = legend.get_window_extent(), ax.get_window_extent()
+            assert not box.overlaps(area), (ax.get_title(), box, area)
+    return legends
+
+
+def test_legends_sit_outside_the_data_area(slow64: dict[str, Any]) -> None:
+    figures = _figures(lambda: draw_charts(slow64["data"]))
+    assert _assert_legends_outside(figures) >= 1, "the busbw chart has a legend of its lines"
+    when = ["2026-12-01T08:00:00", "2026-12-01T09:00:00"]
+    series = {"fs-1 read": (when, [10.0, 90.0]), "fs-1 write": (when, [95.0, 5.0])}
+    figures = _figures(lambda: charts.timeseries(series, 80.0, "FSx utilisation", "%"))
+    figures += _figures(
+        lambda: charts.bars_with_lines(["a", "b"], [1.0, 9.0], {"warning": 5.0}, set(), "t", "y")
+    )
+    when_seen = {"first_seen": when[0], "last_seen": when[1]}
+    data = {
+        "nodes": [{"node": "n1", "findings": [{**when_seen, "severity": s} for s in ("warning", "critical")]}]
+    }
+    figures += _figures(lambda: timeline_svg(data))
+    assert _assert_legends_outside(figures) == 3
