@@ -135,7 +135,7 @@ CATALOGUE: tuple[Answer, ...] = (
     Answer(
         "no-provider",
         "fi-info",
-        _re(r"fi_getinfo:?\s*-61\b|fi_getinfo:.*No data available"),
+        _re(r"fi_getinfo(?:\(\))?:?.*?(?:-61\b|No data available)"),
         "libfabric found no provider matching the request (-FI_ENODATA): no EFA provider on this node",
         "ofiwg/libfabric#2159 (fi_getinfo returns -FI_ENODATA when no provider matches), #9807",
     ),

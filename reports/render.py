@@ -42,7 +42,6 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
     c = data.charts
     if not c:
         return []
-    sick = set(c.get("sick_nodes", []))
     figures: list[dict[str, Any]] = []
     for item in c.get("busbw", []):
         svg, left_out = charts.bars_with_lines(
@@ -93,7 +92,7 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
             labels,
             values,
             {"warning": line},
-            sick & set(labels),
+            set(c.get("iowait_highlight", [])) & set(labels),
             "iowait per node",
             "iowait (%)",
             lower_is_worse=False,

@@ -16,6 +16,7 @@ RULES: tuple[str, ...] = (
     "nvlink_slow",
     "fabric_state",
     "dcgm_failed",
+    "dcgm_unreachable",
     "temperature_high",
     "clocks_throttled",
     "pcie_width_degraded",
