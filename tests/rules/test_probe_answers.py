@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.report_data import not_examined
 from analyzer.coverage import Coverage
+from analyzer.report_data import not_examined
 from analyzer.verdict import compute
 from parsers.probe_answers import read_answers
 from tests.conftest import FIXTURES
@@ -132,12 +132,16 @@ def test_a_node_whose_nvidia_smi_cannot_reach_the_gpus_is_ranked_first(
 def test_a_hung_nvidia_smi_is_critical_from_the_exit_code(tmp_path: Path) -> None:
     res = cluster(tmp_path, {"p5-1": ("cmd/nvidia-smi-q.txt", 124, "", "")})
     hits = res.of("gpu.smi.unreachable")
-    assert [(f.node, f.severity.value, f.params["answers"]) for f in hits] == [("p5-1", "critical", ["timeout"])]
+    assert [(f.node, f.severity.value, f.params["answers"]) for f in hits] == [
+        ("p5-1", "critical", ["timeout"])
+    ]
     assert hits[0].evidence[0].file == "p5-1/manifest.tsv" and "124" in (hits[0].evidence[0].text or "")
 
 
 def test_a_missing_nvidia_smi_stays_a_coverage_fact(tmp_path: Path) -> None:
-    res = cluster(tmp_path, {"p5-2": ("cmd/nvidia-smi-q.txt", 127, "", "bash: nvidia-smi: command not found\n")})
+    res = cluster(
+        tmp_path, {"p5-2": ("cmd/nvidia-smi-q.txt", 127, "", "bash: nvidia-smi: command not found\n")}
+    )
     assert res.of("gpu.smi.unreachable") == []
     assert "p5-2" in res.outcomes["gpu.smi.unreachable"].nodes_without_data
     assert any(f.node == "p5-2" for f in res.of("bundle.coverage"))
@@ -147,7 +151,9 @@ def test_fi_info_no_provider_on_stderr_is_flagged_and_meta_alone_is_not_examined
     root = tmp_path / "c"
     p4d = {"instance_type": "p4d.24xlarge"}
     sick = write_node(root, "p4d-sick", {}, meta=p4d)
-    fail_probe(sick, "cmd/fi-info.txt", 61, "", answer_text("fi-info--libfabric-info-c-no-provider-stderr.txt"))
+    fail_probe(
+        sick, "cmd/fi-info.txt", 61, "", answer_text("fi-info--libfabric-info-c-no-provider-stderr.txt")
+    )
     write_node(root, "p4d-meta-only", {}, meta=p4d)
     res = analyze(root)
     hits = res.of("net.fi_info.no_efa")
