@@ -26,8 +26,12 @@ Lines quoted by a markdown ``> `` are unquoted.  Indented lines without a timest
 above, and so do stamped ``NVRM:`` lines that name no GPU of their own while the message above has not
 ended its sentence (the device named on the first line belongs to the event).  GPU addresses are read
 in every spelling: ``GPU 0000:18:00.0``, ``GPU 18:00.0``, ``GPU at 0000:01:00.0``, ``GPU at
-PCI:0000:01:00``, ``Xid (PCI:0000:b7:00 GPU-I:13)`` (MIG); text that is no address inside ``Xid (...)``
-(``PCI:...``) is no Xid event.  One fault is one event: the Xid 79 line and the "GPU has fallen off the
+PCI:0000:01:00``, ``Xid (PCI:0000:b7:00 GPU-I:13)`` (MIG).  An Xid or SXid line whose device is no
+address (a redacted ``Xid (PCI:...)``, ``Xid (GPU3)``) is still an event of the node, with ``pci`` empty
+(``gpu_index`` set when the line gives the driver's GPU number) and a ParseIssue saying the device was not
+read; the address is filled in when the same log ties that name to one (``NVRM: GPU at PCI:...:
+GPU-<uuid>`` for a UUID, ``... RPC response from GPU4 GSP!`` in an Xid line with an address for
+``GPU4``).  One fault is one event: the Xid 79 line and the "GPU has fallen off the
 bus" text the driver prints with it, on the same GPU within a few lines, are one row (the Xid's).
 Lines that are no event of interest are skipped silently: a kernel log is mostly noise, so each line
 meets cheap substring tests first and only the regexes those select.
@@ -46,7 +50,9 @@ Schema
   "Device is currently unavailable", GSP RPC timeouts, rate-limit notices), efa_driver_loaded (message =
   EFA driver version), link_down / link_up (NIC or bond slave link, mlx5/ena/efa/...), bond_failover
   (a bond made another slave active); OOM kills in the global and memory-cgroup wordings are oom_kill
-- ``pci`` str — PCI address normalised to ``dddd:bb:dd.f``
+- ``pci`` str — PCI address normalised to ``dddd:bb:dd.f`` (null when the line gives none that can be read)
+- ``gpu_index`` int — the driver's GPU number when the line names the GPU by it (``NVRM: GPU6 ...``,
+  ``Xid (GPU3)``), else null; the driver's numbering, not necessarily nvidia-smi's index
 - ``xid`` int — the Xid (or SXid) code
 - ``caused_by_xid`` int — "caused by previous Xid N"
 - ``pid`` int, ``process`` str — as printed (null for ``'<unknown>'``)
@@ -93,6 +99,7 @@ SCHEMA = {
         Column("ts", "ts", "wall-clock time (host clock)"),
         Column("event_type", "str", "xid, sxid, fallen_off_bus, pcie_aer, ..."),
         Column("pci", "str", "PCI address dddd:bb:dd.f"),
+        Column("gpu_index", "int", "the driver's GPU number when the line names the GPU by it (GPU6)"),
         Column("xid", "int", "Xid or SXid code"),
         Column("caused_by_xid", "int", "the earlier Xid this one follows from"),
         Column("pid", "int", "process id"),
@@ -128,7 +135,15 @@ _XID = re.compile(
     r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<xid>\d+)"
     r"(?:, pid=(?P<pid>'[^']*'|[^,]*))?(?:, name=(?P<name>'[^']*'|[^,]*))?,?\s*(?P<msg>.*)"
 )
-_SXID = re.compile(r"nvswitch\d*: SXid \((?:PCI:)?(?P<pci>[^)]*)\): (?P<xid>\d+),\s*(?P<msg>.*)")
+_SXID = re.compile(r"nvswitch\d*: SXid \((?P<pci>[^)]*)\): (?P<xid>\d+),\s*(?P<msg>.*)")
+#: the device inside ``Xid (...)`` named by the driver's GPU number: ``GPU3``, ``GPU 3``
+_XID_INDEX = re.compile(r"(?:PCI:)?GPU\s?(\d{1,3})\s*")
+#: a GPU UUID (``NVRM: GPU at PCI:0000:3b:00: GPU-1a2b3c4d-...`` ties it to an address)
+_UUID = re.compile(r"\bGPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
+#: ``NVRM: GPU6 _kgspIsHeartbeatTimedOut: ...``: a line naming the GPU by the driver's number
+_NVRM_INDEX = re.compile(r"^NVRM: GPU(\d{1,3}) ")
+#: ``... RPC response from GPU4 GSP!`` in an Xid 119 line: the driver's number of the GPU of that line
+_GSP_OF = re.compile(r"\bfrom GPU(\d{1,3}) GSP\b")
 _CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
 _FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
 _GPU_PCI = re.compile(
@@ -260,7 +275,7 @@ def parse(text: str) -> ParseResult:
                     body = body[inner.end() :]
                 current = _event(body)
             if current is None:
-                if "Xid" in body or "GPU" in body:
+                if "GPU" in body:
                     _unreadable_device(result, i + 1, raw[i], body)
                 continue
             if loose is not None:
@@ -286,6 +301,7 @@ def parse(text: str) -> ParseResult:
         consumed = j - 1
     if not events and not any(_STAMP.match(clean(line)[0]) for line in raw):
         raise ParseError("no kernel log lines found (no timestamps, no NVRM lines)")
+    _read_devices(result, events)
     for ev in _one_event_per_fault(events):
         ev.pop("_open", None)  # internal marker of a message that may continue
         ev.setdefault("interface", None)
@@ -294,12 +310,50 @@ def parse(text: str) -> ParseResult:
 
 
 def _unreadable_device(result: ParseResult, no: int, raw: str, body: str) -> None:
-    """An Xid or NVRM line that names a device the driver's address spellings do not read: no event
+    """An NVRM line (no Xid) that names a GPU the driver's address spellings do not read: no event
     (it cannot be placed on a GPU), but said."""
-    if (m := _XID.search(body)) and _XID_ADDR.fullmatch(m.group("pci")) is None:
-        result.issue(no, raw, f"Xid line whose device {m.group('pci')!r} is not a PCI address: no Xid event")
-    elif "NVRM:" in body and _GPU_NAMED.search(body) and not _GPU_PCI.search(body):
+    if "NVRM:" in body and _GPU_NAMED.search(body) and not _GPU_PCI.search(body):
         result.issue(no, raw, "NVRM line naming a GPU whose address is not understood: no event")
+
+
+def _read_devices(result: ParseResult, events: list[dict[str, Any]]) -> None:
+    """Xid and SXid events whose line named no readable address (``_device``: the text inside the
+    parentheses) stay events of the node, with a ParseIssue each.  The address is filled in when this
+    log ties the name to exactly one address: a GPU UUID by ``NVRM: GPU at PCI:...: GPU-<uuid>``, a
+    driver GPU number by an Xid line with an address that names it (``... from GPU4 GSP!``)."""
+    by_uuid: dict[str, set[tuple[str, int]]] = {}
+    by_index: dict[int, set[tuple[str, int]]] = {}
+    for ev in events:
+        if ev["pci"] is None:
+            continue
+        if ev["event_type"] == "nvrm_message" and (u := _UUID.search(ev["message"])):
+            by_uuid.setdefault(u.group(0).lower(), set()).add((ev["pci"], ev["line"]))
+        if ev["gpu_index"] is not None:
+            by_index.setdefault(ev["gpu_index"], set()).add((ev["pci"], ev["line"]))
+    for ev in events:
+        inside = ev.pop("_device", None)
+        if inside is None:
+            continue
+        what = "SXid" if ev["event_type"] == "sxid" else "Xid"
+        u = _UUID.search(inside)
+        if u is not None:
+            known = by_uuid.get(u.group(0).lower(), set())
+        elif ev["gpu_index"] is not None:
+            known = by_index.get(ev["gpu_index"], set())
+        else:
+            known = set()
+        if len({pci for pci, _ in known}) == 1:
+            pci, line = min(known, key=lambda k: k[1])
+            ev["pci"] = pci
+            reason = f"{what} line names its device {inside!r}, not a PCI address: {pci} from line {line}"
+        elif ev["gpu_index"] is not None:
+            reason = (
+                f"{what} line names the GPU {inside!r} by the driver's number, not a PCI address: event kept"
+                f" as GPU{ev['gpu_index']}, address unknown"
+            )
+        else:
+            reason = f"{what} line whose device {inside!r} could not be read: event kept, device unknown"
+        result.issue(ev["line"], ev["raw"], reason)
 
 
 def _continues(event: dict[str, Any], body: str, m: re.Match[str] | None) -> bool:
@@ -325,14 +379,15 @@ def _one_event_per_fault(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     second of them on the same GPU, within a few lines and without a driver load in between, is
     dropped (the Xid line is kept when both come; it carries pid and name)."""
     out: list[dict[str, Any]] = []
-    last: dict[str | None, int] = {}  # pci -> index in out of its latest fallen event
+    last: dict[tuple[str | None, int | None], int] = {}  # GPU -> index in out of its latest fallen event
     for ev in events:
         if ev["event_type"] == "nvrm_driver_loaded":
             last.clear()
         if not _is_fallen(ev):
             out.append(ev)
             continue
-        i = last.get(ev["pci"])
+        gpu = (ev["pci"], ev["gpu_index"])
+        i = last.get(gpu)
         prev = out[i] if i is not None else None
         if (
             prev is not None
@@ -342,7 +397,7 @@ def _one_event_per_fault(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if ev["event_type"] == "xid":  # the Xid line wins: replace the text event in place
                 out[i] = ev
             continue
-        last[ev["pci"]] = len(out)
+        last[gpu] = len(out)
         out.append(ev)
     return out
 
@@ -353,7 +408,7 @@ def _body(line: str) -> str:
 
 def _row(event_type: str, message: str, **fields: Any) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(
-        ("pci", "xid", "caused_by_xid", "pid", "process", "severity", "interface"), None
+        ("pci", "gpu_index", "xid", "caused_by_xid", "pid", "process", "severity", "interface"), None
     )
     row.update(event_type=event_type, message=message.strip(), **fields)
     return row
@@ -367,13 +422,16 @@ def _event(body: str) -> dict[str, Any] | None:
     if "SXid" in body:
         if m := _SXID.search(body):
             sev = m.group("msg").split(",")[0].strip()
-            return _row(
+            row = _row(
                 "sxid",
                 m.group("msg"),
                 pci=pci_address(m.group("pci")),
                 xid=int(m.group("xid")),
                 severity=sev if sev.lower() in ("fatal", "non-fatal") else None,
             )
+            if row["pci"] is None:
+                row["_device"] = m.group("pci")  # said and kept: see _read_devices
+            return row
         return None
     if ("AER" in body or "PCIe Bus Error" in body) and (m := _AER.search(body) or _AER_FATAL.search(body)):
         return _row("pcie_aer", body, pci=pci_address(m.group("dev")), severity=m.group("sev").strip())
@@ -402,27 +460,40 @@ def _event(body: str) -> dict[str, Any] | None:
 
 def _nvrm_event(body: str) -> dict[str, Any] | None:
     if "Xid" in body and (m := _XID.search(body)):
-        addr = _XID_ADDR.fullmatch(m.group("pci"))
-        if addr is None:
-            return None  # "Xid (PCI:...)": no address inside, no Xid event
+        inside = m.group("pci")
+        addr = _XID_ADDR.fullmatch(inside)
         msg = m.group("msg")
         caused = _CAUSED.search(msg)
-        return _row(
+        if addr is None:  # the driver's GPU number instead of an address: "Xid (GPU3)"
+            index = _XID_INDEX.fullmatch(inside)
+        else:  # an Xid 119 line says its GPU's number: "... RPC response from GPU4 GSP!"
+            index = _GSP_OF.search(msg) if "GSP" in msg else None
+        row = _row(
             "xid",
             msg,
-            pci=pci_address(addr.group("addr")),
+            pci=pci_address(addr.group("addr")) if addr else None,
+            gpu_index=int(index.group(1)) if index else None,
             xid=int(m.group("xid")),
             caused_by_xid=int(caused.group(1)) if caused else None,
             pid=_pid(m.group("pid")),
             process=_name(m.group("name")),
         )
+        if addr is None:
+            row["_device"] = inside  # "Xid (PCI:...)", "Xid (GPU3)": kept and said, see _read_devices
+        return row
     if "loading NVIDIA" in body and (m := _DRIVER.search(body)):
         return _row("nvrm_driver_loaded", m.group("ver"))
     if not body.startswith("NVRM:"):
         return None
     gpu = _GPU_PCI.search(body) if "GPU" in body else None
     if gpu or _FALLEN.search(body) or (("GSP" in body or "gsp" in body) and _GSP_TIMEOUT.search(body)):
-        row = _row("nvrm_message", _body(body), pci=pci_address(gpu.group(1)) if gpu else None)
+        index = _NVRM_INDEX.match(body)
+        row = _row(
+            "nvrm_message",
+            _body(body),
+            pci=pci_address(gpu.group(1)) if gpu else None,
+            gpu_index=int(index.group(1)) if index else None,
+        )
         _classify_continuation(row)
         row["_open"] = True
         return row

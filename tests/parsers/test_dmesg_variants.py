@@ -147,8 +147,13 @@ def test_xid_with_mig_suffix_and_without_domain() -> None:  # hand-written: MIG-
 @pytest.mark.parametrize(
     "inside", ["PCI:...", "PCI:xxxx:xx:xx", "GPU-I:13", "some text", "", "PCI:0000:b7:00 and more"]
 )
-def test_not_an_address_inside_xid_is_no_event(inside: str) -> None:
-    assert parsed(f"[ 10.5] NVRM: Xid ({inside}): 31, pid=1, name=python, Ch 00000004\n") == []
+def test_not_an_address_inside_xid_is_an_event_of_the_node_and_said(inside: str) -> None:
+    result = dmesg.parse(f"[ 10.5] NVRM: Xid ({inside}): 31, pid=1, name=python, Ch 00000004\n")
+    ev = result.rows("kernel_event")
+    assert [(e["event_type"], e["xid"], e["pci"], e["gpu_index"], e["process"]) for e in ev] == [
+        ("xid", 31, None, None, "python")
+    ]
+    assert [(i.line_no, "could not be read" in i.reason) for i in result.issues] == [(1, True)]
 
 
 # --- multi-line messages and one event per fault ----------------------------------------------------
