@@ -6,7 +6,9 @@ events, worth knowing when they pile up (rules-facts FM-STATE / NVLINK-DOWN area
 SXid documentation).  One finding per node, switch (PCI address) and SXid code: a Fatal event is
 critical, non-fatal ones are info and warning once they repeat, events of unknown fatality warning.
 A multi-line SXid (code line, "Severity ... Engine instance", "Data {...}") counts as one event.
-False positives: non-fatal SXids right after boot (link training) are common; hence info.
+An SXid line whose switch address cannot be read (a redacted ``SXid (PCI:...)``) is judged on its node,
+the switch named as unknown.  False positives: non-fatal SXids right after boot (link training) are
+common; hence info.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                count(*) AS lines, min(line) AS first_line, max(line) AS last_line,
                arg_min(ts_raw, line) AS first_seen, arg_max(ts_raw, line) AS last_seen
         FROM kernel_event WHERE event_type = 'sxid'
-        GROUP BY bundle_id, node, pci, xid ORDER BY node, pci, xid
+        GROUP BY bundle_id, node, pci, xid ORDER BY node, pci NULLS LAST, xid
         """
     )
     repeat = ctx.threshold(RULE, "repeat_escalation")
@@ -57,7 +59,8 @@ def check(ctx: Context) -> Iterable[Finding]:
             severity=severity,
             node=r["node"],
             message=(
-                f"{r['node']} NVSwitch {r['pci'] or '(PCI unknown)'} logged SXid {r['xid']} ({kind}) "
+                f"{r['node']} NVSwitch {r['pci'] or '(unknown: no PCI address in the log)'} logged SXid"
+                f" {r['xid']} ({kind}) "
                 f"{events}x, first at {r['first_seen']}"
             ),
             params={

@@ -14,7 +14,10 @@ on a node is "restart Fabric Manager".  An Xid the driver says was "caused by pr
 after 149/145, ...) is folded into the finding of its cause, so one fault gives one finding.  When the
 cause itself is not in the log (the log was cut), the finding names the cause and says so, at warning
 at most.  Xid 79 / "fallen off the bus" is left to ``gpu.xid.fallen_off_bus``.  A code not in the
-catalog is a warning that says so.  False positives: application-class Xids (13, 31, 43, 45) usually
+catalog is a warning that says so.  An Xid line whose device the log does not give as an address (a
+redacted ``Xid (PCI:...)``, ``Xid (GPU3)``) is still judged, on the node: the finding says the GPU is
+unknown, or names it by the driver's number (``GPU3``, which need not be nvidia-smi's index).  False
+positives: application-class Xids (13, 31, 43, 45) usually
 come from the job's own code; they are info unless they recur on one GPU.
 Reference: NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html.
 """
@@ -74,11 +77,11 @@ def check(ctx: Context) -> Iterable[Finding]:
     rows = ctx.rows(
         f"""
         WITH g AS ({GPU_BY_PCI})
-        SELECT e.bundle_id, e.node, e.pci, e.xid, e.caused_by_xid, e.line, e.source_file, e.message, g.gpu,
-               {stamp_sql("e")} AS stamp
+        SELECT e.bundle_id, e.node, e.pci, e.gpu_index, e.xid, e.caused_by_xid, e.line, e.source_file,
+               e.message, g.gpu, {stamp_sql("e")} AS stamp
         FROM kernel_event e LEFT JOIN g ON g.bundle_id = e.bundle_id AND g.pci = e.pci
         WHERE e.event_type = 'xid'
-        ORDER BY e.bundle_id, e.node, e.pci, e.line
+        ORDER BY e.bundle_id, e.node, e.pci NULLS LAST, e.gpu_index NULLS LAST, e.line
         """
     )
     clock = KernelClock.load(ctx)
@@ -86,7 +89,8 @@ def check(ctx: Context) -> Iterable[Finding]:
         r["at"] = clock.at(r["bundle_id"], r["stamp"])
     repeat = ctx.threshold(RULE, "repeat_escalation")
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    present = {(r["bundle_id"], r["node"], r["pci"], r["xid"]) for r in rows}
+    # a GPU is its address, or the driver's number when the log gives no address (both None: unknown)
+    present = {(r["bundle_id"], r["node"], _device(r), r["xid"]) for r in rows}
     on_node: dict[tuple[Any, ...], set[int]] = {}
     for r in rows:
         on_node.setdefault((r["bundle_id"], r["node"]), set()).add(r["xid"])
@@ -96,21 +100,22 @@ def check(ctx: Context) -> Iterable[Finding]:
         cause = r["caused_by_xid"]
         # fold into the cause (79 stays apart: gpu.xid.fallen_off_bus reports the cause)
         code = cause if cause not in (None, r["xid"], 79) else r["xid"]
-        key = (r["bundle_id"], r["node"], r["pci"], code)
+        key = (r["bundle_id"], r["node"], _device(r), code)
         g = groups.setdefault(key, {"row": r, "events": [], "folded": {}})
         if code == r["xid"]:
             g["events"].append(r)
         else:
             g["folded"].setdefault(r["xid"], []).append(r)
-    for (bundle_id, node, pci, code), g in groups.items():
+    for (bundle_id, node, device, code), g in groups.items():
         entry = xid_entry(code)
         events, folded = g["events"], g["folded"]
-        logged = (bundle_id, node, pci, code) in present
+        pci, index = g["row"]["pci"], g["row"]["gpu_index"] if g["row"]["pci"] is None else None
+        logged = (bundle_id, node, device, code) in present
         context = {
             "count": _occurrences(code, events),
             "repeat": repeat,
             "solo": on_node[(bundle_id, node)] == {code},
-            "with_remap": any((bundle_id, node, pci, x) in present for x in (63, 64)),
+            "with_remap": any((bundle_id, node, device, x) in present for x in (63, 64)),
         }
         judged = worst(assess(code, e["message"], **context) for e in events) if events else assess(code)
         severity = judged.severity
@@ -119,7 +124,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         every = sorted(events + [e for evs in folded.values() for e in evs], key=lambda e: e["line"])
         first, last = every[0], every[-1]
         gpu = g["row"]["gpu"]
-        where = f"{node} {'GPU ' + str(gpu) if gpu is not None else 'a GPU'} ({pci or 'PCI unknown'})"
+        where = gpu_where(node, gpu, pci, index)
         times = span(first["at"], last["at"])
         folded_text = ", ".join(f"Xid {x} {len(evs)}x" for x, evs in sorted(folded.items()))
         if logged:
@@ -145,6 +150,7 @@ def check(ctx: Context) -> Iterable[Finding]:
             params={
                 "xid": code,
                 "pci": pci,
+                **({"gpu_index": index} if index is not None else {}),
                 "count": len(events),
                 "cause_logged": logged,
                 "folded": {str(x): len(evs) for x, evs in sorted(folded.items())},
@@ -162,5 +168,24 @@ def check(ctx: Context) -> Iterable[Finding]:
             route=Route(RULE.route.owner, RULE.route.target, judged.action),
             evidence=evidence,
             bundle_id=bundle_id,
-            key=(code, pci),
+            key=(code, pci) if index is None else (code, pci, index),
         )
+
+
+def _device(r: dict[str, Any]) -> tuple[str | None, int | None]:
+    """The GPU an Xid event is on: its PCI address, else the driver's number (None, None: unknown)."""
+    return (r["pci"], None) if r["pci"] is not None else (None, r["gpu_index"])
+
+
+def gpu_where(node: str | None, gpu: int | None, pci: str | None, index: int | None) -> str:
+    """How a finding names the GPU of a kernel event: ``node-1 GPU 3 (0000:9b:00.0)``, ``node-1 a GPU
+    (0000:9b:00.0)``, and when the log gives no address ``node-1 GPU3 as the driver numbers it (PCI
+    address not in the log)`` or ``node-1 an unknown GPU (PCI address not in the log)``.
+
+    >>> gpu_where("n1", None, None, 3), gpu_where("n1", None, None, None)
+    ('n1 GPU3 as the driver numbers it (PCI address not in the log)', 'n1 an unknown GPU (PCI address not in the log)')
+    """
+    if pci is None:
+        name = f"GPU{index} as the driver numbers it" if index is not None else "an unknown GPU"
+        return f"{node} {name} (PCI address not in the log)"
+    return f"{node} {'GPU ' + str(gpu) if gpu is not None else 'a GPU'} ({pci})"

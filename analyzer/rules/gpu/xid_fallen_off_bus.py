@@ -8,7 +8,9 @@ GPU in one bundle: a GPU off the bus logs nothing more until it is back) does it
 node" (rules-facts GPU-XID-79: ND-CAT § 2.1 and PD-DET say drain and replace at once; NV-XID is
 followed here).  Reported apart from ``gpu.xid`` so it stands out.  Both the Xid 79 line and the
 multi-line NVRM "fallen off the bus" message count; they are one finding per GPU, and one event when
-they come together.  False positives: none known.
+they come together.  An Xid 79 line whose device the log does not give as an address (a redacted ``Xid
+(PCI:...)``) is one more finding on its node, naming the GPU as unknown (or by the driver's number).
+False positives: none known.
 Reference: NVIDIA Xid catalog, Xid 79.
 """
 
@@ -18,6 +20,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
+from analyzer.rules.gpu.xid import gpu_where
 from analyzer.signals.gpus import GPU_BY_PCI
 from analyzer.signals.kernel_time import KernelClock, span, stamp_sql
 from analyzer.xid_catalog import assess, xid_entry
@@ -39,7 +42,8 @@ def check(ctx: Context) -> Iterable[Finding]:
     rows = ctx.rows(
         f"""
         WITH g AS ({GPU_BY_PCI})
-        SELECT e.bundle_id, e.node, e.pci, any_value(g.gpu) AS gpu, count(*) AS n,
+        SELECT e.bundle_id, e.node, e.pci, CASE WHEN e.pci IS NULL THEN e.gpu_index END AS gpu_index,
+               any_value(g.gpu) AS gpu, count(*) AS n,
                count(*) FILTER (WHERE e.event_type = 'xid') AS n_xid,
                count(*) FILTER (WHERE e.event_type = 'fallen_off_bus') AS n_text,
                arg_min(e.line, e.line) AS first_line, arg_max(e.line, e.line) AS last_line,
@@ -48,7 +52,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                any_value(e.source_file) AS source_file
         FROM kernel_event e LEFT JOIN g ON g.bundle_id = e.bundle_id AND g.pci = e.pci
         WHERE e.event_type = 'fallen_off_bus' OR (e.event_type = 'xid' AND e.xid = 79)
-        GROUP BY e.bundle_id, e.node, e.pci ORDER BY e.node, e.pci
+        GROUP BY ALL ORDER BY e.node, e.pci NULLS LAST, gpu_index NULLS LAST
         """
     )
     repeat = ctx.threshold(RULE, "repeat_escalation")
@@ -58,7 +62,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         first, last = clock.at(r["bundle_id"], r["first_stamp"]), clock.at(r["bundle_id"], r["last_stamp"])
         times = span(first, last)
         judged = assess(79, count=max(r["n_xid"], r["n_text"]), repeat=repeat)
-        where = f"{r['node']} {'GPU ' + str(r['gpu']) if r['gpu'] is not None else 'a GPU'}"
+        where = gpu_where(r["node"], r["gpu"], r["pci"], r["gpu_index"])
         evidence = [ctx.evidence(r["source_file"], r["first_line"])]
         if r["last_line"] != r["first_line"]:
             evidence.append(ctx.evidence(r["source_file"], r["last_line"]))
@@ -66,12 +70,13 @@ def check(ctx: Context) -> Iterable[Finding]:
             node=r["node"],
             gpu=r["gpu"],
             message=(
-                f"{where} ({r['pci'] or 'PCI unknown'}) has fallen off the bus (Xid 79), {r['n']} event(s)"
+                f"{where} has fallen off the bus (Xid 79), {r['n']} event(s)"
                 + (f" at {times}" if times else "")
             ),
             params={
                 "xid": 79,
                 "pci": r["pci"],
+                **({"gpu_index": r["gpu_index"]} if r["gpu_index"] is not None else {}),
                 "count": r["n"],
                 "first_seen": first.seen,
                 "last_seen": last.seen,
@@ -85,5 +90,5 @@ def check(ctx: Context) -> Iterable[Finding]:
             route=Route(RULE.route.owner, RULE.route.target, judged.action),
             evidence=evidence,
             bundle_id=r["bundle_id"],
-            key=(r["pci"],),
+            key=(r["pci"],) if r["gpu_index"] is None else (r["pci"], r["gpu_index"]),
         )
