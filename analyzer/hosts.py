@@ -12,6 +12,15 @@ a key must point at exactly one node, else the host is ambiguous and stays unmat
 ('p5-node-01', 'p5-node-01', 'p5-node-02')
 >>> match("ip-10-9-9-9", nodes) is None
 True
+
+A node may also be known by other names (``aliases``: the private address meta.env carries, the names its
+own Kubernetes node record gives), and an EC2 instance id is read out of names that carry one
+(HyperPod's EKS node names ``hyperpod-i-0abc...``):
+
+>>> match("10.1.9.9", [{"node": "p5-node-03", "hostname": None, "aliases": ["10.1.9.9"]}])
+'p5-node-03'
+>>> instance_id("hyperpod-i-0123456789abcdef0"), instance_id("i-09af54f2"), instance_id("ip-10-1-2-3")
+('i-0123456789abcdef0', 'i-09af54f2', None)
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from typing import Any
 
 _DOTTED = re.compile(r"^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$")
 _EC2 = re.compile(r"^ip-(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})$")
+_INSTANCE = re.compile(r"(?<![0-9a-z])i-(?:[0-9a-f]{17}|[0-9a-f]{8})(?![0-9a-z])")
 
 
 def keys(name: str | None) -> set[str]:
@@ -40,14 +50,24 @@ def keys(name: str | None) -> set[str]:
     return out
 
 
+def instance_id(name: str | None) -> str | None:
+    """The EC2 instance id a name is or carries (``i-0abc...``, ``hyperpod-i-0abc...``), lower case."""
+    m = _INSTANCE.search((name or "").strip().lower())
+    return m.group(0) if m else None
+
+
 class HostIndex:
-    """Nodes indexed by every spelling of their node name and hostname; build once, match many."""
+    """Nodes indexed by every spelling of their node name, hostname and ``aliases``; build once, match many."""
 
     def __init__(self, nodes: Iterable[Mapping[str, Any] | str]) -> None:
         self.exact: dict[str, set[str]] = {}
         self.by_key: dict[str, set[str]] = {}
         for item in nodes:
-            names = [item] if isinstance(item, str) else [item.get("node"), item.get("hostname")]
+            names = (
+                [item]
+                if isinstance(item, str)
+                else [item.get("node"), item.get("hostname"), *(item.get("aliases") or ())]
+            )
             node = names[0] if isinstance(item, str) else item.get("node") or item.get("hostname")
             if not node:
                 continue

@@ -37,4 +37,4 @@ def check(ctx: Context) -> Iterable[Finding]:
     nodes = placements(ctx)
     key = "az_id" if all(p.get("az_id") for p in nodes if p.get("availability_zone")) else "availability_zone"
     what = f"nodes span {{n}} Availability Zones ({key})"
-    return too_many_groups(ctx, RULE, key, "max_zones", what, nodes)
+    return too_many_groups(ctx, RULE, key, "max_zones", what)

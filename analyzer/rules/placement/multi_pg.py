@@ -33,4 +33,12 @@ RULE = RuleInfo(
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    return too_many_groups(ctx, RULE, "placement_group", "max_groups", "nodes span {n} placement groups")
+    # a node whose instance metadata (or EC2 topology entry) shows no group was examined: it has none
+    return too_many_groups(
+        ctx,
+        RULE,
+        "placement_group",
+        "max_groups",
+        "nodes span {n} placement groups",
+        examined=lambda p: p.imds or bool(p.get("placement_group")),
+    )

@@ -5,8 +5,12 @@ the node the instance plugs into).  Nodes under different last-layer network nod
 large job (info); nodes that already differ at a higher layer are far apart and their pairwise
 bandwidth turns uneven (warning; PD-SKILL "systemic topology issues").  Nodes in several UltraServers
 leave the NVLink domain (info).  From Slurm topology.conf, nodes under several leaf switches are listed
-(info).  Layers come from meta.env ``network_node_layers`` or the placement probe
-(``topology.k8s.aws/network-node-layer-N`` labels, describe-instance-topology).
+(info).  Layers come from meta.env ``network_node_layers``, the node's own placement probe
+(``topology.k8s.aws/network-node-layer-N`` labels, describe-instance-topology), or a cluster-level
+export naming several nodes (``kubectl get nodes -o json``, ``aws ec2 describe-instance-topology`` in
+the cluster's extra/), each entry mapped to its node by instance id, node name, hostname or private
+address; entries naming no analyzed node are counted in the finding (``export_entries_ignored``), and
+nodes that no source places are named as not examined.
 False positives: none known; the finding is a fact for the pairwise-bandwidth reading.
 Reference: rules-facts § 1.5, § 3.2 step 4.
 Scope: shared: placement is a property of the node set, not a fault of one node.
@@ -19,7 +23,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.rules.placement._placement import NodePlacement, describe, group_by, placements, spread_finding
+from analyzer.rules.placement._placement import NodePlacement, describe, group_by, read, spread_finding
 
 RULE = RuleInfo(
     id="placement.spread",
@@ -43,21 +47,40 @@ RULE = RuleInfo(
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    nodes = placements(ctx)
+    found = read(ctx)
+    nodes = found.nodes
     if len(nodes) < ctx.threshold(RULE, "min_nodes"):
         return
-    yield from _layers([p for p in nodes if p.layers])
+    placed = [p for p in nodes if p.layers]
+    unplaced = [p.node for p in nodes if not p.layers]
+    yield from _layers(placed, unplaced, found.exports.params())
     ultra = group_by(nodes, "ultraserver_id")
     if len(ultra) > 1:
         message = f"nodes span {len(ultra)} UltraServers: {describe(ultra)}"
-        yield spread_finding(RULE, message, ultra, "ultraserver_id", severity=Severity.INFO)
-    leaves = _slurm_leaves(ctx, nodes)
+        missing = [p.node for p in nodes if not p.get("ultraserver_id")]
+        yield spread_finding(
+            RULE, message, ultra, "ultraserver_id", severity=Severity.INFO, not_examined=missing
+        )
+    leaves: dict[str, list[NodePlacement]] = defaultdict(list)
+    for p in nodes:
+        if p.leaf:
+            leaves[p.leaf[0]].append(p)
     if len(leaves) > 1:
-        message = f"nodes sit under {len(leaves)} Slurm leaf switches (topology.conf): {describe(leaves)}"
-        yield spread_finding(RULE, message, leaves, "slurm_leaf_switch", severity=Severity.INFO)
+        groups = dict(sorted(leaves.items()))
+        message = f"nodes sit under {len(groups)} Slurm leaf switches (topology.conf): {describe(groups)}"
+        yield spread_finding(
+            RULE,
+            message,
+            groups,
+            "slurm_leaf_switch",
+            severity=Severity.INFO,
+            evidence_of=lambda p: p.leaf[1] if p.leaf else None,
+            not_examined=[p.node for p in nodes if not p.leaf],
+            **found.exports.params(slurm=True),
+        )
 
 
-def _layers(nodes: list[NodePlacement]) -> Iterable[Finding]:
+def _layers(nodes: list[NodePlacement], unplaced: list[str], exports: dict[str, object]) -> Iterable[Finding]:
     if len(nodes) < 2:
         return
     depth = min(max(p.layers) for p in nodes)
@@ -71,40 +94,17 @@ def _layers(nodes: list[NodePlacement]) -> Iterable[Finding]:
         last = layer == depth
         severity = Severity.INFO if last else Severity.WARNING
         where = "last-layer network nodes (blocks)" if last else f"layer-{layer} network nodes (of {depth})"
-        message = f"nodes span {len(groups)} {where}: {describe(dict(sorted(groups.items())))}"
-        for ps in groups.values():
-            for p in ps:
-                p.facts[f"network_node_layer_{layer}"] = p.layers[layer]
+        ordered = dict(sorted(groups.items()))
         yield spread_finding(
             RULE,
-            message,
-            dict(sorted(groups.items())),
+            f"nodes span {len(groups)} {where}: {describe(ordered)}",
+            ordered,
             f"network_node_layer_{layer}",
             severity=severity,
+            evidence_of=lambda p, n=layer: p.layers[n][1],
+            not_examined=unplaced,
             layer=layer,
             depth=depth,
+            **exports,
         )
         return  # the highest layer that differs says it; lower layers differ as a consequence
-
-
-def _slurm_leaves(ctx: Context, nodes: list[NodePlacement]) -> dict[str, list[NodePlacement]]:
-    names: dict[str, NodePlacement] = {}
-    for p in nodes:
-        names[p.node] = p
-        if p.hostname:
-            names[p.hostname.split(".")[0]] = p
-    rows = ctx.rows(
-        "SELECT node_name, switch, source_file, line FROM topology_member "
-        "WHERE node_name IS NOT NULL AND source = 'slurm-topology' ORDER BY coalesce(level, 0), line"
-    )
-    leaf: dict[str, list[NodePlacement]] = defaultdict(list)
-    seen: set[str] = set()
-    for r in rows:
-        hit = names.get(r["node_name"])
-        if hit is None or hit.node in seen:
-            continue
-        p = hit
-        seen.add(p.node)
-        p.facts["slurm_leaf_switch"] = (r["switch"], ctx.evidence(r["source_file"], r["line"]))
-        leaf[r["switch"]].append(p)
-    return dict(sorted(leaf.items()))
