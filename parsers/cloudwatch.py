@@ -46,15 +46,30 @@ gives hints.
 
 What the content does not say (namespace, metric, dimension, statistic, period) comes from
 hints: a ``--namespace/--metric-name/--dimensions/--statistics/--period`` command line or a
-``# namespace=AWS/FSx metric=...`` comment in the file, then the file name given to
-``parse_with_name`` (``fs-0123456789abcdef0_DataReadBytes_Sum.json``).  A FileSystemId
-dimension implies AWS/FSx, VolumeId AWS/EBS, InstanceId AWS/EC2.
+``# namespace=AWS/FSx metric=...`` comment in the file, then the manifest's ``command`` given to
+``parse_with_command`` (the CLI command line, the query JSON, or the path the file was copied from),
+then the file name given to ``parse_with_name`` (``fs-0123456789abcdef0_DataReadBytes_Sum.json``).
+A FileSystemId dimension implies AWS/FSx, VolumeId AWS/EBS, InstanceId AWS/EC2; a metric only one
+namespace has (FreeDataStorageCapacity, DiskIopsUtilization, VolumeQueueLength, ...) implies it.
+
+get-metric-data prints no metric name and no statistic.  Each result takes them, in this order, from
+its ``MetricDataQueries`` entry (in the file: a ``--cli-input-json`` document or a pasted
+``file://q.json`` list; on a command line: ``--metric-data-queries '[...]'`` JSON or its shorthand
+``Id=m1,MetricStat={Metric={Namespace=AWS/FSx,...},Period=60,Stat=Maximum}``), then its Label
+(``DiskIopsUtilization``, ``FSx DataReadBytes fs-0123456789abcdef0``, ``Orders Sum``: a statistic
+word, a namespace word, an id, and a metric name that is known, has two CamelCase humps, or is the
+label's only other word), then its Id (``fsx_diskiops_max``, ``free_min``, ``queue_p99``: statistic,
+namespace and known metric names among its words; ``m1`` says nothing).  A statistic no hint names is
+left null (unknown): the rules decide whether they can judge such a series.  The result of an
+``Expression`` query has no metric and no statistic; its expression goes to ``extra``.
 
 Schema
 ------
 ``cw_metric`` (one row per datapoint and statistic):
 
 - ``line`` int — line of the datapoint's timestamp
+- ``value_line`` int — line of the value where it is printed apart from its timestamp (get-metric-data's
+  ``Values`` list, a ``VALUES`` row of ``--output text``), else null
 - ``ts`` ts — datapoint start time, UTC
 - ``namespace`` str, ``metric`` str — e.g. AWS/FSx, DataReadBytes (null when unknown)
 - ``dimension_name`` str, ``dimension_value`` str — e.g. FileSystemId, fs-0123456789abcdef0 (the first one)
@@ -115,6 +130,7 @@ INFO = ParserInfo(
 SCHEMA = {
     "cw_metric": (
         Column("line", "int", "line of the datapoint"),
+        Column("value_line", "int", "line of the value when not the datapoint's line (get-metric-data)"),
         Column("ts", "ts", "datapoint time, UTC"),
         Column("namespace", "str", "AWS/FSx, AWS/EBS, ..."),
         Column("metric", "str", "metric name"),
@@ -132,7 +148,9 @@ SCHEMA = {
     )
 }
 
-_INFO_KEYS = tuple(c.name for c in SCHEMA["cw_metric"] if c.name not in ("line", "ts", "value", "extra"))
+_INFO_KEYS = tuple(
+    c.name for c in SCHEMA["cw_metric"] if c.name not in ("line", "value_line", "ts", "value", "extra")
+)
 _DOC_KEYS = {"Datapoints", "MetricDataResults", "Label", "Messages", "MetricDataQueries"}
 _DP_KEYS = {"Timestamp", "Sum", "Average", "Minimum", "Maximum", "SampleCount", "Unit", "ExtendedStatistics"}
 _RESULT_KEYS = {"Id", "Label", "Timestamps", "Values", "StatusCode"}
@@ -156,6 +174,39 @@ _ID_PREFIX = (("FileSystemId", "fs"), ("VolumeId", "vol"), ("InstanceId", "i"))
 _ID_DIMS = tuple((d, rf"(?<![A-Za-z0-9]){p}-[0-9a-f]{{8,17}}(?![0-9a-f])") for d, p in _ID_PREFIX)
 _NS_BY_DIM = {"FileSystemId": "AWS/FSx", "VolumeId": "AWS/EBS", "InstanceId": "AWS/EC2"}
 _NS_WORDS = {"fsx": "AWS/FSx", "ebs": "AWS/EBS", "ec2": "AWS/EC2"}
+#: Metrics that exist in one namespace only (the AWS/FSx and AWS/EBS metrics the rules and charts read):
+#: the name implies the namespace.  CPUUtilization, DataReadBytes, ... are in several and imply nothing.
+_NS_BY_METRIC = {
+    **dict.fromkeys(
+        (
+            "FreeDataStorageCapacity",
+            "DiskIopsUtilization",
+            "FileServerDiskIopsUtilization",
+            "FileServerDiskThroughputUtilization",
+            "NetworkThroughputUtilization",
+        ),
+        "AWS/FSx",
+    ),
+    "VolumeQueueLength": "AWS/EBS",
+}
+#: Metric names a query Id or a label can be matched against (longest first: DiskIopsUtilization is
+#: inside FileServerDiskIopsUtilization).
+_KNOWN_METRICS = tuple(
+    sorted(
+        {*_NS_BY_METRIC, "DataReadBytes", "DataWriteBytes", "DataReadOperations", "DataWriteOperations",
+         "MetadataOperations", "CPUUtilization", "VolumeReadOps", "VolumeWriteOps", "VolumeReadBytes",
+         "VolumeWriteBytes", "VolumeIdleTime", "BurstBalance"},
+        key=lambda m: (-len(m), m),
+    )
+)  # fmt: skip
+_HUMP = re.compile(r"[A-Z]+(?![a-z])|[A-Z][a-z0-9]+")
+#: ``--metric-data-queries`` on a command line: quoted JSON, quoted shorthand, or one bare word.
+_QUERIES_ARG = re.compile(
+    r"--metric-data-queries(?:=|\s+)"
+    r"(?:'(?P<sq>[^']*)'|\"(?P<dq>(?:\\.|[^\"\\])*)\"|(?P<bare>(?:Id=\S+\s*)+|\S+))"
+)
+#: A command line that made the export (prompt, sudo, awslocal allowed), to its last continuation line.
+_COMMAND_START = re.compile(r"^\s*(?:\S*[$#]\s*)?(?:sudo\s+)?aws(?:local)?\s.*\bcloudwatch\b")
 _NUMBERISH = re.compile(r"^-?[\d.]+(?:[eE][-+]?\d+)?$")
 _METRIC = re.compile(r"^[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*$")
 _NOT_METRIC = re.compile(r"^(?:Label|Timestamps?|Values?|Units?|Percent|Bytes|Count|Seconds)$")
@@ -178,6 +229,8 @@ _COLS = {
     }.items()
     for alias in aliases.split()
 }
+#: An item of a JSON array of numbers (a get-metric-data ``Values`` list), or the array's end.
+_ARRAY_ITEM = re.compile(r"-?(?:\d|\.\d)[\d.eE+-]*|null|NaN|-?Infinity|\]")
 _AWS_ERROR = re.compile(
     r"An error occurred \(|Unable to locate credentials|Could not connect to the endpoint"
 )
@@ -211,11 +264,25 @@ def detect(text: str) -> int:
 
 
 def parse(text: str) -> ParseResult:
-    return parse_with_name(text, "")
+    return _parse(text, "", "")
 
 
 def parse_with_name(text: str, filename: str) -> ParseResult:
     """Parse, taking what the content does not say from hints in the text, then from the file name."""
+    return _parse(text, filename, "")
+
+
+def parse_with_command(text: str, command: str) -> ParseResult:
+    """Parse, taking what the content does not say from hints in the text, then from the manifest's
+    ``command``: the CLI command line (``--metric-data-queries`` JSON or shorthand, ``--namespace``,
+    ...), the query JSON itself, or the path the file was copied from (read as a file name)."""
+    is_path = not re.search(r"(?:^|\s)--[a-z]", command) and command.lstrip()[:1] not in ("[", "{")
+    if is_path and not _COMMAND_START.match(command):
+        return _parse(text, command, "")
+    return _parse(text, "", command)
+
+
+def _parse(text: str, filename: str, command: str) -> ParseResult:
     require_text(text)
     text = text.lstrip("\ufeff")
     if m := _PY_REPR.search(text):
@@ -235,16 +302,22 @@ def parse_with_name(text: str, filename: str) -> ParseResult:
             " json.dumps(response, default=str) or the AWS CLI's --output json"
         )
     cleaned = clean_lines(text)
-    commands = "\n".join(cmd for _, cmd in cleaned.commands)
     original = text
     if cleaned.hosts is not None or cleaned.noise:  # prefixes, prompts, fences: the same lines without them
         text = "\n".join(cleaned.lines)
+    text, typed = _without_commands(original, text)  # a pasted command line's JSON is not the answer
+    commands = "\n".join([*(cmd for _, cmd in cleaned.commands), *typed])
     brace = text.find("{")
     if brace < 0 and _AWS_ERROR.search(text):
         raise CollectorError(next(ln for ln in text.splitlines() if _AWS_ERROR.search(ln)).strip()[:300])
     name = re.sub(r"\.(?:json|csv|txt|out|log)$", "", filename.rsplit("/", 1)[-1], flags=re.I)
-    hints = _hints(text[: max(brace, 0)] + "\n" + _comments(original) + "\n" + commands)
-    base = _merge(hints, _hints(name, words=True, filename=True))
+    said = text[: max(brace, 0)] + "\n" + _comments(original) + "\n" + commands
+    base = _merge(
+        _hints(_QUERIES_ARG.sub(" ", said)),
+        _hints(_QUERIES_ARG.sub(" ", command)) if command.lstrip()[:1] not in ("[", "{") else {},
+        _hints(name, words=True, filename=True),
+    )
+    base["queries"] = {**_command_queries(command), **_command_queries(said)}
     result = ParseResult()
     result.tables["cw_metric"] = []
     lines = [ln.strip() for ln in text.splitlines()]
@@ -282,7 +355,9 @@ def _json_docs(text: str, start: int, base: dict[str, Any], result: ParseResult)
         docs.extend(doc if isinstance(doc, list) else [doc])
         pos = text.find("{", pos) if text.find("{", pos) >= 0 else len(text)
     docs = [d for d in docs if isinstance(d, dict)]
-    queries = {_text(q.get("Id")): q for d in docs for q in _dicts(d.get("MetricDataQueries"))}
+    queries = dict(base.get("queries") or {})
+    queries.update({_text(q.get("Id")): q for d in docs for q in _dicts(d.get("MetricDataQueries"))})
+    queries.update({_text(d.get("Id")): d for d in docs if _is_query(d)})  # a pasted file://q.json list
     find = _Locator(text)
     for doc in docs:
         info = _merge({"label": doc.get("Label")}, _hints(str(doc.get("Label") or ""), words=True), base)
@@ -296,17 +371,22 @@ def _json_docs(text: str, start: int, base: dict[str, Any], result: ParseResult)
                 dp_info = _merge({"statistic": stat, "unit": dp.get("Unit")}, info)
                 _add(result, line, dp.get("Timestamp"), value, dp_info, extra=other)
         for res in _dicts(doc.get("MetricDataResults")):
-            label = res.get("Label")
-            query = _query_info(queries.get(_text(res.get("Id"))))
-            info = _merge(query, {"label": label}, _hints(str(label or ""), words=True), base)
-            info.update(query_id=res.get("Id"), status_code=res.get("StatusCode"))
-            other = {**doc_extra, **{k: v for k, v in res.items() if k not in _RESULT_KEYS}}
+            info, expression = _result_info(_text(res.get("Id")), _text(res.get("Label")), queries, base)
+            info.update(status_code=res.get("StatusCode"))
+            other = {**doc_extra, **{k: v for k, v in res.items() if k not in _RESULT_KEYS}, **expression}
             if doc.get("Messages"):
                 other["Messages"] = doc["Messages"]
-            values = _list(res.get("Values"))
-            for i, ts in enumerate(_list(res.get("Timestamps"))):
+            stamps, values = _list(res.get("Timestamps")), _list(res.get("Values"))
+            value_lines: list[int] = []
+            if values and find.first("Timestamps", "Values") == "Values":
+                value_lines = find.array("Values", len(values))
+            stamp_lines = [find(json.dumps(ts)) for ts in stamps]
+            if values and not value_lines:
+                value_lines = find.array("Values", len(values))
+            for i, ts in enumerate(stamps):
                 value = values[i] if i < len(values) else None
-                _add(result, find(json.dumps(ts)), ts, value, info, extra=other)
+                info["value_line"] = value_lines[i] if i < len(value_lines) else None
+                _add(result, stamp_lines[i], ts, value, info, extra=other)
 
 
 def _text_output(lines: list[str], original: str, base: dict[str, Any], result: ParseResult) -> None:
@@ -319,13 +399,15 @@ def _text_output(lines: list[str], original: str, base: dict[str, Any], result: 
     label: str | None = None
     result_info: dict[str, Any] | None = None
     stamps: list[tuple[int, str]] = []
-    values: list[float | None] = []
+    values: list[tuple[int, float | None]] = []
     last: dict[str, Any] | None = None  # the DATAPOINTS row an EXTENDEDSTATISTICS line belongs to
 
     def flush() -> None:
         if result_info is not None:
             for i, (no, ts) in enumerate(stamps):
-                _add(result, no, ts, values[i] if i < len(values) else None, result_info, printed[no - 1])
+                value_no, value = values[i] if i < len(values) else (None, None)
+                info = {**result_info, "value_line": value_no}
+                _add(result, no, ts, value, info, printed[no - 1])
 
     for no, line in enumerate(lines, start=1):
         key, _, rest = line.partition("\t")
@@ -357,13 +439,13 @@ def _text_output(lines: list[str], original: str, base: dict[str, Any], result: 
         elif key == "METRICDATARESULTS":
             flush()
             rid, rlabel, status = (cells + [None, None, None])[:3]
-            result_info = _merge({"label": rlabel}, _hints(rlabel or "", words=True), base)
-            result_info.update(query_id=rid, status_code=status)
+            result_info = _result_info(rid, rlabel, base.get("queries") or {}, base)[0]
+            result_info.update(status_code=status)
             stamps, values = [], []
         elif key == "TIMESTAMPS" and cells:
             stamps.append((no, cells[0]))
         elif key == "VALUES" and cells:
-            values.append(to_float(cells[0]))
+            values.append((no, to_float(cells[0])))
         elif key == "MESSAGES":
             continue  # Code<TAB>Value: nothing to attach a row to
         elif label is None and re.fullmatch(r"[\w./: -]+", line) and not cells:
@@ -421,6 +503,97 @@ def _list(items: Any) -> list[Any]:
 
 def _dicts(items: Any) -> list[dict[str, Any]]:
     return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
+def _is_query(doc: dict[str, Any]) -> bool:
+    """A MetricDataQuery entry (``Id`` and ``MetricStat`` or ``Expression``), not a result."""
+    return "Id" in doc and ("MetricStat" in doc or "Expression" in doc) and "Timestamps" not in doc
+
+
+def _result_info(
+    rid: str | None, label: str | None, queries: dict[str | None, dict[str, Any]], base: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What one get-metric-data result is: from its query, then its Label, then its Id, then the file's
+    hints; and the extra keys to keep (the expression of a math result)."""
+    query = queries.get(rid)
+    returned = [q for q in queries.values() if q.get("ReturnData") is not False]
+    if query is None and rid is None and len(returned) == 1:  # a result cut before its Id: the one query
+        query = returned[0]
+    guessed = _merge(_hints(label or "", words=True), _id_hints(rid or ""), base)
+    if query is not None and "Expression" in query:  # a math result: no metric and no statistic of its own
+        guessed = {k: v for k, v in guessed.items() if k not in ("metric", "statistic", "period_s")}
+        info = _merge(_query_info(query), {"label": label}, guessed)
+        return {**info, "query_id": rid}, {"Expression": query.get("Expression")}
+    return {**_merge(_query_info(query), {"label": label}, guessed), "query_id": rid}, {}
+
+
+def _command_queries(command: str) -> dict[str | None, dict[str, Any]]:
+    """The MetricDataQueries a command line names (``--metric-data-queries`` JSON or shorthand,
+    ``--cli-input-json`` JSON), or that a query JSON document holds, by Id."""
+    found: list[dict[str, Any]] = []
+    for m in _QUERIES_ARG.finditer(command):
+        quoted = (m.group("dq") or "").replace('\\"', '"')  # in shell double quotes a " is written \"
+        found.extend(_queries_in(m.group("sq") or quoted or m.group("bare")))
+    for m in re.finditer(r"--cli-input-json(?:=|\s+)'([^']*)'", command):
+        found.extend(_queries_in(m.group(1)))
+    if not found and command.lstrip()[:1] in ("[", "{"):
+        found.extend(_queries_in(command))
+    return {_text(q.get("Id")): q for q in found if _text(q.get("Id"))}
+
+
+def _queries_in(arg: str | None) -> list[dict[str, Any]]:
+    """Query entries of a JSON list / ``{"MetricDataQueries": [...]}`` document, or of CLI shorthand."""
+    arg = (arg or "").strip()
+    if arg[:1] in ("[", "{"):
+        try:
+            doc = json.loads(arg)
+        except (json.JSONDecodeError, RecursionError):
+            return []
+        if isinstance(doc, dict):
+            doc = doc.get("MetricDataQueries", [doc])
+        return [q for q in _dicts(doc) if _is_query(q)]
+    return [_shorthand(part) for part in re.split(r"\s+(?=Id=)", arg) if part.startswith("Id=")]
+
+
+def _shorthand(part: str) -> dict[str, Any]:
+    """One query in the CLI's shorthand: ``Id=m1,MetricStat={Metric={Namespace=AWS/FSx,MetricName=...,
+    Dimensions=[{Name=FileSystemId,Value=fs-...}]},Period=60,Stat=Maximum}`` (or ``Expression=...``)."""
+
+    def get(key: str) -> str | None:
+        m = re.search(rf"\b{key}=([^,{{}}\[\]\s]+)", part)
+        return m.group(1) if m else None
+
+    dims = re.findall(r"\bName=([^,{}\[\]\s]+),Value=([^,{}\[\]\s]+)", part)
+    query: dict[str, Any] = {"Id": get("Id")}
+    if expression := get("Expression"):
+        return {**query, "Expression": expression}
+    metric = {"Namespace": get("Namespace"), "MetricName": get("MetricName")}
+    metric["Dimensions"] = [{"Name": n, "Value": v} for n, v in dims]
+    return {**query, "MetricStat": {"Metric": metric, "Period": get("Period"), "Stat": get("Stat")}}
+
+
+def _without_commands(original: str, text: str) -> tuple[str, list[str]]:
+    """``text`` with the lines of a pasted ``aws ... cloudwatch`` command blanked (its inline query JSON
+    is not the answer; line numbers stay), and each such command joined onto one line."""
+    lines = text.splitlines()
+    raw = original.splitlines()
+    commands: list[str] = []
+    no = 0
+    while no < len(raw):
+        if not _COMMAND_START.match(raw[no]):
+            no += 1
+            continue
+        parts: list[str] = []
+        while no < len(raw):
+            part = raw[no].rstrip()
+            parts.append(part.removesuffix("\\"))
+            if no < len(lines):
+                lines[no] = ""
+            no += 1
+            if not part.endswith("\\") and "".join(parts).count("'") % 2 == 0:
+                break
+        commands.append(" ".join(p.strip() for p in parts))
+    return ("\n".join(lines) if commands else text), commands
 
 
 def _query_info(query: dict[str, Any] | None) -> dict[str, Any]:
@@ -502,8 +675,10 @@ def _add(
     number = float(value) if isinstance(value, (int, float)) else None
     row["value"] = number if number is not None and math.isfinite(number) else None
     row["period_s"] = to_int(row["period_s"])
+    row["value_line"] = info.get("value_line") if isinstance(info.get("value_line"), int) else None
     if row["namespace"] is None:
-        row["namespace"] = _NS_BY_DIM.get(row["dimension_name"] or "")
+        by_dimension = _NS_BY_DIM.get(row["dimension_name"] or "")
+        row["namespace"] = by_dimension or _NS_BY_METRIC.get(row["metric"] or "")
     row["extra"] = json.dumps(extra, default=str) if extra else None
     result.add("cw_metric", {c.name: row.get(c.name) for c in SCHEMA["cw_metric"]})
 
@@ -587,14 +762,57 @@ def _hints(text: str, words: bool = False, filename: bool = False) -> dict[str, 
     if not words:
         return info
     rest = re.sub(r"\S+=\S*|\bAWS/\w+|" + "|".join(p for _, p in _ID_DIMS), " ", text)
+    others: list[str] = []  # a label's words that are no statistic and no namespace
     for word in re.split(r"[\s,;()\[\]_.-]+" if filename else r"[\s,;()\[\]\"']+", rest):
+        if not word:
+            continue
         stat = _stat(word)
         if stat and (filename or word[:1].isupper() or stat.startswith("p")):
             info.setdefault("statistic", stat)
-        elif filename and word.lower() in _NS_WORDS:
+        elif word.lower() in _NS_WORDS:
             info.setdefault("namespace", _NS_WORDS[word.lower()])
-        elif _METRIC.match(word) and len(word) >= 4 and not _NOT_METRIC.match(word):
+        elif filename and _METRIC.match(word) and len(word) >= 4 and not _NOT_METRIC.match(word):
             info.setdefault("metric", word)
+        elif not filename:
+            others.append(word)
+    if not filename and (metric := _label_metric(others)):
+        info.setdefault("metric", metric)
+    return info
+
+
+def _label_metric(words: list[str]) -> str | None:
+    """The metric name among a label's other words: a known one, else one of two or more CamelCase
+    humps (``EstimatedCharges``), else a one-hump word that is the only one (``Orders`` of ``Orders
+    Sum``).  ``Avg Total IOPS`` (a math expression's label) names none.
+
+    >>> _label_metric(["DiskIopsUtilization"]), _label_metric(["Orders"]), _label_metric(["Total", "IOPS"])
+    ('DiskIopsUtilization', 'Orders', None)
+    """
+    if known := next((w for w in words if w in _KNOWN_METRICS), None):
+        return known
+    named = [w for w in words if _METRIC.match(w) and len(w) >= 4 and not _NOT_METRIC.match(w)]
+    humped = [w for w in named if len(_HUMP.findall(w)) >= 2 and "".join(_HUMP.findall(w)) == w]
+    if humped:
+        return humped[0]
+    return named[0] if len(words) == 1 and named else None
+
+
+def _id_hints(query_id: str) -> dict[str, Any]:
+    """Statistic, namespace and a known metric named among the words of a get-metric-data query Id.
+
+    >>> _id_hints("fsx_diskiopsutilization_max"), _id_hints("queueP99"), _id_hints("m1")
+    ({'metric': 'DiskIopsUtilization', 'namespace': 'AWS/FSx', 'statistic': 'Maximum'}, {'statistic': 'p99'}, {})
+    """
+    info: dict[str, Any] = {}
+    squashed = re.sub(r"[^a-z0-9]", "", query_id.lower())
+    if metric := next((m for m in _KNOWN_METRICS if m.lower() in squashed), None):
+        info["metric"] = metric
+    for word in re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", query_id):
+        low = word.lower()
+        if stat := _stat(low) or _stat(re.sub(r"\d+$", "", low)):
+            info.setdefault("statistic", stat)
+        elif low in _NS_WORDS:
+            info.setdefault("namespace", _NS_WORDS[low])
     return info
 
 
@@ -664,3 +882,19 @@ class _Locator:
         self.line += self.text.count("\n", self.pos, at)
         self.pos = at + len(needle)
         return self.line
+
+    def first(self, *keys: str) -> str | None:
+        """Which of the JSON keys comes next in the text (None when none does)."""
+        found = [(at, key) for key in keys if (at := self.text.find(f'"{key}"', self.pos)) >= 0]
+        return min(found)[1] if found else None
+
+    def array(self, key: str, count: int) -> list[int]:
+        """Lines of the first ``count`` items of the next ``"key": [...]`` array of numbers (fewer when
+        the text was cut); the search goes on after the last item read."""
+        self(f'"{key}"')
+        lines: list[int] = []
+        for m in _ARRAY_ITEM.finditer(self.text, self.pos):
+            if m.group(0) == "]" or len(lines) == count:
+                break
+            lines.append(self(m.group(0)))
+        return lines

@@ -4,7 +4,13 @@ near-full mounts.  Used by the fs rules and by fs.verdict, which weighs them tog
 Each signal has one query here, and every rule (and the report's charts) reads it through it:
 :func:`fsx_utilization_series`, :func:`fsx_free_capacity_series`, :func:`ebs_queue_series`,
 :func:`iowait_by_node` (:data:`IOWAIT_BY_NODE_SQL` for SQL that builds on it) and
-:func:`data_mounts_over`; :func:`run_evidence` is the evidence of a run over a line."""
+:func:`data_mounts_over`; :func:`run_evidence` is the evidence of a run over a line.
+
+A CloudWatch series may carry no statistic name (a ``get-metric-data`` export whose query, label and
+Id name none: ``statistic`` None).  Such a series is offered only where the export has no series of a
+known statistic for the same metric and dimension; each rule decides whether its own logic can judge
+it (its ``usable``) and says so in its finding.  A rule that had nothing to judge calls
+:func:`examined_nothing` instead of passing."""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from analyzer import engine
 from analyzer.engine import Context
 from analyzer.findings import Evidence
 
@@ -43,15 +50,21 @@ class Series:
     metric: str
     dimension_name: str | None
     dimension_value: str | None
-    statistic: str
+    statistic: str | None  # None: the export names no statistic (see the module docstring)
     period_s: int
     points: list[tuple[datetime, float, str, int | None]] = field(
         default_factory=list
     )  # ts, value, file, line
+    #: the export gave a period, or it was derived from two datapoints (else period_s is 60 by default)
+    period_known: bool = True
 
     @property
     def label(self) -> str:
-        return f"{self.dimension_value or '?'} {self.metric} ({self.statistic})"
+        return f"{self.dimension_value or '?'} {self.metric} ({self.statistic or 'statistic unknown'})"
+
+    @property
+    def peak(self) -> float:
+        return max(p[1] for p in self.points)
 
 
 @dataclass(frozen=True)
@@ -82,11 +95,13 @@ class Run:
 def series(
     ctx: Context, namespace: str, metrics: tuple[str, ...], stats: tuple[str, ...] = _STAT_ORDER
 ) -> list[Series]:
-    """One series per (dimension, metric), in the first statistic of ``stats`` the export has."""
+    """One series per (dimension, metric), in the first statistic of ``stats`` the export has; the
+    series of no named statistic when the export has none of them (other statistics are left out)."""
     rows = ctx.rows(
         f"""
         SELECT bundle_id, namespace, metric, dimension_name, dimension_value, statistic,
-               coalesce(period_s, 60) AS period_s, ts, value, source_file, line
+               coalesce(period_s, 60) AS period_s, period_s IS NOT NULL AS period_known, ts, value,
+               source_file, coalesce(value_line, line) AS line
         FROM cw_metric
         WHERE namespace = ? AND metric IN ({",".join("?" * len(metrics))}) AND value IS NOT NULL AND ts IS NOT NULL
         ORDER BY dimension_value, metric, statistic, ts
@@ -101,17 +116,36 @@ def series(
         if s is None:
             s = found[key] = Series(
                 r["bundle_id"], r["namespace"], r["metric"], r["dimension_name"], r["dimension_value"],
-                r["statistic"], int(r["period_s"]),
+                r["statistic"], int(r["period_s"]), period_known=bool(r["period_known"]),
             )  # fmt: skip
         s.points.append((r["ts"], float(r["value"]), r["source_file"], r["line"]))
+    order = (*stats, None)  # a named statistic first; no name last
     best: dict[tuple[Any, ...], Series] = {}
     for (dim, metric, stat), s in found.items():
-        if stat not in stats:
+        if stat not in order:
             continue
         cur = best.get((dim, metric))
-        if cur is None or stats.index(stat) < stats.index(cur.statistic):
+        if cur is None or order.index(stat) < order.index(cur.statistic):
             best[(dim, metric)] = s
     return [best[k] for k in sorted(best, key=lambda k: (str(k[0]), k[1]))]
+
+
+def examined_nothing(reason: str) -> None:
+    """End a rule that had no series of its own to judge (only other metrics, or only series its logic
+    cannot read) as not examined instead of 'pass': raises ``analyzer.engine.NotExamined(reason)``.
+
+    Until the engine defines NotExamined this does nothing and the rule passes as before.
+    """
+    not_examined: type[Exception] | None = getattr(engine, "NotExamined", None)
+    if not_examined is not None:
+        raise not_examined(reason)
+
+
+def unknown_statistic_note(s: Series, why: str) -> dict[str, Any]:
+    """``{"statistic_note": ...}`` for a series of no named statistic, else ``{}``."""
+    if s.statistic is not None:
+        return {}
+    return {"statistic_note": f"the export names no statistic (get-metric-data); judged because {why}"}
 
 
 def fsx_utilization_series(ctx: Context) -> list[Series]:

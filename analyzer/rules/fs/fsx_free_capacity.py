@@ -4,6 +4,11 @@ Why it matters: low FreeDataStorageCapacity throttles writes and fails checkpoin
 sources give no number; the line is ours (``free_warning_gib``), and the Minimum statistic is used.
 The throughput metrics (DataReadBytes/DataWriteBytes) are not judged here: the provisioned ceiling
 (capacity x per-unit throughput) is not in a bundle.
+A ``get-metric-data`` export that names no statistic is judged when a value reaches 1 MiB (see
+:func:`usable`): a SampleCount (how many disks reported) never does, and of the other statistics a
+low Sum (the whole file system) means the Minimum is lower still, while Average and Maximum are
+read as the rule already reads them when Minimum is missing.  The finding says the statistic was
+unknown.
 False positives: a file system sized close to its data on purpose (a read-only dataset).
 Reference: rules-facts § 1.7 FSX-LUSTRE-FREE, § 4.
 Scope: shared: the cause is the file system, whichever nodes feel it; no node is ranked for it.
@@ -15,7 +20,7 @@ from collections.abc import Iterable
 
 from analyzer.engine import Context, RuleInfo
 from analyzer.findings import Finding, Route, Severity
-from analyzer.signals.fs import fsx_free_capacity_series
+from analyzer.signals.fs import Series, examined_nothing, fsx_free_capacity_series, unknown_statistic_note
 
 RULE = RuleInfo(
     id="fs.fsx.free_capacity_low",
@@ -31,22 +36,44 @@ RULE = RuleInfo(
     ),
 )
 
+#: Why a series of no named statistic can be judged (the finding's statistic_note).
+UNKNOWN_STATISTIC = "a value reaches 1 MiB, which no SampleCount does"
+
+
+def usable(s: Series) -> bool:
+    """The series can be judged: a named statistic, or none and a value of at least 1 MiB (bytes)."""
+    return s.statistic is not None or s.peak >= 2**20
+
 
 def check(ctx: Context) -> Iterable[Finding]:
     line_gib = ctx.threshold(RULE, "free_warning_gib")
-    for s in fsx_free_capacity_series(ctx):
+    found = fsx_free_capacity_series(ctx)
+    judged = [s for s in found if usable(s)]
+    if not judged:
+        examined_nothing(
+            f"no FreeDataStorageCapacity series that can be judged ({', '.join(s.label for s in found)}: no"
+            " statistic named and every value under 1 MiB, as a SampleCount)"
+            if found
+            else "no FSx FreeDataStorageCapacity series in the CloudWatch exports"
+        )
+    for s in judged:
         low = min(s.points, key=lambda p: p[1])
         free_gib = round(low[1] / 2**30, 1)
         if free_gib >= line_gib:
             continue
+        note = unknown_statistic_note(s, UNKNOWN_STATISTIC)
         yield RULE.finding(
             node=None,
-            message=f"{s.dimension_value} free data storage fell to {free_gib:g} GiB at {low[0].isoformat()} (line {line_gib:g} GiB)",
+            message=(
+                f"{s.dimension_value} free data storage fell to {free_gib:g} GiB at {low[0].isoformat()} "
+                f"(line {line_gib:g} GiB)" + (f" ({note['statistic_note']})" if note else "")
+            ),
             params={
                 "file_system": s.dimension_value,
                 "free_gib": free_gib,
                 "line_gib": line_gib,
                 "statistic": s.statistic,
+                **note,
             },
             evidence=[ctx.evidence(low[2], low[3])],
             bundle_id=s.bundle_id,
