@@ -20,7 +20,10 @@ names the columns of its rows.  ``N/A`` cells; integer times above 10 ms; extra 
 (``extra``).  Travel noise goes through ``parsers._text.clean_lines``: ``srun -l`` / pdsh / kubectl /
 ``[1,0]<stdout>:`` prefixes (indented too), prompt lines (their command names the collective), ``^Z``,
 job-control lines, fences, glued backticks, ``...`` elisions, ``<-----`` annotations, CRLF, tabs; markdown
-that ate the ``#``; NCCL log lines from several hosts interleaved with the table; a log that starts at the
+that ate the ``#``; NCCL log lines whose ``host:pid:tid [dev]`` follows other text (NCCL 2.26+'s
+``[2026-01-05 08:14:03] `` wall-clock stamp on WARN lines, with subseconds or a zone too, a job tag stacked
+behind a launcher tag, a log pipeline's stamp, a CloudWatch console's ``| stamp |`` or a stamp glued to
+the host) keep their host, what came before it kept in ``prefix``; NCCL log lines from several hosts interleaved with the table; a log that starts at the
 column header or at the rows (a grep'd excerpt); a log cut mid-table (``truncated``, and an issue for the
 cut row).  Loud: a result row is known by its shape (two numbers, a dtype word such as ``float`` or
 ``bfloat16``, then a redop or a root), so one behind a prefix no launcher pattern takes off is still read
@@ -72,7 +75,8 @@ off, as printed (``[1,0]<stdout>:`` mangled, an unknown tag), else null.
 ``nccl_log_event`` (NCCL WARN lines, error lines, and the first INFO line of each informative kind per
 host and run): ``line`` int, ``run`` int, ``host`` str (the log line's host, else a pdsh/kubectl tag),
 ``level`` str (INFO/WARN/ERROR; ERROR = a non-NCCL line matching an error pattern), ``code`` str,
-``message`` str.  Codes follow rules-facts §5: TCP_FALLBACK, OFI_EFA, NCCL_VERSION, WATCHDOG_TIMEOUT,
+``message`` str, ``prefix`` str (what the line printed before its ``host:pid:tid [dev]``, as printed:
+``[2026-01-05 08:14:03]``, a launcher or job tag, a log pipeline's stamp; else null).  Codes follow rules-facts §5: TCP_FALLBACK, OFI_EFA, NCCL_VERSION, WATCHDOG_TIMEOUT,
 TIMEOUT_RENDEZVOUS, SYSTEM_ERROR, CUDA_ERROR, CONNECT_FAIL, CONN_REFUSED, EFA_INIT_FAIL, OFI_LOAD_FAIL,
 RDMA_REG_FAIL, TEST_FAILURE, ... and WARN for any other warning.  ``NET/Socket : Using`` lines count as
 TCP_FALLBACK only when the run's transport resolved to socket.
@@ -83,7 +87,8 @@ TCP_FALLBACK only when the run's transport resolved to socket.
 index ``7``, or a busId ``201d0`` on older NCCL; null when not printed), ``direction`` str (``send``,
 ``receive``, null), ``transport`` str — normalised (``P2P/IPC``, ``P2P/CUMEM``, ``P2P/direct``, ``SHM``,
 ``NET/IB/0``, ``NET/Socket/1``, ``NET/OFI/0`` for ``NET/OFI``, ``NET/Libfabric`` and ``NET/AWS
-Libfabric``), ``via`` str — the text after ``via`` as printed (``NET/AWS Libfabric/0/GDRDMA``).
+Libfabric``), ``via`` str — the text after ``via`` as printed (``NET/AWS Libfabric/0/GDRDMA``), ``prefix``
+str (as in ``nccl_log_event``).
 
 Examples
 --------
@@ -114,6 +119,7 @@ INFO = ParserInfo(
     title="nccl-tests output (all_reduce_perf, ...) with NCCL log lines",
     commands=("mpirun ... all_reduce_perf -b 8 -e 16G -f 2 -g 1",),
     tables=("nccl_run", "nccl_rank", "nccl_result", "nccl_log_event", "nccl_transport"),
+    empty_means_none=("nccl_log_event",),  # a log read with no WARN has no WARN; results need rows
     versions_seen=(
         "nccl-tests 2019 (error column; broadcast with root and no redop)",
         "nccl-tests 2.x (root, #wrong)",
@@ -148,10 +154,10 @@ SCHEMA = {
         + " ".join(f"{side}_{col}" for side in ("oop", "ip") for col in _SIDE_COLS.split())
         + " extra:str prefix:str"
     ),
-    "nccl_log_event": _cols("line:int run:int host:str level:str code:str message:str"),
+    "nccl_log_event": _cols("line:int run:int host:str level:str code:str message:str prefix:str"),
     "nccl_transport": _cols(
         "line:int run:int host:str channel:int conn:int src_rank:int src_dev:str dst_rank:int dst_dev:str "
-        "direction:str transport:str via:str"
+        "direction:str transport:str via:str prefix:str"
     ),
 }
 
@@ -175,10 +181,22 @@ _RANK_TAG = re.compile(r"^\[\d{1,5}\]\s+(?=#|\d)")
 _ROW = re.compile(r"^\d+\s+\d+\s+[A-Za-z]\w*\s+\S+")
 #: A line that starts like a result row (two numbers) but is not one: loud, never dropped.
 _ROWISH = re.compile(r"^\d+\s+\d+(?:\s+\S+)+")
-#: ``host:pid:tid [cudaDev] ... NCCL INFO|WARN msg``; pid, tid and device taken as printed and checked after.
+#: Where the ``host:pid:tid [cudaDev]`` of an NCCL log line may start: at the line's start or after a
+#: blank, ``|``, ``]`` or ``>``, after ``>:`` (``[1,0]<stdout>:`` behind another tag) and, numbers only,
+#: after a stamp a log console glued on (``2025-05-16T16:39:51.208-07:00ip-10-36-29-253:79:79``).
+_SOURCE_AT = r"(?:(?<![^\s|\]>])|(?<=>:))"
+#: ``[prefix] host:pid:tid [cudaDev] ... NCCL INFO|WARN msg``, numbers as numbers; the prefix, what no
+#: launcher pattern took off: NCCL's own wall-clock stamp (``[2026-01-05 08:14:03] ``, on WARN lines since
+#: 2.26; any strftime format with ``%Nf`` subseconds), a job tag, a log pipeline's stamp.
+_NCCL_SOURCE = re.compile(
+    rf"^(?P<pre>.*?)(?:{_SOURCE_AT}|(?<=:\d\d))(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[(?P<dev>\d*)\]\s+"
+    r"(?:.*?\s)?NCCL (?P<level>INFO|WARN|ERROR)\b\s*(?P<msg>.*)"
+)
+#: The same with pid, tid and device taken as printed and checked after (a mangled number is loud), or
+#: without any ``host:pid:tid [cudaDev]`` (``NCCL version`` lines, a log cut down to its messages).
 _NCCL = re.compile(
-    r"^(?:(?P<host>[\w.-]+):(?P<pid>[^\s:]+):(?P<tid>\S+?)\s+\[(?P<dev>[^\]\s]*)\]\s+)?(?:.*?\s)?"
-    r"NCCL (?P<level>INFO|WARN|ERROR)\b\s*(?P<msg>.*)"
+    rf"^(?:(?P<pre>.*?){_SOURCE_AT}(?P<host>[\w.-]+):(?P<pid>[^\s:]+):(?P<tid>\S+?)\s+\[(?P<dev>[^\]\s]*)\]\s+)?"
+    r"(?:.*?\s)?NCCL (?P<level>INFO|WARN|ERROR)\b\s*(?P<msg>.*)"
 )
 #: ``Channel 00/0 : 7[7] -> 8[0] [send] via NET/OFI/0/GDRDMA``; ``Ring 00 : 15 -> 0 [send] via NET/Socket/0``.
 _CHANNEL = re.compile(
@@ -363,7 +381,7 @@ class _State:
             return
         self.hits += 1
         # cheap substring and first-character tests first: one specific regex per line, not a cascade
-        if "NCCL " in line and (m := _NCCL.match(line)):
+        if "NCCL " in line and (m := _NCCL_SOURCE.match(line) or _NCCL.match(line)):
             self.nccl_line(no, m, tag)
         elif line[0].isdigit() and _ROW.match(line):
             self.hits -= not self.result_row(no, line, raw)
@@ -444,7 +462,9 @@ class _State:
         )
         run.trailing = sides[8:]
 
-    def event(self, no: int, host: str | None, level: str, code: str, msg: str) -> None:
+    def event(
+        self, no: int, host: str | None, level: str, code: str, msg: str, prefix: str | None = None
+    ) -> None:
         run = self.cur.row["run"]
         if level == "INFO":  # informative lines repeat per rank and channel: keep the first per host
             if (run, host, code) in self.seen_info:
@@ -454,11 +474,23 @@ class _State:
             self.cur.row["error_code"] = code
         self.result.add(
             "nccl_log_event",
-            {"line": no, "run": run, "host": host, "level": level, "code": code, "message": msg},
+            {
+                "line": no,
+                "run": run,
+                "host": host,
+                "level": level,
+                "code": code,
+                "message": msg,
+                "prefix": prefix,
+            },
         )
 
     def nccl_line(self, no: int, m: re.Match[str], tag: str | None) -> None:
         host, level, msg, net = m["host"] or _host_tag(tag), m["level"], m["msg"].strip(), self.cur.net
+        prefix = None  # what the line printed before its host (tags, stamps), as printed
+        if m["host"]:
+            at = self.raw.find(f"{m['host']}:{m['pid']}:")
+            prefix = (self.raw[:at] if at >= 0 else m["pre"] or "").strip() or None
         self.cur.content = True
         if m["host"] and not all(f.isdigit() for f in (m["pid"], m["tid"], m["dev"] or "0")):
             odd = f"{m['host']}:{m['pid']}:{m['tid']} [{m['dev']}]"
@@ -483,7 +515,7 @@ class _State:
                 "conn": to_int(c["conn"]), "src_rank": int(c["src"]), "src_dev": c["sdev"],
                 "dst_rank": int(c["dst"]), "dst_dev": c["ddev"],
                 "direction": {"recv": "receive"}.get(c["dir"], c["dir"]),
-                "transport": transport_name(c["via"]), "via": c["via"],
+                "transport": transport_name(c["via"]), "via": c["via"], "prefix": prefix,
             })  # fmt: skip
         elif re.match(r"(?:Channel|Ring)\s+\d+", msg) and "->" in msg:
             cut = not re.search(r"\bvia\s+\S", msg)  # with a via, a field before it is not what it should be
@@ -502,11 +534,13 @@ class _State:
             elif v:
                 code = "NCCL_VERSION"
             elif "NET/Socket" in msg and _SOCKET_INIT.search(msg):
-                self.cur.socket_lines.append({"line": no, "host": host, "level": level, "message": msg})
+                self.cur.socket_lines.append(
+                    {"line": no, "host": host, "level": level, "message": msg, "prefix": prefix}
+                )
             elif level != "INFO":
                 code = "WARN"
         if code is not None:
-            self.event(no, host, level, code, msg)
+            self.event(no, host, level, code, msg, prefix)
 
     def other_line(self, no: int, line: str, body: str, tag: str | None) -> None:
         run = self.cur.row
@@ -638,7 +672,7 @@ class _State:
         self.seen_info.add(key)
         self.result.add("nccl_log_event", {
             "line": ev["line"], "run": run.row["run"], "host": ev["host"], "level": ev["level"],
-            "code": "TCP_FALLBACK", "message": ev["message"],
+            "code": "TCP_FALLBACK", "message": ev["message"], "prefix": ev["prefix"],
         })  # fmt: skip
 
 

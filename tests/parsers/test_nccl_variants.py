@@ -286,7 +286,7 @@ def test_transport_aws_libfabric_and_p2p_ipc_real() -> None:
     assert rows[0] == {
         "line": 2, "run": 1, "host": "ip-10-216-178-255", "channel": 3, "conn": 0, "src_rank": 19,
         "src_dev": "201d0", "dst_rank": 26, "dst_dev": "201c0", "direction": "send",
-        "transport": "NET/OFI/0", "via": "NET/AWS Libfabric/0/GDRDMA",
+        "transport": "NET/OFI/0", "via": "NET/AWS Libfabric/0/GDRDMA", "prefix": None,
     }  # fmt: skip
     assert values(r, "nccl_transport", "channel", "conn", "direction", "transport", "via")[5] == (
         1, None, None, "P2P/IPC", "P2P/IPC/read",
