@@ -2,11 +2,14 @@
 
 A rule names its inputs in ``requires`` (all of them) and ``requires_any`` (at least one), each either a
 table (``kernel_event``), a column of one (``node.instance_type``), or the rows of a table with one value
-in a column (``probe_answer.family=nvidia-smi``: the nvidia-smi probes' failure answers).  A node has a table when a file of a
-kind that fills the table was parsed on that node — even when it held no rows: a clean kernel log is a
-checked kernel log — or when the table has a row of the node.  A node has a column when a row of the
-node carries a value in it.  Tables filled from cluster-wide exports (nccl-tests logs, CloudWatch: the
-kinds the collector does not write) are judged for the cluster, not per node.
+in a column (``probe_answer.family=nvidia-smi``: the nvidia-smi probes' failure answers).  A node has a
+table when the table has a row of the node, or when a file of a kind that fills the table was parsed on
+the node and that kind declares an empty table an observation (``ParserInfo.empty_means_none``: a clean
+kernel log is a checked kernel log); a file that gave no row of the table is otherwise no evidence.  A
+node has a column when a row of the node carries a value in it (and the value, where one is named).
+Tables filled from cluster-wide exports (nccl-tests logs, CloudWatch: the kinds the collector does not
+write) are judged for the cluster, not per node: they are present when they have a row (a row with the
+column's value, where one is named), or a parsed file of a kind that declares them empty-means-none.
 
 A rule is skipped when its input exists nowhere; otherwise it runs, and its outcome lists the nodes
 it checked and the nodes it could not examine.  A node that was not examined never counts as passing.
@@ -30,6 +33,18 @@ def producers() -> dict[str, frozenset[str]]:
     out: dict[str, set[str]] = {}
     for kind in parsers.KINDS:
         for table in parsers.module_for(kind).INFO.tables:
+            out.setdefault(table, set()).add(kind)
+    return {t: frozenset(k) for t, k in out.items()}
+
+
+@cache
+def empty_is_evidence() -> dict[str, frozenset[str]]:
+    """table -> the kinds whose parsed file with no row of it is an observation (``empty_means_none``)."""
+    import parsers
+
+    out: dict[str, set[str]] = {}
+    for kind in parsers.KINDS:
+        for table in parsers.module_for(kind).INFO.empty_means_none:
             out.setdefault(table, set()).add(kind)
     return {t: frozenset(k) for t, k in out.items()}
 
@@ -70,31 +85,27 @@ class Coverage:
         return self._memo[requirement]
 
     def _compute(self, requirement: str) -> set[str] | None:
-        table, _, column = requirement.partition(".")
-        column, _, value = column.partition("=")
-        if value:
-            sql = f'SELECT DISTINCT node FROM "{table}" WHERE node IS NOT NULL AND "{column}" = ?'
-            return {r[0] for r in self.con.execute(sql, [value]).fetchall()}
-        if column:
-            sql = f'SELECT DISTINCT node FROM "{table}" WHERE node IS NOT NULL AND "{column}" IS NOT NULL'
-            return {r[0] for r in self.con.execute(sql).fetchall()}
-        if table in cluster_tables():
+        table, where, params = _split(requirement)
+        if requirement == "node" or (table in cluster_tables() and table != "node"):
             return None
         found = {
             r[0]
             for r in self.con.execute(
-                f'SELECT DISTINCT node FROM "{table}" WHERE node IS NOT NULL'
+                f'SELECT DISTINCT node FROM "{table}" WHERE node IS NOT NULL AND {where}', params
             ).fetchall()
         }
-        for kind in producers().get(table, ()):
-            found |= self._parsed.get(kind, set())
+        if where == "true":  # a whole table: a parsed file of a kind that declares empty a finding
+            for kind in empty_is_evidence().get(table, ()):
+                found |= self._parsed.get(kind, set())
         return found
 
-    def cluster_has(self, table: str) -> bool:
-        """A cluster table was read: a file of its kind parsed anywhere, or a row in it."""
-        if any(self._parsed.get(k) for k in producers().get(table, ())):
+    def cluster_has(self, requirement: str) -> bool:
+        """A cluster requirement was read: a row that meets it, or (a whole table) a parsed file of a
+        kind that declares it empty-means-none."""
+        table, where, params = _split(requirement)
+        if where == "true" and any(self._parsed.get(k) for k in empty_is_evidence().get(table, ())):
             return True
-        return bool(self.con.execute(f'SELECT 1 FROM "{table}" LIMIT 1').fetchall())
+        return bool(self.con.execute(f'SELECT 1 FROM "{table}" WHERE {where} LIMIT 1', params).fetchall())
 
     def examined(self, requires: tuple[str, ...], requires_any: tuple[str, ...]) -> Examined:
         everyone = set(self.nodes)
@@ -128,3 +139,18 @@ class Coverage:
             return Examined([], [], absent)
         checked = sorted(per_node & everyone)
         return Examined(checked, sorted(everyone - per_node), absent)
+
+
+def _split(requirement: str) -> tuple[str, str, list[str]]:
+    """A requirement as (table, SQL condition, parameters).
+
+    >>> _split("kernel_event"), _split("node.nproc"), _split("probe_answer.family=nvidia-smi")
+    (('kernel_event', 'true', []), ('node', '"nproc" IS NOT NULL', []), ('probe_answer', '"family" = ?', ['nvidia-smi']))
+    """
+    table, _, column = requirement.partition(".")
+    column, _, value = column.partition("=")
+    if value:
+        return table, f'"{column}" = ?', [value]
+    if column:
+        return table, f'"{column}" IS NOT NULL', []
+    return table, "true", []

@@ -118,7 +118,11 @@ class ParserInfo:
     - ``tables``: the tables it fills (the keys of the module's ``SCHEMA``);
     - ``versions_seen``: tool versions or layouts its fixtures and tests cover;
     - ``not_collected_because``: ``None`` when collector.sh writes this kind into the manifest, else
-      why it never does (where such files come from instead).  A test holds the collector to this.
+      why it never does (where such files come from instead).  A test holds the collector to this;
+    - ``empty_means_none``: the tables of which a parsed file with no row is itself an observation
+      ("the kernel log holds no event", "no NCCL WARN", "no segment in /dev/shm").  For every other
+      table a file that gave it no row is no evidence: a rule judging that table has not examined the
+      node (analyzer.coverage).
     """
 
     kind: str
@@ -127,6 +131,7 @@ class ParserInfo:
     tables: tuple[str, ...]
     versions_seen: tuple[str, ...] = ()
     not_collected_because: str | None = None
+    empty_means_none: tuple[str, ...] = ()
 
 
 _SAMPLE_BLOCK = re.compile(r"^Sample \(.*\)::\n\n((?:    .*\n|[ \t]*\n)+)", re.M)

@@ -88,6 +88,7 @@ INFO = ParserInfo(
     title="Kernel log (dmesg / journalctl -k)",
     commands=("TZ=UTC dmesg -T", "dmesg", "journalctl -k -o short-iso --no-pager"),
     tables=("kernel_event",),
+    empty_means_none=("kernel_event",),  # a clean kernel log is a checked one
     versions_seen=("util-linux dmesg raw/-T/--reltime", "syslog", "journald short-iso"),
 )
 
