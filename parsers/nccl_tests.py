@@ -120,7 +120,6 @@ INFO = ParserInfo(
     commands=("mpirun ... all_reduce_perf -b 8 -e 16G -f 2 -g 1",),
     tables=("nccl_run", "nccl_rank", "nccl_result", "nccl_log_event", "nccl_transport"),
     empty_means_none=("nccl_log_event",),  # a log read with no WARN has no WARN; results need rows
-    empty_means_none=("nccl_log_event",),  # a log read with no WARN has no WARN; results need rows
     versions_seen=(
         "nccl-tests 2019 (error column; broadcast with root and no redop)",
         "nccl-tests 2.x (root, #wrong)",
