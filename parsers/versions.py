@@ -26,7 +26,9 @@ Also read: RPM NVRs and deb names (``rpm -qa``, ``dpkg -l``), ``nvcc --version``
 shared-object file names (``libnccl.so.2.21.5``, ``libnvidia-ml.so.550.54.15``, ``libnccl-net.so``),
 ``/usr/local/cuda-12.2``, and a bare value after ``cat /sys/module/efa/version``, ``uname -r`` or
 ``cat .../device/p2p``.  Command lines pasted with or without a prompt set that context; ``#``
-comments are skipped.  An unrecognised line becomes a ParseIssue.
+comments are skipped.  An unrecognised line becomes a ParseIssue.  A capture that is only such a bare
+value (``2.17.3g``) with its command in the bundle's manifest (``parse_with_command``) is read under
+that command, as if it had been pasted above it.
 
 Package lists: ``dpkg -l`` (its ``Desired=``/``||/ Name`` header is skipped; status, architecture and
 description go to ``extra``), ``apt list --installed`` (``libnccl2/unknown,now 2.18.3-1+cuda12.2 amd64
@@ -78,7 +80,7 @@ import json
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
+from parsers._base import Column, ParseError, ParseIssue, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import clean_head_text, clean_lines, keep_value, key_value, snake
 
 SAMPLE = sample_of(__doc__)
@@ -203,6 +205,31 @@ def detect(text: str) -> int:
     if packages and len(packages) * 2 >= len([x for x in lines if not _DPKG_HEADER.match(x)]):
         return 55  # dpkg -l / apt list --installed lines
     return 50 if re.search(r"libnccl\.so\.\d+\.\d+\.\d+|libnccl-net[\w-]*\.so", text) else 0
+
+
+def parse_with_command(text: str, command: str) -> ParseResult:
+    """Parse; a capture that gives no version by itself (a bare ``cat /sys/module/efa/version`` value)
+    is read again under its manifest ``command`` line, with the file's own line numbers.
+
+    >>> parse_with_command("2.17.3g\\n", "cat /sys/module/efa/version").rows("software_version")[0]["line"]
+    1
+    """
+    try:
+        return parse(text)
+    except ParseError as alone:
+        if not _COMMAND.match(command.strip()):
+            raise
+        failure = alone
+    try:
+        result = parse(command.strip() + "\n" + text)
+    except ParseError:
+        raise failure from None
+    for table, rows in result.tables.items():  # a row read off the command line itself is not the file's
+        result.tables[table] = [{**row, "line": row["line"] - 1} for row in rows if row["line"] > 1]
+    result.issues = [ParseIssue(i.line_no - 1, i.line, i.reason) for i in result.issues if i.line_no > 1]
+    if not result.rows("software_version"):
+        raise failure
+    return result
 
 
 def parse(text: str) -> ParseResult:

@@ -14,6 +14,7 @@ COMPONENTS = (
     "ofi_nccl",
     "efa_installer",
     "efa_module",
+    "efa_provider",
     "libfabric",
     "rdma_core",
     "gdrcopy",
@@ -27,7 +28,9 @@ COMPONENTS = (
 #: evidence line).  The line is the one that carries the value: the ``Driver Version`` / ``CUDA
 #: Version`` header and the ``VBIOS Version`` line of an nvidia-smi -q dump (the GPU block header when
 #: the parser recorded no such line), the banner of the nvidia-smi table (it prints
-#: both), the CSV row.  efa_port's ``fw_ver`` has no line of its own: the port's first line is cited.
+#: both), the CSV row.  efa_port's ``fw_ver`` has no line of its own: the port's first line is cited;
+#: so has the libfabric efa provider's ``version:`` of an ``fi_info`` entry (fi_provider keeps the
+#: entry's ``provider: efa`` line), and only the core ``efa`` provider is read (not ``ofi_rxd;efa``).
 _TABLE_SOURCES = (
     ("nvidia_driver", "gpu", "driver_version", "nvidia-smi-q", "", "coalesce(driver_version_line, line)"),
     ("cuda_driver_max", "gpu", "cuda_version", "nvidia-smi-q", "", "coalesce(cuda_version_line, line)"),
@@ -37,6 +40,7 @@ _TABLE_SOURCES = (
     ("nvidia_driver", "gpu_query", "driver_version", "nvidia-smi-csv", "", "line"),
     ("vbios", "gpu_query", "vbios_version", "nvidia-smi-csv", "", "line"),
     ("efa_fw", "efa_port", "fw_ver", "efa-ports", " AND fw_ver NOT IN ('', '0.0.0.0')", "line"),
+    ("efa_provider", "fi_provider", "version", "fi-info", " AND provider = 'efa'", "line"),
 )
 
 #: One row per (node, component, source, version) with an evidence file and line.  ``version`` is

@@ -2,7 +2,11 @@
 
 Why it matters: nodes of one job must run the same driver, CUDA, NCCL, aws-ofi-nccl, EFA installer,
 libfabric, kernel and VBIOS; EFA/OFI drift alone can cost 10-30 % of pairwise bandwidth (PD-DET) and
-mixed NCCL builds fail with 'Incompatible NCCL version' (NC-DBG § 10).  One finding per instance type
+mixed NCCL builds fail with 'Incompatible NCCL version' (NC-DBG § 10).  The EFA path is compared at
+each layer a bundle shows: the installer, the efa kernel driver (``efa_module``: ``modinfo efa``,
+``/sys/module/efa/version``, dkms), the libfabric library and the libfabric efa provider itself
+(``efa_provider``: the ``version:`` fi_info prints per provider entry, 111.0 / 121.0 / 201.0; a node
+whose entries disagree shows them joined, ``111.0,121.0``).  One finding per instance type
 and component names the majority value and every deviating node.  Each component is compared within
 one source (the one most nodes report), so 'modinfo 2.17.3g' is never set against 'dkms 2.17.3'.
 A component found on some hosts but not on others is reported as info and not counted as drift: NCCL,
@@ -27,7 +31,7 @@ RULE = RuleInfo(
     id="version.drift",
     title="Version drift between nodes of one instance type",
     severity=Severity.WARNING,
-    version=2,  # 2: a lone deviating node is named as the finding's node
+    version=3,  # 2: a lone deviating node is named as the finding's node; 3: the efa provider compared
     requires=("node",),
     requires_any=(
         "software_version",
@@ -38,6 +42,7 @@ RULE = RuleInfo(
         "gpu_query.driver_version",
         "gpu_query.vbios_version",
         "efa_port.fw_ver",
+        "fi_provider.version",
         "node.kernel",
     ),
     passed="versions agree across the nodes of each instance type",
@@ -49,6 +54,9 @@ RULE = RuleInfo(
 )
 
 _SOURCE_ORDER = ("collector", "nvidia-smi-q", "nvidia-smi", "nvidia-smi-csv", "sysfs", "modinfo", "meta.env")
+#: Components a host probe always sees when they are there: one missing on a node is no container
+#: effect (not reported as 'absent'); an fi_info without an efa provider is net.fi_info.no_efa's.
+_HOST_ONLY = ("kernel", "vbios", "efa_fw", "efa_provider")
 
 
 def check(ctx: Context) -> Iterable[Finding]:
@@ -89,7 +97,7 @@ def check(ctx: Context) -> Iterable[Finding]:
         absent = sorted(
             node
             for node, bid in group_nodes[itype].items()
-            if node not in known and bid in probed and component not in ("kernel", "vbios", "efa_fw")
+            if node not in known and bid in probed and component not in _HOST_ONLY
         )
         if known and absent:
             yield _absent(itype, component, absent, valued or {}, sorted(known))
