@@ -99,6 +99,16 @@ class Coverage:
                 found |= self._parsed.get(kind, set())
         return found
 
+    def unowned(self, requirement: str) -> bool:
+        """Rows that meet a per-node requirement but name no node: a cluster-level export in extra/ (a
+        node list, an instance topology) that a rule maps to nodes itself (it reports them: Context.saw).
+        """
+        table, where, params = _split(requirement)
+        if requirement == "node" or table == "node":
+            return False
+        sql = f"SELECT 1 FROM \"{table}\" WHERE (node IS NULL OR node = '') AND {where} LIMIT 1"
+        return bool(self.con.execute(sql, params).fetchall())
+
     def cluster_has(self, requirement: str) -> bool:
         """A cluster requirement was read: a row that meets it, or (a whole table) a parsed file of a
         kind that declares it empty-means-none."""
@@ -117,7 +127,7 @@ class Coverage:
                 if req != "node" and not self.cluster_has(req):
                     absent.append(req)
                 continue
-            if not have:
+            if not have and not self.unowned(req):
                 absent.append(req)
             per_node = have if per_node is None else per_node & have
         if requires_any:
@@ -131,7 +141,7 @@ class Coverage:
                 else:
                     node_level = True
                     union |= have
-            if not union and not cluster_any:
+            if not union and not cluster_any and not any(self.unowned(r) for r in requires_any):
                 absent.append(" or ".join(requires_any))
             if node_level and not cluster_any:
                 per_node = union if per_node is None else per_node & union

@@ -73,6 +73,11 @@ class RuleInfo:
         )
 
 
+class NotExamined(Exception):
+    """Raised by a rule's check() that found none of its own input among the tables it was given (only
+    other metrics of an export, say): the rule ends ``skipped`` with this reason, never ``pass``."""
+
+
 class RuleModule(Protocol):
     RULE: RuleInfo
 
@@ -97,6 +102,17 @@ class Context:
     def __init__(self, con: duckdb.DuckDBPyConnection, settings: Settings | None = None) -> None:
         self.con = con
         self.settings = settings or load_settings()
+
+    def saw(self, nodes: Iterable[str]) -> None:
+        """The running rule judged these nodes from an input the coverage cannot tie to them (a
+        cluster-level export that names them, mapped by the rule): they count as checked."""
+        seen: set[str] = self.__dict__.setdefault("_saw", set())
+        seen.update(n for n in nodes if n)
+
+    def take_saw(self) -> set[str]:
+        """The nodes the rule that just ran reported with :meth:`saw` (and forget them)."""
+        seen: set[str] = self.__dict__.pop("_saw", set())
+        return seen
 
     def threshold(self, rule: RuleInfo, key: str) -> Any:
         """A rule's threshold from thresholds.toml (or the site override)."""
@@ -159,19 +175,28 @@ def run_rules(
                 )
             )
             continue
+        ctx.take_saw()
         try:
             found = list(module.check(ctx))
+        except NotExamined as exc:  # the rule's own input was not among what the tables hold
+            ctx.take_saw()
+            outcomes.append(
+                Outcome(info.id, "skipped", 0, f"no input: {exc}", nodes_without_data=sorted(coverage.nodes))
+            )
+            continue
         except Exception as exc:  # a broken rule is reported, the others still run
+            ctx.take_saw()
             outcomes.append(Outcome(info.id, "error", 0, f"{type(exc).__name__}: {exc}"))
             continue
+        mapped = ctx.take_saw()
         findings.extend(found)
         outcomes.append(
             Outcome(
                 info.id,
                 "fail" if found else "pass",
                 len(found),
-                nodes_without_data=seen.missing,
-                nodes_checked=seen.checked,
+                nodes_without_data=sorted(set(seen.missing) - mapped),
+                nodes_checked=sorted(set(seen.checked) | (mapped & set(coverage.nodes))),
             )
         )
     findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))

@@ -132,13 +132,8 @@ def series(
 
 def examined_nothing(reason: str) -> None:
     """End a rule that had no series of its own to judge (only other metrics, or only series its logic
-    cannot read) as not examined instead of 'pass': raises ``analyzer.engine.NotExamined(reason)``.
-
-    Until the engine defines NotExamined this does nothing and the rule passes as before.
-    """
-    not_examined: type[Exception] | None = getattr(engine, "NotExamined", None)
-    if not_examined is not None:
-        raise not_examined(reason)
+    cannot read) as not examined instead of 'pass': raises ``analyzer.engine.NotExamined(reason)``."""
+    raise engine.NotExamined(reason)
 
 
 def unknown_statistic_note(s: Series, why: str) -> dict[str, Any]:

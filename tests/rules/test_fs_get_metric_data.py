@@ -28,12 +28,6 @@ FS_RULES = (
     "fs.ebs.queue_sustained",
     "fs.verdict",
 )
-#: the mechanism the rules use to end "not examined" instead of "pass" (requested of analyzer/engine.py)
-NEEDS_NOT_EXAMINED = pytest.mark.xfail(
-    not hasattr(engine, "NotExamined"),
-    reason="analyzer.engine has no NotExamined yet: a rule with no series of its own still ends 'pass'",
-    strict=True,
-)
 
 
 def gmd(label: str, values: list[float], *, query_id: str = "m1", period_s: int = 60) -> str:
@@ -187,24 +181,18 @@ def test_verdict_headroom_not_shown_by_an_unknown_statistic(tmp_path: Path) -> N
     ],
 )
 def test_rules_say_they_examined_nothing_on_another_metric(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: object, reason: str
+    tmp_path: Path, module: object, reason: str
 ) -> None:
-    """The rules' side of "not examined": with an engine that defines NotExamined, each check raises
-    it when the only CloudWatch export is another metric (the real AWS/EC2 CPUUtilization answer)."""
-
-    class NotExamined(Exception):
-        pass
-
+    """The rules' side of "not examined": each check raises the engine's NotExamined when the only
+    CloudWatch export is another metric (the real AWS/EC2 CPUUtilization answer)."""
     root = tmp_path / "c"
     real = fixture("cloudwatch", "awscli-example-2014-cpu-max-unindented.txt")
     write_node(root, "n1", {"extra/cw-ec2.json": ("-", real)})
     res = analyze(root)
-    monkeypatch.setattr(engine, "NotExamined", NotExamined, raising=False)
-    with pytest.raises(NotExamined, match=reason):
+    with pytest.raises(engine.NotExamined, match=reason):
         list(module.check(Context(res.con)))  # type: ignore[attr-defined]
 
 
-@NEEDS_NOT_EXAMINED
 def test_fs_rules_not_examined_when_the_only_export_is_another_metric(tmp_path: Path) -> None:
     """No [OK] for a file system nobody exported: skipped, with what was missing."""
     root = tmp_path / "c"

@@ -6,9 +6,9 @@ real export in the cluster's extra/ folder: a kops node list over two zones
 (kops-apiv1-nodelist-eu-west-1-two-zones-spot.txt), the aws-cli example of describe-instance-topology
 (4 instances), a real describe-instance-topology of two p4de nodes, the HyperPod topology.conf.
 
-Most tests call the rules' check() on the loaded store: they judge the mapping itself.  Run through the
-engine, a rule whose only input is an export in extra/ is still skipped today (the coverage of a rule
-counts rows that carry a node, and an export's rows carry none): see the xfail test at the end.
+Most tests call the rules' check() on the loaded store: they judge the mapping itself; the last runs the
+engine on a cluster whose only placement input is an export in extra/ (its rows name no node: the rule
+runs and reports the nodes it mapped as checked, Context.saw).
 """
 
 from __future__ import annotations
@@ -17,8 +17,6 @@ import json
 import shutil
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from analyzer.engine import Context
 from analyzer.findings import Finding
@@ -210,11 +208,6 @@ def test_a_node_list_in_one_nodes_bundle_is_mapped_too(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzer/coverage.py counts a node's input only from rows carrying that node; an export in "
-    "extra/ carries none, so a rule with no other input is skipped before it can map the export",
-)
 def test_engine_runs_a_rule_whose_only_input_is_an_export_in_extra(tmp_path: Path) -> None:
     root = cluster(
         tmp_path / "c",

@@ -278,8 +278,9 @@ def too_many_groups(
     """
     found = read(ctx)
     groups = group_by(found.nodes, key)
+    judged = examined or (lambda p: bool(p.get(key)))
+    ctx.saw(p.node for p in found.nodes if judged(p))  # placed by an export, too
     if len(groups) > ctx.threshold(rule, limit):
-        judged = examined or (lambda p: bool(p.get(key)))
         missing = [p.node for p in found.nodes if not judged(p)]
         message = f"{what.format(n=len(groups))}: {describe(groups)}"
         yield spread_finding(rule, message, groups, key, not_examined=missing, **found.exports.params())

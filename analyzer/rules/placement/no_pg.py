@@ -26,7 +26,7 @@ RULE = RuleInfo(
     title="Nodes without a placement group",
     severity=Severity.WARNING,
     requires=("node",),
-    requires_any=("node.instance_id", "placement_fact.value"),
+    requires_any=("node.instance_id", "node.placement_group", "placement_fact.value"),
     passed="every node with instance metadata is in a placement group",
     scope="shared",
     route=Route(
@@ -40,6 +40,7 @@ RULE = RuleInfo(
 def check(ctx: Context) -> Iterable[Finding]:
     found = read(ctx)
     nodes = found.nodes
+    ctx.saw(p.node for p in nodes if p.imds or p.get("placement_group"))
     if len(nodes) < ctx.threshold(RULE, "min_nodes"):
         return
     without = [p for p in nodes if p.imds and not p.get("placement_group")]

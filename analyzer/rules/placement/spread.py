@@ -49,6 +49,7 @@ RULE = RuleInfo(
 def check(ctx: Context) -> Iterable[Finding]:
     found = read(ctx)
     nodes = found.nodes
+    ctx.saw(p.node for p in nodes if p.layers or p.leaf or p.get("ultraserver_id"))
     if len(nodes) < ctx.threshold(RULE, "min_nodes"):
         return
     placed = [p for p in nodes if p.layers]
