@@ -14,6 +14,13 @@ Every input is accounted for.  Discovery records, besides the bundles it found:
 * ``duplicates``: the same file or directory reached twice (the same path, a path inside another
   input, or a byte-identical copy of a tarball); the first one seen is kept;
 * ``checksums``: every ``<tarball>.sha256`` beside a tarball (``sha256sum`` format), verified.
+
+Every node bundle and ``extra/`` keeps the *folder* it was found in: the cluster folder.  That is the
+nearest directory (or cluster tarball) that holds an ``extra/``, else the directory that holds the node
+bundle itself (for a node bundle given on its own, its parent).  So ``/fsx/hptriage`` holding the
+dated folders ``2026-01-05/`` and ``2026-01-06/`` gives two folders, and a cluster tarball is a folder
+of its own (or several, when it holds several such folders).  ``folders`` maps each folder to the name
+its cluster goes by when no meta.env names one (:func:`folder_name`).
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ class NodeSource:
     #: the node name the reader gives this bundle; set by the loader (disambiguated when two different
     #: bundles claim one node); '' lets the reader take it from meta.env
     node_name: str = ""
+    #: the cluster folder (or cluster tarball) it was found in, as given; '' when built by hand
+    folder: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,11 @@ class ExtraSource:
 
     location: Path
     display: str
+    #: the cluster folder (or cluster tarball) it belongs to, as given; '' when built by hand
+    folder: str = ""
+    #: what its files are called in source_file: 'extra', or '<folder>/extra' when several extra/
+    #: folders are analyzed together (set by the loader, so two files of one name never collide)
+    label: str = "extra"
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,8 @@ class Discovery:
     #: (tarball location, {"path", "sha256_file", "status", "expected", "actual", "reason"})
     checksums: list[tuple[Path, dict[str, str | None]]] = field(default_factory=list)
     heads: dict[Path, Head] = field(default_factory=dict)  # node bundle location -> what was seen
+    #: cluster folder, as given -> the name its cluster goes by when no meta.env names one
+    folders: dict[str, str] = field(default_factory=dict)
     _seen: dict[Path, str] = field(default_factory=dict)  # resolved path -> display of first visit
     _tars_by_size: dict[int, list[tuple[Path, str]]] = field(default_factory=dict)
     _digests: dict[Path, str] = field(default_factory=dict)
@@ -135,7 +151,18 @@ def discover(inputs: list[Path], workdir: Path, limits: Limits) -> Discovery:
     return found
 
 
-def _discover(path: Path, display: str, workdir: Path, limits: Limits, found: Discovery, depth: int) -> None:
+def _discover(
+    path: Path,
+    display: str,
+    workdir: Path,
+    limits: Limits,
+    found: Discovery,
+    depth: int,
+    folder: str | None = None,
+    parent: tuple[str, Path] | None = None,
+) -> None:
+    """``folder``: the cluster folder everything below belongs to, once one is known; ``parent``: the
+    directory being walked (display, path), the folder of a node bundle found directly in it."""
     if path.is_symlink() and depth > 0:
         found.refuse(display, "link inside a bundle directory not followed")
         return
@@ -146,11 +173,12 @@ def _discover(path: Path, display: str, workdir: Path, limits: Limits, found: Di
         return
     if path.is_dir():
         if (path / "meta.env").is_file():
-            found.nodes.append(NodeSource(path, False, display))
+            holder = folder or _holder(found, path, parent)
+            found.nodes.append(NodeSource(path, False, display, folder=holder))
             found.heads[path] = Head(_read_meta(path, limits))
             return
         if depth == 0 and path.name == "extra":
-            found.extras.append(ExtraSource(path, display))
+            found.extras.append(ExtraSource(path, display, folder=_holder(found, path, None)))
             return
         if depth >= MAX_DEPTH:
             found.ignored.append(
@@ -162,13 +190,15 @@ def _discover(path: Path, display: str, workdir: Path, limits: Limits, found: Di
         except OSError as exc:
             found.refuse(display, f"directory not readable: {exc.strerror or exc}")
             return
+        if folder is None and any(_is_extra(child) for child in children):
+            folder = _folder(found, display)  # it holds extra/: a cluster folder, with all below it
         for child in children:
             child_display = _join(display, child.name)
-            if child.name == "extra" and child.is_dir() and not child.is_symlink():
+            if _is_extra(child):
                 if not _seen_before(child, child_display, found):
-                    found.extras.append(ExtraSource(child, child_display))
+                    found.extras.append(ExtraSource(child, child_display, folder=folder or ""))
             elif child.is_dir() or child.is_symlink() or is_tarball(child):
-                _discover(child, child_display, workdir, limits, found, depth + 1)
+                _discover(child, child_display, workdir, limits, found, depth + 1, folder, (display, path))
             elif not _checksum_of_tarball(child):  # a .sha256 is checked with its tarball
                 found.ignored.append(
                     {"path": child_display, "reason": "not a bundle (no directory with meta.env, no .tar.gz)"}
@@ -180,7 +210,8 @@ def _discover(path: Path, display: str, workdir: Path, limits: Limits, found: Di
             return
         peek = peek_tar(path)
         if peek.shape == "node":
-            found.nodes.append(NodeSource(path, True, display))
+            holder = folder or _holder(found, path, parent)
+            found.nodes.append(NodeSource(path, True, display, folder=holder))
             found.heads[path] = Head(peek.meta, peek.top)
         elif peek.shape == "cluster":
             dest = workdir / f"cluster-{len(list(workdir.iterdir())):04d}"
@@ -192,11 +223,51 @@ def _discover(path: Path, display: str, workdir: Path, limits: Limits, found: Di
                 found.refuse(f"{display}!{r.path}", f"member refused: {r.reason}")
             for e in errors:
                 found.refuse(display, e)
-            _discover(dest, f"{display}!", workdir, limits, found, depth + 1)
+            # a cluster tarball is a folder of its own (or several, each holding an extra/)
+            _discover(dest, f"{display}!", workdir, limits, found, depth + 1, None, None)
         else:
             found.refuse(display, peek.shape)
         return
     found.refuse(display, "not a bundle: expected a directory or a .tar.gz")
+
+
+def _is_extra(child: Path) -> bool:
+    return child.name == "extra" and child.is_dir() and not child.is_symlink()
+
+
+def _holder(found: Discovery, path: Path, parent: tuple[str, Path] | None) -> str:
+    """The folder of a node bundle (or extra/) found outside any folder: the directory it lies in (for
+    an input given on its own, its parent)."""
+    return _folder(found, parent[0] if parent is not None else str(path.parent))
+
+
+def _folder(found: Discovery, display: str) -> str:
+    """Register a cluster folder (the top of a cluster tarball is shown as the tarball) and return it."""
+    shown = display.removesuffix("!") or display
+    found.folders.setdefault(shown, folder_name(shown))
+    return shown
+
+
+#: A folder named after its collection day or time (2026-01-05, 20260105T0800Z, 2026-01-05_08-00).
+_DATED = re.compile(r"^\d{4}-?\d{2}-?\d{2}(?:[T_ .-]?\d{2}[:.-]?\d{2}(?:[:.-]?\d{2})?Z?)?$")
+
+
+def folder_name(folder: str) -> str:
+    """The name a cluster folder gives its cluster when no meta.env names one: the folder's own name,
+    or, for a folder named after its collection day (``/fsx/hptriage/2026-01-05``, the collector's
+    layout), the name of the folder above it.  A tarball's name counts without its suffix.
+
+    >>> folder_name("/fsx/hptriage/2026-01-05"), folder_name("/tmp/p5-train"), folder_name("c.tar.gz!c1")
+    ('hptriage', 'p5-train', 'c1')
+    """
+    outer, _, inner = folder.partition("!")
+    names = [*Path(os.path.abspath(outer or ".")).parts[1:], *re.split(r"[/!]", inner)]
+    for name in reversed(names):
+        for suffix in TAR_SUFFIXES:
+            name = name.removesuffix(suffix)
+        if name and name not in (".", "..") and not _DATED.match(name):
+            return name
+    return "cluster"
 
 
 def _join(display: str, name: str) -> str:

@@ -182,6 +182,8 @@ def _user_errors(ctx: click.Context, *usage: type[Exception]) -> Iterator[None]:
 
 def _warn_inputs(summary) -> None:  # type: ignore[no-untyped-def]
     """Say on stderr what the loader did with inputs the user may not expect (results stay on stdout)."""
+    for line in _snapshot_notes(summary):
+        click.echo(f"hptriage: note: {line}", err=True)
     for u in summary.unread_inputs:
         click.echo(f"hptriage: warning: not read: {u['path']}: {u['reason']}", err=True)
     for d in summary.duplicates:
@@ -189,6 +191,103 @@ def _warn_inputs(summary) -> None:  # type: ignore[no-untyped-def]
     for c in summary.node_conflicts:
         shown = ", ".join(f"{b['path']} (as {b['shown_as']})" for b in c["bundles"])
         click.echo(f"hptriage: warning: several bundles claim node {c['node']}: {shown}", err=True)
+
+
+def _snapshot_notes(summary) -> list[str]:  # type: ignore[no-untyped-def]
+    """One line per cluster given as several snapshots (the newest judged), and one when several
+    clusters are judged side by side."""
+    lines = []
+    older: dict[str, list[dict[str, Any]]] = {}
+    for snap in summary.not_judged:
+        older.setdefault(snap["cluster"], []).append(snap)
+    for cluster, snaps in older.items():
+        newest = snaps[0]["newest"]
+        new_at = _day(newest["collected_at"])
+        skipped = "; ".join(f"{', '.join(s['folders'])} ({_day(s['collected_at'])})" for s in snaps)
+        lines.append(
+            f"{len(snaps) + 1} snapshots of cluster {cluster} given: judged the newest ({new_at}:"
+            f" {', '.join(newest['folders'])}); not judged: {skipped}; compare them with"
+            f" `hptriage diff {snaps[-1]['folders'][0]} {newest['folders'][0]}`"
+        )
+    clusters: dict[str, int] = {}
+    for part in summary.parts:
+        clusters[part["cluster"]] = clusters.get(part["cluster"], 0) + len(part["nodes"])
+    if len(summary.parts) > 1:
+        listed = ", ".join(f"{c} ({n} node(s))" for c, n in clusters.items())
+        what = f"{len(clusters)} clusters" if len(clusters) > 1 else f"cluster {next(iter(clusters))}"
+        lines.append(
+            f"{what} in {len(summary.parts)} folders: {listed}; each folder's nodes are judged"
+            " against each other (peers, drift and nccl-tests runs never cross folders)"
+        )
+    return lines
+
+
+def _day(at: str | None) -> str:
+    return at.replace("T", " ").removesuffix(":00Z") + " UTC" if at else "collection time unknown"
+
+
+def _judge(con, modules, settings, parts):  # type: ignore[no-untyped-def]
+    """Run the rules; with several parts (clusters, folders), over each part's rows alone, so that no
+    rule compares nodes, pools nccl-tests runs or counts a placement across them.  The findings of all
+    parts are kept; each rule's outcomes are merged (error, then fail, then pass, then skipped)."""
+    from analyzer.engine import Outcome, run_rules
+
+    scopes = [p["bundle_ids"] for p in parts if p["bundle_ids"]]
+    if len(scopes) <= 1:
+        return run_rules(con, modules, settings)
+    tables = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+            " AND schema_name = 'main' AND table_name NOT IN ('findings', 'rule_outcome')"
+        ).fetchall()
+    ]
+    findings: list[Any] = []
+    outcomes: dict[str, list[Outcome]] = {}
+    schemas: list[str] = []
+    try:
+        for n, ids in enumerate(scopes):
+            schema = f"hptriage_part_{n}"
+            schemas.append(schema)
+            listed = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+            loose = " OR bundle_id = '' OR bundle_id IS NULL" if n == 0 else ""  # inputs of no bundle
+            con.execute(f'CREATE SCHEMA "{schema}"')
+            for table in tables:
+                con.execute(
+                    f'CREATE VIEW "{schema}"."{table}" AS SELECT * FROM main."{table}"'
+                    f" WHERE bundle_id IN ({listed}){loose}"
+                )
+            con.execute(f"SET search_path = '{schema},main'")
+            found, judged = run_rules(con, modules, settings)
+            findings += found
+            for o in judged:
+                outcomes.setdefault(o.rule, []).append(o)
+    finally:
+        con.execute("RESET search_path")
+        for schema in schemas:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    rank = {"error": 0, "fail": 1, "pass": 2, "skipped": 3}
+    merged = []
+    for rule, outs in outcomes.items():
+        best = min((o.outcome for o in outs), key=rank.__getitem__)
+        reasons = sorted({o.reason for o in outs if o.outcome == best and o.reason})
+        merged.append(
+            Outcome(
+                rule,
+                best,
+                sum(o.findings for o in outs),
+                "; ".join(reasons) or None,
+                nodes_without_data=sorted({n for o in outs for n in o.nodes_without_data}),
+                nodes_checked=sorted({n for o in outs for n in o.nodes_checked}),
+            )
+        )
+    findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))
+    con.execute("DELETE FROM rule_outcome")
+    con.executemany(
+        "INSERT INTO rule_outcome VALUES (?, ?, ?, ?)",
+        [[o.rule, o.outcome, o.findings, o.reason] for o in merged],
+    )
+    return findings, merged
 
 
 def _settings(config: Path | None):  # type: ignore[no-untyped-def]
@@ -208,7 +307,6 @@ def _run_analysis(  # type: ignore[no-untyped-def]
     charts: bool = False,
     quiet: bool = False,
 ):
-    from analyzer.engine import run_rules
     from analyzer.load import load
     from analyzer.report_data import gather
     from analyzer.rules import load_rules
@@ -232,8 +330,9 @@ def _run_analysis(  # type: ignore[no-untyped-def]
             )
         _warn_inputs(summary)
         modules = load_rules()
-        findings, outcomes = run_rules(con, modules, settings)
+        findings, outcomes = _judge(con, modules, settings, summary.parts)
         data = gather(con, summary, findings, outcomes, modules, settings, charts=charts)
+        data.inputs.update(parts=summary.parts, not_judged=summary.not_judged, notes=_snapshot_notes(summary))
         con.close()
         return data
     finally:
@@ -541,14 +640,17 @@ def ingest(
     from analyzer.history import ingest as run_ingest
 
     with _user_errors(ctx, StoreError):
-        result = run_ingest(list(paths), db_path, jobs, _settings(config), None if quiet else _progress())
-    for u in result.unread:
+        results = run_ingest(list(paths), db_path, jobs, _settings(config), None if quiet else _progress())
+    unread = [u for r in results for u in r.unread]
+    for u in unread:
         click.echo(f"hptriage: warning: not read: {u['path']}: {u['reason']}", err=True)
-    click.echo(
-        f"snapshot {result.snapshot_id}: {result.status}; {result.bundles_new} new bundle(s),"
-        f" {result.bundles_known} already in the store; {result.findings} finding(s)"
-    )
-    if result.unread:
+    for r in results:
+        where = f" (cluster {r.cluster}, {r.folder})" if len(results) > 1 else ""
+        click.echo(
+            f"snapshot {r.snapshot_id}: {r.status}; {r.bundles_new} new bundle(s),"
+            f" {r.bundles_known} already in the store; {r.findings} finding(s){where}"
+        )
+    if unread:
         ctx.exit(EXIT_UNREAD_INPUT)
 
 
@@ -629,7 +731,10 @@ def diff(ctx: click.Context, old: str, new: str, db_path: Path | None, json_out:
         with _user_errors(ctx, StoreError, LookupError):
             if work is not None:  # two bundles or cluster folders: each becomes a snapshot of a scratch store
                 db_path = work / "diff.duckdb"
-                a, b = (run_ingest([Path(p)], db_path, None, _settings(None)).snapshot_id for p in (old, new))
+                a, b = (
+                    _one_snapshot(p, run_ingest([Path(p)], db_path, None, _settings(None)))
+                    for p in (old, new)
+                )
             con = _open_store(db_path)  # type: ignore[arg-type]
             if work is None:
                 a, b = resolve_snapshot(con, old), resolve_snapshot(con, new)
@@ -641,6 +746,16 @@ def diff(ctx: click.Context, old: str, new: str, db_path: Path | None, json_out:
     if json_out:
         _write(json_out, dumps(data))
     click.echo(diff_text(data), nl=False)
+
+
+def _one_snapshot(path: str, results: list[Any]) -> str:
+    """The snapshot one side of a diff made; a side holding several clusters or folders is refused."""
+    if len(results) > 1:
+        held = ", ".join(f"{r.cluster} ({r.folder})" for r in results)
+        raise UsageProblem(
+            f"{path} holds {len(results)} snapshots: {held}; give diff one cluster folder per side"
+        )
+    return str(results[0].snapshot_id)
 
 
 @cli.command()

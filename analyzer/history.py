@@ -7,7 +7,8 @@
 * every fact table of the analyzer (``gpu``, ``kernel_event``, ``nccl_result`` ...) with ``bundle_hash``
   in front of its columns, for new bundles only;
 * ``snapshot``: one row per set of bundles ingested together (``snapshot_id`` from their hashes), with the
-  tool version and the rule versions that judged it; ``snapshot_bundle`` links the two;
+  tool version and the rule versions that judged it; ``snapshot_bundle`` links the two.  Inputs holding
+  several clusters or cluster folders (``/fsx/hptriage/*``) give one snapshot each, named by its cluster;
 * ``findings`` and ``rule_outcome`` per snapshot.  Ingesting the same set again stores nothing new,
   unless the rules changed since: then the snapshot's findings are judged again and the versions noted.
 
@@ -21,7 +22,6 @@ import hashlib
 import json
 import shutil
 import tempfile
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -67,6 +67,8 @@ class IngestResult:
     nodes: list[str] = field(default_factory=list)
     findings: int = 0
     unread: list[dict[str, str]] = field(default_factory=list)
+    cluster: str = ""  # the cluster and folder the snapshot holds
+    folder: str = ""
 
 
 def open_store(path: Path, create: bool = True) -> duckdb.DuckDBPyConnection:
@@ -118,117 +120,186 @@ def ingest(
     jobs: int | None = None,
     settings: Any = None,
     progress: Any = None,
-) -> IngestResult:
-    """Add the bundles at paths to the store (see the module docstring)."""
-    import pyarrow as pa
-
+) -> list[IngestResult]:
+    """Add the bundles at paths to the store (see the module docstring): one snapshot per part of the
+    inputs (one cluster's bundles in one folder, :mod:`analyzer.load`), so two dated folders of a
+    cluster, or two clusters, given together are stored as two snapshots.  The first result also names
+    the inputs that were not read.  A store this call created is removed again when nothing was
+    stored."""
     from analyzer.bundle import content_digest, discover
-    from analyzer.engine import run_rules
-    from analyzer.load import load
+    from analyzer.load import make_plan
     from analyzer.rules import load_rules
     from analyzer.safe_read import Limits
     from analyzer.settings import load_settings
-    from analyzer.store import connect
 
     settings = settings or load_settings()
     limits = Limits()
-    store = open_store(db_path)
+    fresh = not db_path.exists()
     workdir = Path(tempfile.mkdtemp(prefix="hptriage-ingest-"))
+    results: list[IngestResult] = []
     try:
+        open_store(db_path).close()  # the store is checked (or made) before any work
         found = discover(paths, workdir / "discover", limits)
+        plan = make_plan(found, limits)
         digest = {s.display: content_digest(s.location, s.is_tar, limits) for s in found.nodes}
         digest.update({e.display: content_digest(e.location, False, limits) for e in found.extras})
         modules = load_rules()
-        rules_json, rules_hash = rules_signature(modules)
-        early = _snapshot_id(set(digest.values()))
-        row = store.execute(
-            "SELECT rules_hash, nodes FROM snapshot WHERE snapshot_id = ?", [early]
-        ).fetchone()
-        if digest and row is not None and row[0] == rules_hash:  # nothing new: not even analyzed again
-            store.close()
-            return IngestResult(early, "already stored", bundles_known=len(set(digest.values())))
-        con = connect(None)
-        summary = load(con, paths, workdir / "load", limits, jobs=jobs, progress=progress)
-        entries = [(b["bundle_id"], digest.get(b["source"]), b["source"], "node") for b in summary.bundles]
-        entries += [(e["bundle_id"], digest.get(e["source"]), e["source"], "cluster") for e in summary.extras]
-        entries = [e for e in entries if e[1]]
-        if not entries:
+        for n, part in enumerate(plan.parts):
+            shown = [found.nodes[i].display for i in part.nodes] + [e.display for e in part.extras]
+            given = [
+                str(p)
+                for p in paths
+                if any(d == str(p) or d.startswith((str(p).rstrip("/") + "/", f"{p}!")) for d in shown)
+            ]
+            result = _ingest_part(
+                found, plan, n, {d: digest[d] for d in shown}, db_path, workdir / f"load-{n}",
+                given or [part.folder], jobs, settings, progress, modules, limits,
+            )  # fmt: skip
+            if result is not None:
+                result.cluster, result.folder = part.cluster, part.folder
+                results.append(result)
+        if not results:
             raise StoreError("no bundle could be read from the inputs: nothing to ingest")
-        snapshot_id = _snapshot_id({e[1] for e in entries})
-        known_snapshot = store.execute(
-            "SELECT rules_hash FROM snapshot WHERE snapshot_id = ?", [snapshot_id]
-        ).fetchone()
-        result = IngestResult(
-            snapshot_id, "stored", nodes=sorted(summary.nodes), unread=summary.unread_inputs
-        )
-        if known_snapshot is not None and known_snapshot[0] == rules_hash:
-            result.status = "already stored"
-            result.bundles_known = len(entries)
-            store.close()
-            return result
-        findings, outcomes = run_rules(con, modules, settings)
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
-        known = {r[0] for r in store.execute("SELECT bundle_hash FROM bundle").fetchall()}
-        new = [e for e in entries if e[1] not in known]
-        result.bundles_new, result.bundles_known = len(new), len(entries) - len(new)
-        con.register(
-            "_map", pa.table({"bundle_id": [e[0] for e in entries], "bundle_hash": [e[1] for e in entries]})
-        )
-        con.register("_new", pa.table({"bundle_id": [e[0] for e in new], "bundle_hash": [e[1] for e in new]}))
-        store.close()  # the analysis connection writes the store from here on (one writer)
-        con.execute(f"ATTACH '{_sql_path(db_path)}' AS h")
-        try:
-            con.execute("BEGIN TRANSACTION")
-            _copy_facts(con)
-            con.execute(
-                """
-                INSERT INTO h.bundle
-                SELECT n.bundle_hash, CASE WHEN nd.bundle_id IS NULL THEN 'cluster' ELSE 'node' END,
-                       nd.node, coalesce(nd.source, ?), nd.collected_at, nd.cluster, nd.instance_type, ?, ?
-                FROM _new n LEFT JOIN node nd USING (bundle_id)
-                """,
-                ["extra/", snapshot_id, now],
-            )
-            if known_snapshot is None:
-                cluster = Counter(r[0] for r in con.execute("SELECT cluster FROM node").fetchall() if r[0])
-                collected = con.execute("SELECT max(collected_at) FROM node").fetchone()
-                con.execute(
-                    "INSERT INTO h.snapshot VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [snapshot_id, now, now, json.dumps(sorted(str(p) for p in paths)),
-                     cluster.most_common(1)[0][0] if cluster else "", collected[0] if collected else None,
-                     len(summary.nodes), __version__, rules_json, rules_hash],
-                )  # fmt: skip
-                con.execute(
-                    "INSERT INTO h.snapshot_bundle SELECT ?, bundle_hash, bundle_id FROM _map", [snapshot_id]
-                )
-            else:
-                result.status = "judged again"
-                con.execute("DELETE FROM h.findings WHERE snapshot_id = ?", [snapshot_id])
-                con.execute("DELETE FROM h.rule_outcome WHERE snapshot_id = ?", [snapshot_id])
-                con.execute(
-                    "UPDATE h.snapshot SET judged_at = ?, tool_version = ?, rules_json = ?, rules_hash = ?"
-                    " WHERE snapshot_id = ?",
-                    [now, __version__, rules_json, rules_hash, snapshot_id],
-                )
-            con.execute(
-                """
-                INSERT INTO h.findings
-                SELECT ?, m.bundle_hash, f.* EXCLUDE (bundle_id)
-                FROM findings f LEFT JOIN _map m USING (bundle_id)
-                """,
-                [snapshot_id],
-            )
-            con.execute("INSERT INTO h.rule_outcome SELECT ?, * FROM rule_outcome", [snapshot_id])
-            con.execute("COMMIT")
-        except Exception:
-            con.execute("ROLLBACK")
-            raise
-        result.findings = len(findings)
-        con.execute("DETACH h")
-        con.close()
-        return result
+        results[0].unread = list(found.unread) + results[0].unread
+        return results
+    except BaseException:
+        if fresh and not results:
+            for leftover in (db_path, db_path.with_name(db_path.name + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _ingest_part(
+    found: Any,
+    plan: Any,
+    part: int,
+    digest: dict[str, str],
+    db_path: Path,
+    workdir: Path,
+    sources: list[str],
+    jobs: int | None,
+    settings: Any,
+    progress: Any,
+    modules: list[Any],
+    limits: Any,
+) -> IngestResult | None:
+    """One part of the inputs as one snapshot; None when none of its bundles could be read."""
+    import pyarrow as pa
+
+    from analyzer.engine import run_rules
+    from analyzer.load import load
+    from analyzer.store import connect
+
+    rules_json, rules_hash = rules_signature(modules)
+    store = open_store(db_path)
+    early = _snapshot_id(set(digest.values()))
+    row = store.execute("SELECT rules_hash, nodes FROM snapshot WHERE snapshot_id = ?", [early]).fetchone()
+    if digest and row is not None and row[0] == rules_hash:  # nothing new: not even analyzed again
+        store.close()
+        return IngestResult(early, "already stored", bundles_known=len(set(digest.values())))
+    con = connect(None)
+    summary = load(
+        con,
+        [],
+        workdir,
+        limits,
+        jobs=jobs,
+        progress=progress,
+        found=found,
+        plan=plan,
+        part=part,
+        account=False,
+    )
+    entries = [(b["bundle_id"], digest.get(b["source"]), b["source"], "node") for b in summary.bundles]
+    entries += [(e["bundle_id"], digest.get(e["source"]), e["source"], "cluster") for e in summary.extras]
+    entries = [e for e in entries if e[1]]
+    if not entries:
+        store.close()
+        con.close()
+        return None
+    cluster = plan.parts[part].cluster
+    snapshot_id = _snapshot_id({e[1] for e in entries})
+    known_snapshot = store.execute(
+        "SELECT rules_hash FROM snapshot WHERE snapshot_id = ?", [snapshot_id]
+    ).fetchone()
+    result = IngestResult(snapshot_id, "stored", nodes=sorted(summary.nodes), unread=summary.unread_inputs)
+    if known_snapshot is not None and known_snapshot[0] == rules_hash:
+        result.status = "already stored"
+        result.bundles_known = len(entries)
+        store.close()
+        con.close()
+        return result
+    findings, outcomes = run_rules(con, modules, settings)
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    known = {r[0] for r in store.execute("SELECT bundle_hash FROM bundle").fetchall()}
+    new = [e for e in entries if e[1] not in known]
+    result.bundles_new, result.bundles_known = len(new), len(entries) - len(new)
+    con.register(
+        "_map", pa.table({"bundle_id": [e[0] for e in entries], "bundle_hash": [e[1] for e in entries]})
+    )
+    con.register(
+        "_new",
+        pa.table(
+            {
+                "bundle_id": [e[0] for e in new],
+                "bundle_hash": [e[1] for e in new],
+                "source": [e[2] for e in new],
+            }
+        ),
+    )
+    store.close()  # the analysis connection writes the store from here on (one writer)
+    con.execute(f"ATTACH '{_sql_path(db_path)}' AS h")
+    try:
+        con.execute("BEGIN TRANSACTION")
+        _copy_facts(con)
+        con.execute(
+            """
+            INSERT INTO h.bundle
+            SELECT n.bundle_hash, CASE WHEN nd.bundle_id IS NULL THEN 'cluster' ELSE 'node' END,
+                   nd.node, coalesce(nd.source, n.source), nd.collected_at, coalesce(nd.cluster, ?),
+                   nd.instance_type, ?, ?
+            FROM _new n LEFT JOIN node nd USING (bundle_id)
+            """,
+            [cluster, snapshot_id, now],
+        )
+        if known_snapshot is None:
+            collected = con.execute("SELECT max(collected_at) FROM node").fetchone()
+            con.execute(
+                "INSERT INTO h.snapshot VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [snapshot_id, now, now, json.dumps(sorted(sources)), cluster,
+                 collected[0] if collected else None, len(summary.nodes), __version__, rules_json, rules_hash],
+            )  # fmt: skip
+            con.execute(
+                "INSERT INTO h.snapshot_bundle SELECT ?, bundle_hash, bundle_id FROM _map", [snapshot_id]
+            )
+        else:
+            result.status = "judged again"
+            con.execute("DELETE FROM h.findings WHERE snapshot_id = ?", [snapshot_id])
+            con.execute("DELETE FROM h.rule_outcome WHERE snapshot_id = ?", [snapshot_id])
+            con.execute(
+                "UPDATE h.snapshot SET judged_at = ?, tool_version = ?, rules_json = ?, rules_hash = ?"
+                " WHERE snapshot_id = ?",
+                [now, __version__, rules_json, rules_hash, snapshot_id],
+            )
+        con.execute(
+            """
+            INSERT INTO h.findings
+            SELECT ?, m.bundle_hash, f.* EXCLUDE (bundle_id)
+            FROM findings f LEFT JOIN _map m USING (bundle_id)
+            """,
+            [snapshot_id],
+        )
+        con.execute("INSERT INTO h.rule_outcome SELECT ?, * FROM rule_outcome", [snapshot_id])
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    result.findings = len(findings)
+    con.execute("DETACH h")
+    con.close()
+    return result
 
 
 def _copy_facts(con: duckdb.DuckDBPyConnection) -> None:

@@ -16,6 +16,18 @@ tables), besides the parse problems:
 * ``checksums``: each ``<tarball>.sha256`` beside a tarball, verified; a mismatching bundle is still
   analyzed.
 * ``extras``: cluster-wide ``extra/`` folders read (not bundles: not in ``bundles`` nor ``nodes``).
+
+Clusters and snapshots: every bundle belongs to a cluster folder (see :mod:`analyzer.bundle`) and to a
+cluster, named by meta.env ``cluster`` (a node without one takes the name most of its folder's nodes
+give, else the folder's name).  One cluster's bundles in one folder are a *part*; the rules judge each
+part on its own (``parts``), so nccl-tests runs, peers and drift are never pooled across folders or
+clusters.  Parts of one cluster make one snapshot when they hold no node twice and were collected within
+``SNAPSHOT_GAP`` of each other (one collection written to two folders); otherwise they are snapshots
+of their own, and only the newest snapshot of each cluster is read: the others are listed in
+``not_judged`` (``hptriage diff`` compares them).  A folder holding only an ``extra/`` joins the nodes of
+its cluster (or of the one cluster given).  Same-named nodes of two clusters that meta.env names
+differently are two nodes, shown as ``<node>@<cluster>``; two bundles claiming one node otherwise are a
+node conflict (above).  With several ``extra/`` folders, their files are named ``<folder>/extra/<file>``.
 """
 
 from __future__ import annotations
@@ -24,11 +36,13 @@ import hashlib
 import json
 import multiprocessing
 import os
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,6 +61,8 @@ INLINE_BELOW = 3
 CHUNK_NODES = 32
 #: Files of an extra/ folder per worker share (a few ring logs stay in one task).
 EXTRA_FILES_PER_PART = 32
+#: Parts of one cluster collected within this of each other (and holding no node twice) are one snapshot.
+SNAPSHOT_GAP = timedelta(hours=1)
 
 
 @dataclass
@@ -67,6 +83,46 @@ class LoadSummary:
     checksums: list[dict[str, str | None]] = field(default_factory=list)
     #: {"path", "reason"}: loose files beside the bundles that are no bundle (a README), not read
     ignored: list[dict[str, str]] = field(default_factory=list)
+    #: the parts read, each judged on its own: {"cluster", "folder", "collected_at", "nodes",
+    #: "bundle_ids"} (bundle_ids: its node bundles and extra/ folders)
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    #: older snapshots of a cluster given beside a newer one, not read: {"cluster", "folders",
+    #: "collected_at", "nodes", "newest": {"folders", "collected_at"}}
+    not_judged: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Part:
+    """One cluster's bundles found in one folder."""
+
+    cluster: str
+    folder: str
+    nodes: list[int] = field(default_factory=list)  # indices into Discovery.nodes
+    extras: list[ExtraSource] = field(default_factory=list)
+    names: set[str] = field(default_factory=set)
+    first: datetime | None = None  # the earliest and latest collected_at of its nodes
+    last: datetime | None = None
+
+
+@dataclass
+class Plan:
+    """What discovery found, grouped: node names and clusters, duplicates dropped, parts and snapshots."""
+
+    metas: list[Meta | None]
+    names: list[str]  # node name per Discovery.nodes index
+    named: list[str | None]  # the cluster meta.env names, per node
+    kept: list[int]  # node indices left after dropping duplicates
+    parts: list[Part]
+    #: cluster -> its snapshots, oldest first, each a list of part indices
+    snapshots: dict[str, list[list[int]]]
+    #: {"path", "same_as"}: bundles and extra/ folders identical to one kept
+    duplicates: list[dict[str, str]] = field(default_factory=list)
+    #: locations of the node bundles in some part (the others were duplicates)
+    located: set[Path] = field(default_factory=set)
+
+    def newest(self) -> list[int]:
+        """The parts of each cluster's newest snapshot, in part order."""
+        return sorted(i for snaps in self.snapshots.values() for i in snaps[-1])
 
 
 def load(
@@ -76,26 +132,52 @@ def load(
     limits: Limits,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    *,
+    found: Discovery | None = None,
+    plan: Plan | None = None,
+    part: int | None = None,
+    account: bool = True,
 ) -> LoadSummary:
-    """Discover, read and store every bundle; returns what was loaded and what was not."""
-    found = discover(inputs, workdir, limits)
+    """Discover, read and store every bundle; returns what was loaded and what was not.
+
+    Of several snapshots of one cluster only the newest is read.  ``ingest`` passes the discovery and
+    plan it made and one ``part`` to read alone; ``account`` False leaves out what belongs to no part
+    (inputs not read, duplicates, loose files), which it records once."""
+    found = found if found is not None else discover(inputs, workdir, limits)
     writer = BatchWriter(con)
-    summary = LoadSummary(
-        unread_inputs=list(found.unread), duplicates=list(found.duplicates), ignored=list(found.ignored)
-    )
-    for path, problem in found.problems:
-        writer.add("parse_problems", "", None, [_problem(path, problem)])
-        summary.problems += 1
-    sources = _plan(found, limits, summary)
+    summary = LoadSummary()
+    if account:
+        summary.unread_inputs = list(found.unread)
+        summary.duplicates = list(found.duplicates)
+        summary.ignored = list(found.ignored)
+        for path, problem in found.problems:
+            writer.add("parse_problems", "", None, [_problem(path, problem)])
+            summary.problems += 1
+    plan = plan if plan is not None else make_plan(found, limits)
+    if account:
+        summary.duplicates += plan.duplicates
+    chosen = plan.newest() if part is None else [part]
+    if part is None:
+        summary.not_judged = _not_judged(plan)
+    sources = _name(found, plan, chosen, summary)
+    part_of = {found.nodes[i].location: n for n, p in enumerate(chosen) for i in plan.parts[p].nodes}
+    extras = _label([e for p in chosen for e in plan.parts[p].extras])
+    part_of_extra = {e.location: n for n, p in enumerate(chosen) for e in plan.parts[p].extras}
+    summary.parts = [
+        {"cluster": plan.parts[p].cluster, "folder": plan.parts[p].folder,
+         "collected_at": _iso(plan.parts[p].last), "nodes": [], "bundle_ids": []}
+        for p in chosen
+    ]  # fmt: skip
     taken = {s.node_name for s in sources if s.node_name}
     read_as: dict[Path, tuple[str, str]] = {}  # location -> (bundle_id, node)
     by_display: dict[str, tuple[str, str]] = {}  # display -> (bundle_id, node)
     total = len(sources)
-    extras = _unique_extras(found.extras, limits, summary)
     for extra in extras:
         summary.extras.append(
             {"bundle_id": _cluster_id(extra), "node": "", "source": extra.display, "type": "cluster"}
         )
+        summary.parts[part_of_extra[extra.location]]["bundle_ids"].append(_cluster_id(extra))
+    cluster_of = {found.nodes[i].location: plan.parts[p].cluster for p in chosen for i in plan.parts[p].nodes}
     done = 0
     for chunk in _read_all(sources, extras, limits, jobs):
         dropped: list[str] = []  # bundle ids whose rows in the chunk are replaced by a re-read
@@ -120,7 +202,11 @@ def load(
                 _issues(writer, "", None, "unread", [{"path": source.display, "reason": reason}])
             else:
                 taken.add(data.node)
-                _store(writer, data, summary)
+                _store(writer, data, summary, cluster=cluster_of.get(source.location))
+                scope = summary.parts[part_of[source.location]] if source.location in part_of else None
+                if scope is not None:
+                    scope["bundle_ids"].append(data.bundle_id)
+                    scope["nodes"].append(data.node)
                 read_as[source.location] = (data.bundle_id, data.node)
                 by_display[source.display] = (data.bundle_id, data.node)
             done += 1
@@ -129,7 +215,10 @@ def load(
         for table, batch in chunk.arrow.items():
             writer.add_arrow(table, _without(batch, dropped) if dropped else batch)
     twin_of = {d["path"]: d["same_as"] for d in summary.duplicates}
+    chosen_nodes = {found.nodes[i].location for p in chosen for i in plan.parts[p].nodes}
     for location, entry in found.checksums:
+        if location not in chosen_nodes and not (account and location not in plan.located):
+            continue  # a bundle of another part (or of an older snapshot): recorded with it
         bundle_id, node = read_as.get(location, ("", None))
         twin, hops = twin_of.get(str(entry["path"])), 0
         while not bundle_id and twin is not None and hops < 10:  # a duplicate: the copy analyzed
@@ -137,7 +226,8 @@ def load(
             twin, hops = twin_of.get(twin), hops + 1
         writer.add("bundle_checksum", bundle_id, node, [entry])
         summary.checksums.append(entry)
-    _issues(writer, "", None, "unread", found.unread)
+    if account:
+        _issues(writer, "", None, "unread", found.unread)
     _issues(writer, "", None, "ignored", summary.ignored)
     _issues(writer, "", None, "duplicate", summary.duplicates)
     for conflict in summary.node_conflicts:
@@ -151,8 +241,9 @@ def load(
     return summary
 
 
-def _plan(found: Discovery, limits: Limits, summary: LoadSummary) -> list[NodeSource]:
-    """Drop bundles identical to an earlier one; give bundles that claim the same node distinct names."""
+def make_plan(found: Discovery, limits: Limits) -> Plan:
+    """Name each node bundle and its cluster, drop bundles identical to an earlier one, and group the
+    rest (with the extra/ folders) into parts and snapshots."""
     metas: list[Meta | None] = []
     names: list[str] = []
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -164,6 +255,7 @@ def _plan(found: Discovery, limits: Limits, summary: LoadSummary) -> list[NodeSo
         names.append(node_name(meta, head.top if head is not None else None, source.location))
         key = ("meta", hashlib.sha256(raw).hexdigest()) if raw is not None else ("name", names[i])
         groups[key].append(i)
+    plan = Plan(metas, names, [m.get("cluster") if m is not None else None for m in metas], [], [], {})
     dropped: set[int] = set()
     for members in groups.values():
         if len(members) < 2:
@@ -174,40 +266,203 @@ def _plan(found: Discovery, limits: Limits, summary: LoadSummary) -> list[NodeSo
             digest = content_digest(source.location, source.is_tar, limits)
             if digest in first_with:
                 same_as = found.nodes[first_with[digest]].display
-                summary.duplicates.append({"path": source.display, "same_as": same_as})
+                plan.duplicates.append({"path": source.display, "same_as": same_as})
                 dropped.add(i)
             else:
                 first_with[digest] = i
-    kept = [i for i in range(len(found.nodes)) if i not in dropped]
+    plan.kept = [i for i in range(len(found.nodes)) if i not in dropped]
+    _group(found, plan, limits)
+    return plan
+
+
+def _group(found: Discovery, plan: Plan, limits: Limits) -> None:
+    """Parts (cluster x folder) and, per cluster, snapshots (see the module docstring)."""
+    in_folder: dict[str, Counter[str]] = defaultdict(Counter)
+    for i in plan.kept:
+        if plan.named[i]:
+            in_folder[found.nodes[i].folder][plan.named[i]] += 1  # type: ignore[index]
+
+    def cluster_of(folder: str) -> str:
+        named = in_folder.get(folder)
+        return named.most_common(1)[0][0] if named else found.folders.get(folder) or folder or "cluster"
+
+    index: dict[tuple[str, str], Part] = {}
+    for i in plan.kept:
+        folder = found.nodes[i].folder
+        cluster = plan.named[i] or cluster_of(folder)
+        part = index.setdefault((cluster, folder), Part(cluster, folder))
+        part.nodes.append(i)
+        part.names.add(plan.names[i])
+        when = _when(plan.metas[i])
+        if when is not None:
+            part.first = min(part.first or when, when)
+            part.last = max(part.last or when, when)
+        plan.located.add(found.nodes[i].location)
+    loose: list[ExtraSource] = []
+    for extra in found.extras:
+        cluster = cluster_of(extra.folder)
+        if (cluster, extra.folder) in index:
+            index[(cluster, extra.folder)].extras.append(extra)
+        else:
+            loose.append(extra)
+    plan.parts = list(index.values())
+    by_cluster: dict[str, list[int]] = defaultdict(list)
+    for n, part in enumerate(plan.parts):
+        by_cluster[part.cluster].append(n)
+    for cluster, members in by_cluster.items():
+        plan.snapshots[cluster] = _snapshots(plan.parts, members)
+    only = next(iter(plan.snapshots)) if len(plan.snapshots) == 1 else None
+    for extra in loose:  # a folder with only an extra/: with the nodes of its cluster, or of the only one
+        cluster = cluster_of(extra.folder)
+        home = cluster if cluster in plan.snapshots else only
+        if home is None:
+            plan.parts.append(Part(cluster, extra.folder, extras=[extra]))
+            plan.snapshots.setdefault(cluster, []).append([len(plan.parts) - 1])
+            continue
+        newest = plan.snapshots[home][-1]
+        largest = max(newest, key=lambda n: len(plan.parts[n].nodes))
+        plan.parts[largest].extras.append(extra)
+    for snap in (snap for snaps in plan.snapshots.values() for snap in snaps):
+        parts = [plan.parts[n] for n in snap]  # identical extra/ folders of one snapshot: read once
+        extras = [e for part in parts for e in part.extras]
+        kept = set(map(id, _unique_extras(extras, limits, plan.duplicates)))
+        for part in parts:
+            part.extras = [e for e in part.extras if id(e) in kept]
+
+
+def _snapshots(parts: list[Part], members: list[int]) -> list[list[int]]:
+    """One cluster's parts grouped into snapshots, oldest first; a part with no collection time joins
+    the newest."""
+    timed = [n for n in members if parts[n].last is not None]
+    root = {n: n for n in timed}
+
+    def find(n: int) -> int:
+        while root[n] != n:
+            n = root[n]
+        return n
+
+    for x, a in enumerate(timed):
+        for b in timed[x + 1 :]:
+            pa, pb = parts[a], parts[b]
+            gap = max(pa.first, pb.first) - min(pa.last, pb.last)  # type: ignore[operator,type-var]
+            if not pa.names & pb.names and gap <= SNAPSHOT_GAP:
+                root[find(b)] = find(a)
+    snaps: dict[int, list[int]] = defaultdict(list)
+    for n in timed:
+        snaps[find(n)].append(n)
+    ordered = sorted(snaps.values(), key=lambda snap: (max(parts[n].last for n in snap), snap[0]))  # type: ignore[type-var]
+    untimed = [n for n in members if parts[n].last is None]
+    if untimed:
+        if ordered:
+            ordered[-1] = sorted(ordered[-1] + untimed)
+        else:
+            ordered = [untimed]
+    return ordered
+
+
+def _not_judged(plan: Plan) -> list[dict[str, Any]]:
+    """The older snapshots of each cluster (not read), each with the newest one that was."""
+    out = []
+    for cluster, snaps in plan.snapshots.items():
+        newest = snaps[-1]
+        for snap in snaps[:-1]:
+            out.append(
+                {
+                    "cluster": cluster,
+                    "folders": [plan.parts[n].folder for n in snap],
+                    "collected_at": _iso(max(plan.parts[n].last for n in snap)),  # type: ignore[type-var]
+                    "nodes": sum(len(plan.parts[n].nodes) for n in snap),
+                    "newest": {
+                        "folders": [plan.parts[n].folder for n in newest],
+                        "collected_at": _iso(
+                            max((plan.parts[n].last for n in newest if plan.parts[n].last), default=None)
+                        ),
+                    },
+                }
+            )
+    return out
+
+
+def _when(meta: Meta | None) -> datetime | None:
+    """meta.env collected_at as naive UTC, or None."""
+    text = meta.get("collected_at") if meta is not None else None
+    if not text:
+        return None
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return when.astimezone(timezone.utc).replace(tzinfo=None) if when.tzinfo else when
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ") if when is not None else None
+
+
+def _name(found: Discovery, plan: Plan, chosen: list[int], summary: LoadSummary) -> list[NodeSource]:
+    """The node bundles of the chosen parts, each with a distinct name: two bundles claiming one node
+    are a node conflict (the later shown as ``<node>#2``), except that the nodes of clusters meta.env
+    names differently are told apart by their cluster (``<node>@<cluster>``)."""
+    members_of = [i for p in chosen for i in plan.parts[p].nodes]
+    order = {i: n for n, i in enumerate(plan.kept)}
+    members_of.sort(key=order.__getitem__)
+    names, metas = plan.names, plan.metas
     by_name: dict[str, list[int]] = defaultdict(list)
-    for i in kept:
+    for i in members_of:
         by_name[names[i]].append(i)
-    shown = {i: names[i] for i in kept}
+    shown = {i: names[i] for i in members_of}
     taken = set(by_name)
     for name, members in by_name.items():
         if len(members) < 2:
             continue
-        for i in members[1:]:
-            shown[i] = _unique(name, taken)
-            taken.add(shown[i])
-        summary.node_conflicts.append(
-            {
-                "node": name,
-                "bundles": [
-                    {
-                        "path": found.nodes[i].display,
-                        "shown_as": shown[i],
-                        "collected_at": metas[i].get("collected_at") if metas[i] is not None else None,
-                    }
-                    for i in members
-                ],
-            }
-        )
+        clusters: dict[str | None, list[int]] = defaultdict(list)
+        for i in members:
+            clusters[plan.named[i]].append(i)
+        if len(clusters) > 1 and None not in clusters:
+            sets = [(f"{name}@{cluster}", group) for cluster, group in clusters.items()]
+        else:
+            sets = [(name, members)]
+        for base, group in sets:
+            shown[group[0]] = base
+            taken.add(base)
+            if len(group) < 2:
+                continue
+            for i in group[1:]:
+                shown[i] = _unique(base, taken)
+                taken.add(shown[i])
+            summary.node_conflicts.append(
+                {
+                    "node": base,
+                    "bundles": [
+                        {
+                            "path": found.nodes[i].display,
+                            "shown_as": shown[i],
+                            "collected_at": metas[i].get("collected_at") if metas[i] is not None else None,
+                        }
+                        for i in group
+                    ],
+                }
+            )
     # Name the node for the reader where discovery saw meta.env (or had to rename it); otherwise the
     # reader takes the name from what it finds, and a clash is caught when the result arrives.
     return [
         replace(found.nodes[i], node_name=shown[i] if metas[i] is not None or shown[i] != names[i] else "")
-        for i in kept
+        for i in members_of
+    ]
+
+
+def _label(extras: list[ExtraSource]) -> list[ExtraSource]:
+    """With several extra/ folders, each file is named after its folder: ``<folder>/extra/<file>``, the
+    folder by its own name, or as given where two share a name."""
+    if len(extras) < 2:
+        return extras
+    heads = [
+        e.display.rstrip("/").removesuffix("extra").rstrip("/!") or str(e.location.parent) for e in extras
+    ]
+    short = [re.split(r"[/!]", h.rstrip("/!"))[-1] or h for h in heads]
+    return [
+        replace(e, label=f"{s if short.count(s) == 1 else h}/extra")
+        for e, h, s in zip(extras, heads, short, strict=True)
     ]
 
 
@@ -243,7 +498,9 @@ def _reread_as_unique(
     return read_node_safely(replace(source, node_name=shown), limits)
 
 
-def _unique_extras(extras: list[ExtraSource], limits: Limits, summary: LoadSummary) -> list[ExtraSource]:
+def _unique_extras(
+    extras: list[ExtraSource], limits: Limits, duplicates: list[dict[str, str]]
+) -> list[ExtraSource]:
     """extra/ folders with identical files (a cluster given twice by two paths) are read once.
 
     Folders are compared by their (path, size) listing first; file contents only on a tie."""
@@ -262,7 +519,7 @@ def _unique_extras(extras: list[ExtraSource], limits: Limits, summary: LoadSumma
         same_listing = by_listing[listing(extra.location)]
         twin = next((e for e in same_listing if digest(e) == digest(extra)), None)
         if twin is not None:
-            summary.duplicates.append({"path": extra.display, "same_as": twin.display})
+            duplicates.append({"path": extra.display, "same_as": twin.display})
             continue
         same_listing.append(extra)
         out.append(extra)
@@ -305,7 +562,9 @@ def read_chunk(task: Task, limits: Limits) -> Chunk:
 def read_extra_safely(extra: ExtraSource, limits: Limits, part: int, parts: int) -> NodeData:
     """read_extra, but an unexpected error becomes a failed NodeData instead of ending the analysis."""
     try:
-        return read_extra(extra.location, extra.display, _cluster_id(extra), limits, part, parts)
+        return read_extra(
+            extra.location, extra.display, _cluster_id(extra), limits, part, parts, prefix=extra.label
+        )
     except Exception as exc:  # a reader bug or an OS error must not lose the other inputs
         return NodeData(
             bundle_id=_cluster_id(extra),
@@ -384,11 +643,17 @@ def _read_all(
                 yield read_chunk(task, limits)
 
 
-def _store(writer: BatchWriter, data: NodeData, summary: LoadSummary, is_node: bool = True) -> None:
+def _store(
+    writer: BatchWriter,
+    data: NodeData,
+    summary: LoadSummary,
+    is_node: bool = True,
+    cluster: str | None = None,
+) -> None:
     bid, node = data.bundle_id, data.node
     if is_node:
         meta = data.meta
-        writer.add("node", bid, node, [_node_row(data.display, meta)])
+        writer.add("node", bid, node, [_node_row(data.display, meta, cluster)])
         summary.bundles.append({"bundle_id": bid, "node": node, "source": data.display, "type": "node"})
         summary.nodes.append(node)
     for table, batch in data.arrow.items():
@@ -408,7 +673,7 @@ def _issues(
     writer.add("input_issue", bundle_id, node, rows)
 
 
-def _node_row(display: str, meta: dict[str, str]) -> dict[str, object]:
+def _node_row(display: str, meta: dict[str, str], cluster: str | None = None) -> dict[str, object]:
     # every node-table column that meta.env fills under the same name
     columns = {c.name for c in CORE_TABLES["node"]} & set(KNOWN_META)
     row: dict[str, object] = {
@@ -417,6 +682,7 @@ def _node_row(display: str, meta: dict[str, str]) -> dict[str, object]:
     nproc = meta.get("nproc", "")
     row.update(
         source=display,
+        cluster=meta.get("cluster") or cluster,  # else the cluster folder's name
         collected_at=meta.get("collected_at"),
         nproc=int(nproc) if nproc.isdigit() else None,
         meta_json=json.dumps(meta, sort_keys=True),

@@ -106,10 +106,18 @@ def read_node_safely(source: NodeSource, limits: Limits) -> NodeData:
 
 
 def read_extra(
-    path: Path, display: str, cluster_id: str, limits: Limits, part: int = 0, parts: int = 1
+    path: Path,
+    display: str,
+    cluster_id: str,
+    limits: Limits,
+    part: int = 0,
+    parts: int = 1,
+    prefix: str = "extra",
 ) -> NodeData:
     """Read a cluster-wide extra/ directory: every file recognised by content, node unknown.
 
+    Its files are named ``<prefix>/<file>`` (source_file): ``extra/...``, or ``<folder>/extra/...``
+    when several extra/ folders are analyzed together, so two files of one name never collide.
     With ``parts`` > 1 this reads one share of the files (``part`` of ``parts``, by a hash of the name),
     so workers can share a large folder; refused members and errors are reported by part 0 alone."""
     source = NodeSource(path, False, display)
@@ -121,16 +129,16 @@ def read_extra(
         return parts <= 1 or zlib.crc32(name.encode("utf-8", "surrogateescape")) % parts == part
 
     for name, data in iter_dir(path, limits, refusals, errors, select=mine):
-        reader.parse_file(f"extra/{name}", data, None)
+        reader.parse_file(f"{prefix}/{name}", data, None)
     if part != 0:
         refusals, errors = [], []
     for r in refusals:
-        reader.problem(f"extra/{r.path}", None, f"member refused: {r.reason}")
+        reader.problem(f"{prefix}/{r.path}", None, f"member refused: {r.reason}")
         reader.data.unread.append(
             {"path": f"{display.rstrip('/')}/{r.path}", "reason": f"member refused: {r.reason}"}
         )
     for e in errors:
-        reader.problem("extra/", None, e)
+        reader.problem(f"{prefix}/", None, e)
         reader.data.unread.append({"path": display, "reason": e})
     reader.data.to_arrow()
     return reader.data
