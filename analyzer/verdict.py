@@ -1,8 +1,13 @@
 """The verdict: what the analysis says first, computed once and shown the same by every report.
 
 The ranking of worst nodes is defined here and nowhere else: a node is ranked by its number of
-critical findings, then its number of warnings, then its *spread* (how many distinct rules raised a
-concern on it), then by name.  Only nodes with at least one critical or warning finding are ranked.
+critical *causes*, then its warning causes, then its *spread* (how many distinct rules raised a concern
+on it), then by name.  Findings of one rule that name one cause in ``params["cause"]`` (the driver, CUDA
+and VBIOS drift of one driver install) count once, at their worst severity; every other finding is a
+cause of its own.  Only nodes with at least one critical or warning finding are ranked.  A node-scope
+rule that fires on every node it examined of one instance type (at least EVERY_NODE_MIN of them:
+persistence mode off everywhere) names no node worse than another: it is a cluster-wide cause and does
+not rank those nodes.
 
 >>> from analyzer.findings import Finding, Route, Severity
 >>> route = Route("node-hardware", "runbook", "drain")
@@ -71,16 +76,26 @@ class Verdict:
         }
 
 
+def cause_of(f: Finding) -> tuple[str, str]:
+    """What a finding counts as in the ranking: its rule's named cause, else the finding itself."""
+    cause = f.params.get("cause")
+    return (f.rule, str(cause)) if cause else (f.rule, f.fingerprint)
+
+
 def rank_nodes(findings: Iterable[Finding]) -> list[NodeRank]:
-    """Every node with a concern, worst first (criticals, then warnings, then spread, then name)."""
-    critical: Counter[str] = Counter()
-    warning: Counter[str] = Counter()
+    """Every node with a concern, worst first (critical causes, then warning causes, then spread, then
+    name); findings that share a cause count once, at their worst severity."""
+    worst: dict[tuple[str, tuple[str, str]], Severity] = {}
     rules: dict[str, set[str]] = {}
     for f in findings:
         if not f.node or f.severity not in CONCERN:
             continue
-        (critical if f.severity == Severity.CRITICAL else warning)[f.node] += 1
+        key = (f.node, cause_of(f))
+        if key not in worst or f.severity.rank < worst[key].rank:
+            worst[key] = f.severity
         rules.setdefault(f.node, set()).add(f.rule)
+    critical: Counter[str] = Counter(node for (node, _), sev in worst.items() if sev == Severity.CRITICAL)
+    warning: Counter[str] = Counter(node for (node, _), sev in worst.items() if sev == Severity.WARNING)
     ranked = [
         NodeRank(node, critical[node], warning[node], len(names), tuple(sorted(names)))
         for node, names in rules.items()
@@ -137,15 +152,28 @@ def compute(
             continue  # a symptom of a shared cause that fired: the node is its victim
         else:
             ranked_findings.append(f)
-    # a node-scope rule that fires on every node names no node worse than another: a shared cause
+    # a node-scope rule that fires on every node it examined of one instance type names no node worse
+    # than another: a shared cause
     by_rule: dict[str, set[str]] = {}
     for f in ranked_findings:
         by_rule.setdefault(f.rule, set()).add(f.node or "")
-    everywhere = {r for r, hit in by_rule.items() if len(node_names) >= EVERY_NODE_MIN and hit >= node_names}
+    types = {n["node"]: n.get("instance_type") or "" for n in nodes if n.get("node")}
+    checked = {o.rule: set(o.nodes_checked) for o in outcomes if o.nodes_checked}
+    everywhere_on: dict[str, set[str]] = {}
+    for rule, hit in by_rule.items():
+        examined = checked.get(rule, node_names) & node_names
+        for itype in {types.get(n, "") for n in examined}:
+            peers = {n for n in examined if types.get(n, "") == itype}
+            if len(peers) >= EVERY_NODE_MIN and peers <= hit:
+                everywhere_on.setdefault(rule, set()).update(peers)
+    everywhere = set(everywhere_on)
+    kept: list[Finding] = []
     for f in ranked_findings:
-        if f.rule in everywhere:
+        if f.node in everywhere_on.get(f.rule, ()):
             shared.setdefault(f.rule, []).append(f)
-    ranked = rank_nodes(f for f in ranked_findings if f.rule not in everywhere)
+        else:
+            kept.append(f)
+    ranked = rank_nodes(kept)
     counts = Counter(f.severity.value for f in findings)
     if concerns:
         status = "concerns"

@@ -103,6 +103,22 @@ def check(ctx: Context) -> Iterable[Finding]:
             yield _absent(itype, component, absent, valued or {}, sorted(known))
 
 
+#: Components that one install moves together: their drift on one node is one cause, counted once in
+#: the ranking (analyzer.verdict.cause_of).  The driver package brings the CUDA driver API version
+#: nvidia-smi prints (cuda_driver_max; the toolkit, ``cuda``, is an install of its own); the VBIOS is
+#: read and judged with the driver by the same nvidia-smi dump.
+CAUSES = {
+    "nvidia_driver": "nvidia driver install",
+    "cuda_driver_max": "nvidia driver install",
+    "vbios": "nvidia driver install",
+    "efa_installer": "EFA installer",
+    "efa_module": "EFA installer",
+    "efa_provider": "EFA installer",
+    "libfabric": "EFA installer",
+    "rdma_core": "EFA installer",
+}
+
+
 def _rank(source: str) -> int:
     return _SOURCE_ORDER.index(source) if source in _SOURCE_ORDER else len(_SOURCE_ORDER)
 
@@ -146,6 +162,7 @@ def _drift(
             "nodes": sorted(deviating),
             "values": found.counts,
             "nodes_compared": len(valued),
+            "cause": CAUSES.get(component, component),
         },
         evidence=evidence,
         key=(itype, component),
