@@ -35,6 +35,9 @@ class RuleInfo:
     #: rules whose finding explains this rule's findings as symptoms (iowait on every node of a saturated
     #: file system): when one of them fired, this rule's findings do not rank their nodes
     explained_by: tuple[str, ...] = ()
+    #: why the rule's worst severity is what it is, and the public source that says so (shown in the
+    #: rule catalog: ``hptriage rules``, docs/rules.md)
+    severity_reason: str = ""
 
     def __post_init__(self) -> None:
         if self.scope not in ("node", "shared"):
