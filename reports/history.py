@@ -46,7 +46,8 @@ def history_text(data: dict[str, Any], verbose: bool = False) -> str:
             out.append(f"  [{f['severity'].upper()}] {f['rule']}{gpu}: seen {f['times_seen']}x, first "
                        f"{_when(f['first_seen'])}, last {_when(f['last_seen'])}  {f['message'][:90]}")  # fmt: skip
         for x in n["xids"]:
-            out.append(f"  Xid {x['xid']} on {x['pci']}: in {x['bundles']} bundle(s), {x['events']} event(s), "
+            where = x["pci"] or "a GPU the log names no address for"
+            out.append(f"  Xid {x['xid']} on {where}: in {x['bundles']} bundle(s), {x['events']} event(s), "
                        f"first {_when(x['first_seen'])}, last {_when(x['last_seen'])}")  # fmt: skip
         for e in n["ecc"]:
             if e["growth"]:
