@@ -1,13 +1,16 @@
 """The ``hptriage`` command line: thin click commands over the analyzer modules.
 
-Exit codes: 0 analysis done; 1 findings at or above --fail-on; 2 usage error; 3 no usable bundle in the
-input; 4 internal error; 5 analysis done but some input could not be read.  Errors are one line on stderr; tracebacks only with --debug.
+Exit codes: 0 analysis done; 1 findings at or above --fail-on; 2 usage error (an option, argument or
+file that cannot be used, named); 3 no usable bundle in the input; 4 internal error; 5 analysis done but
+some input could not be read.  Errors are one line on stderr; tracebacks only with --debug.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -21,18 +24,19 @@ import click
 from analyzer import __version__
 from analyzer.errors import (
     EXIT_FINDINGS,
+    EXIT_INTERNAL,
     EXIT_UNREAD_INPUT,
     HptriageError,
     InternalError,
-    NoUsableBundle,
     UsageProblem,
+    no_usable_bundle,
 )
 
 EXIT_CODES_HELP = """\b
 Exit codes:
   0  analysis done (no findings at or above --fail-on)
   1  findings at or above --fail-on
-  2  usage error
+  2  usage error (an option, argument or file that cannot be used: named)
   3  no usable bundle in the input
   4  internal error
   5  analysis done, but some input could not be read (each is named;
@@ -43,12 +47,51 @@ SEVERITY_ORDER = ("critical", "warning", "info")
 
 
 class _Group(click.Group):
+    """Every error ends in one line on stderr and a documented exit code: a usage error (a bad option
+    or argument, as click finds it) 2, an HptriageError its own, anything else 4 (internal; the
+    traceback only with --debug)."""
+
     def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
+        argv = kwargs.get("args", args[0] if args else None)
+        debug = "--debug" in (sys.argv[1:] if argv is None else list(argv))
+        kwargs.pop("standalone_mode", None)
         try:
-            return super().main(*args, standalone_mode=True, **kwargs)
-        except KeyboardInterrupt:
+            code = super().main(*args, standalone_mode=False, **kwargs)
+        except click.UsageError as exc:
+            where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
+            click.echo(f"hptriage: error: {_one_line(exc.format_message())}{where}", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(exc.exit_code)
+        except (click.Abort, KeyboardInterrupt):
             click.echo("hptriage: interrupted", err=True)
             sys.exit(130)
+        except OSError as exc:
+            if exc.errno != errno.EPIPE:  # a reader that stopped reading (| head) is no error
+                if debug:
+                    raise
+                _internal(exc)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
+        except Exception as exc:
+            if debug:
+                raise
+            _internal(exc)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _internal(exc: BaseException) -> None:
+    click.echo(
+        f"hptriage: error: internal error: {type(exc).__name__}: {_one_line(str(exc))}"
+        " (run 'hptriage --debug ...' for the traceback)",
+        err=True,
+    )
+    sys.exit(EXIT_INTERNAL)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
@@ -151,7 +194,10 @@ def analyze(
             if html_out:
                 _write(html_out, html)
             if pdf_out:
-                write_pdf(html, pdf_out)
+                try:
+                    write_pdf(html, pdf_out)
+                except OSError as exc:
+                    raise UsageProblem(f"cannot write {pdf_out}: {exc.strerror or exc}") from exc
         if not quiet:
             from reports.terminal import write
 
@@ -230,6 +276,8 @@ def _judge(con, modules, settings, parts):  # type: ignore[no-untyped-def]
     """Run the rules; with several parts (clusters, folders), over each part's rows alone, so that no
     rule compares nodes, pools nccl-tests runs or counts a placement across them.  The findings of all
     parts are kept; each rule's outcomes are merged (error, then fail, then pass, then skipped)."""
+    from dataclasses import replace
+
     from analyzer.engine import Outcome, run_rules
 
     scopes = [p["bundle_ids"] for p in parts if p["bundle_ids"]]
@@ -268,15 +316,14 @@ def _judge(con, modules, settings, parts):  # type: ignore[no-untyped-def]
             con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     rank = {"error": 0, "fail": 1, "pass": 2, "skipped": 3}
     merged = []
-    for rule, outs in outcomes.items():
-        best = min((o.outcome for o in outs), key=rank.__getitem__)
-        reasons = sorted({o.reason for o in outs if o.outcome == best and o.reason})
+    for outs in outcomes.values():
+        best = min(outs, key=lambda o: rank.get(o.outcome, len(rank)))
+        reasons = sorted({o.reason for o in outs if o.outcome == best.outcome and o.reason})
         merged.append(
-            Outcome(
-                rule,
+            replace(
                 best,
-                sum(o.findings for o in outs),
-                "; ".join(reasons) or None,
+                findings=sum(o.findings for o in outs),
+                reason="; ".join(reasons) or None,
                 nodes_without_data=sorted({n for o in outs for n in o.nodes_without_data}),
                 nodes_checked=sorted({n for o in outs for n in o.nodes_checked}),
             )
@@ -297,6 +344,9 @@ def _settings(config: Path | None):  # type: ignore[no-untyped-def]
         return load_settings(config)
     except SettingsError as exc:
         raise UsageProblem(str(exc)) from exc
+    except (OSError, UnicodeDecodeError) as exc:  # a directory, a binary file given as --config
+        why = exc.strerror if isinstance(exc, OSError) else "not a text (TOML) file"
+        raise UsageProblem(f"cannot read --config {config}: {why}") from exc
 
 
 def _run_analysis(  # type: ignore[no-untyped-def]
@@ -314,20 +364,16 @@ def _run_analysis(  # type: ignore[no-untyped-def]
     from analyzer.store import connect
 
     if db_path is not None and db_path.exists():
+        _replaceable(db_path)
         db_path.unlink()
+        db_path.with_name(db_path.name + ".wal").unlink(missing_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="hptriage-"))
     try:
         con = connect(str(db_path) if db_path else None)
         summary = load(con, paths, workdir, Limits(), jobs=jobs, progress=None if quiet else _progress())
         if not summary.nodes:
             unread = [(u["path"], u["reason"]) for u in summary.unread_inputs]
-            unread = unread or con.execute("SELECT file, error FROM parse_problems").fetchall()
-            detail = "; ".join(f"{f}: {e}" for f, e in unread[:3])
-            raise NoUsableBundle(
-                "no usable bundle in the input"
-                + (f" ({detail})" if detail else "")
-                + ". A bundle is a directory or .tar.gz with meta.env (see docs/bundle-format.md)."
-            )
+            raise no_usable_bundle(unread or con.execute("SELECT file, error FROM parse_problems").fetchall())
         _warn_inputs(summary)
         modules = load_rules()
         findings, outcomes = _judge(con, modules, settings, summary.parts)
@@ -337,6 +383,34 @@ def _run_analysis(  # type: ignore[no-untyped-def]
         return data
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _replaceable(db_path: Path) -> None:
+    """analyze --db replaces the file: only an earlier analysis database (or an empty file) may go."""
+    import duckdb
+
+    try:
+        with open(db_path, "rb") as fh:
+            head = fh.read(16)
+    except OSError as exc:
+        raise UsageProblem(f"cannot use --db {db_path}: {exc.strerror}") from exc
+    if not head:
+        return
+    if head[8:12] != b"DUCK":
+        raise UsageProblem(
+            f"--db {db_path} exists and is not a DuckDB database: not replaced; give a new file"
+        )
+    try:
+        con = duckdb.connect(str(db_path), read_only=True)
+        tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+        con.close()
+    except duckdb.Error as exc:
+        raise UsageProblem(f"cannot use --db {db_path}: {str(exc).splitlines()[0]}") from exc
+    if "store_meta" in tables:
+        raise UsageProblem(
+            f"--db {db_path} is a history store: analyze would replace it; give another file"
+            " (bundles are added to a store with 'hptriage ingest')"
+        )
 
 
 def _progress():  # type: ignore[no-untyped-def]
@@ -404,6 +478,8 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, field
     if file is None:
         raise UsageProblem("give a FILE (or - for standard input), or --list")
     text = _read_input(file)
+    if kind is None and not text.strip():
+        raise UsageProblem(f"{'standard input' if str(file) == '-' else file} is empty: nothing to parse")
     if kind is None:
         kind = parsers.detect_kind(text)
         if kind is None:
@@ -584,7 +660,12 @@ def redact(
         map_path = map_path or default_map_path(verify_dir)
         if not map_path.is_file():
             raise UsageProblem(f"--verify needs the map the bundles were redacted with: {map_path} not found")
-        leaks = verify(verify_dir, map_path)
+        _check_map(map_path)
+        try:
+            leaks = verify(verify_dir, map_path)
+        except (OSError, ValueError) as exc:  # not the map redact wrote (not JSON, unreadable)
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not a map written by redact"
+            raise UsageProblem(f"cannot read the map {map_path}: {why}") from exc
         for category, where in leaks:
             click.echo(f"hptriage: leak: a {category} value of the map is in {where}", err=True)
         if leaks:
@@ -594,7 +675,12 @@ def redact(
         return
     if not paths or out is None:
         raise UsageProblem("redact needs PATH... and -o OUT (or --verify OUT)")
+    missing = [(str(p), "no such file or directory") for p in paths if not p.exists()]
+    if missing:  # nothing is redacted then: the copies must line up as one cluster
+        raise no_usable_bundle(missing)
     map_path = map_path or default_map_path(out)
+    if map_path.is_file():
+        _check_map(map_path)
     with _user_errors(ctx, RedactError):
         report = run_redact(list(paths), out, map_path, mask_serials=mask_serials)
     for line in report.refused:
@@ -607,6 +693,18 @@ def redact(
     )
     if report.refused or report.errors:
         ctx.exit(EXIT_UNREAD_INPUT)
+
+
+def _check_map(map_path: Path) -> None:
+    """A map redact wrote is a JSON object; anything else is named before it is used."""
+    try:
+        doc = json.loads(map_path.read_bytes())
+    except OSError as exc:
+        raise UsageProblem(f"cannot read the map {map_path}: {exc.strerror or exc}") from exc
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        raise UsageProblem(f"cannot read the map {map_path}: not a map written by redact (a JSON object)")
 
 
 @cli.command()
@@ -693,13 +791,33 @@ def history(
     from reports.history import dumps, history_html, history_text, timeline_svg
 
     con = _open_store(db_path)
-    data = query(con, node, since)
-    con.close()
+    try:
+        if node is not None:
+            _known_node(con, db_path, node)
+        data = query(con, node, since)
+    finally:
+        con.close()
     if json_out:
         _write(json_out, dumps(data))
     if html_out:
         _write(html_out, history_html(data, timeline_svg(data)))
     click.echo(history_text(data, verbose), nl=False)
+
+
+def _known_node(con, db_path: Path, node: str) -> None:  # type: ignore[no-untyped-def]
+    """An unknown --node is an error naming it and a few nodes the store does hold."""
+    import difflib
+
+    from analyzer.history_query import known_nodes
+
+    known = known_nodes(con)
+    if node in known:
+        return
+    if not known:
+        raise UsageProblem(f"no node {node!r} in {db_path}: the store holds no node yet")
+    near = difflib.get_close_matches(node, known, n=5, cutoff=0.5) or known[:5]
+    more = f" ({len(known)} in all)" if len(known) > len(near) else ""
+    raise UsageProblem(f"no node {node!r} in {db_path}; nodes it holds include {', '.join(near)}{more}")
 
 
 @cli.command()
@@ -762,7 +880,8 @@ def _one_snapshot(path: str, results: list[Any]) -> str:
 @click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--parquet", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="An empty or new directory.")  # fmt: skip
-def export(db_path: Path, out: Path) -> None:
+@click.pass_context
+def export(ctx: click.Context, db_path: Path, out: Path) -> None:
     """Write every table of a history store as Parquet, hive-partitioned by cluster and collection date
     (schema in docs/schema.md and DIR/_hptriage_schema.json), for Spark, Athena or Trino.
 
@@ -774,9 +893,13 @@ def export(db_path: Path, out: Path) -> None:
 
     con = _open_store(db_path)
     try:
-        doc = run_export(con, out)
-    except FileExistsError as exc:
-        raise UsageProblem(str(exc)) from exc
+        with _user_errors(ctx):
+            try:
+                doc = run_export(con, out)
+            except FileExistsError as exc:
+                raise UsageProblem(str(exc)) from exc
+            except OSError as exc:
+                raise UsageProblem(f"cannot write {out}: {exc.strerror or exc}") from exc
     finally:
         con.close()
     rows = sum(t["rows"] for t in doc["tables"].values())

@@ -32,5 +32,16 @@ class NoUsableBundle(HptriageError):
     exit_code = EXIT_NO_BUNDLE
 
 
+def no_usable_bundle(unread: list[tuple[str, str]]) -> NoUsableBundle:
+    """The error for inputs none of which is a readable bundle, naming the first few and why."""
+    detail = "; ".join(f"{path}: {why}" for path, why in unread[:3])
+    more = f"; and {len(unread) - 3} more" if len(unread) > 3 else ""
+    return NoUsableBundle(
+        "no usable bundle in the input"
+        + (f" ({detail}{more})" if detail else "")
+        + ". A bundle is a directory or .tar.gz with meta.env (see docs/bundle-format.md)."
+    )
+
+
 class InternalError(HptriageError):
     exit_code = EXIT_INTERNAL

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analyzer import __version__
+from analyzer.errors import no_usable_bundle
 
 if TYPE_CHECKING:
     import duckdb
@@ -77,8 +78,13 @@ def open_store(path: Path, create: bool = True) -> duckdb.DuckDBPyConnection:
 
     if not create and not path.exists():
         raise StoreError(f"{path}: no such store (make one with 'hptriage ingest PATH... --db {path}')")
+    if path.is_dir():
+        raise StoreError(f"{path} is a directory, not a history store file")
     fresh = not path.exists()
-    con = duckdb.connect(str(path))
+    try:
+        con = duckdb.connect(str(path))
+    except duckdb.Error as exc:
+        raise StoreError(_unopenable(path, exc)) from exc
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
     if not fresh and tables and "store_meta" not in tables:
         con.close()
@@ -100,6 +106,23 @@ def open_store(path: Path, create: bool = True) -> duckdb.DuckDBPyConnection:
     elif int(row[0]) < SCHEMA_VERSION:
         _migrate(con, int(row[0]))
     return con
+
+
+def _unopenable(path: Path, exc: Exception) -> str:
+    """Why DuckDB could not open the store file, in one line naming it."""
+    why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    make = "make a store with 'hptriage ingest PATH... --db NEW.duckdb'"
+    if "not a valid DuckDB database" in why:
+        try:
+            empty = path.stat().st_size == 0
+        except OSError:
+            empty = False
+        return (
+            f"{path} is {'an empty file' if empty else 'not a DuckDB database'}, not a history store ({make})"
+        )
+    if "lock" in why.lower():
+        return f"{path} is in use by another process: {why}"
+    return f"cannot open the store {path}: {why}"
 
 
 def _migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:
@@ -159,7 +182,10 @@ def ingest(
                 result.cluster, result.folder = part.cluster, part.folder
                 results.append(result)
         if not results:
-            raise StoreError("no bundle could be read from the inputs: nothing to ingest")
+            unread = [(u["path"], u["reason"]) for u in found.unread] or [
+                (str(p), "no bundle read") for p in paths
+            ]
+            raise no_usable_bundle(unread)
         results[0].unread = list(found.unread) + results[0].unread
         return results
     except BaseException:

@@ -218,18 +218,29 @@ def _busbw(con: duckdb.DuckDBPyConnection, since: datetime | None) -> list[dict[
 
 def resolve_snapshot(con: duckdb.DuckDBPyConnection, ref: str) -> str:
     """A snapshot id from an id (or its start), 'latest', 'previous', or a date (the last snapshot
-    collected on or before it)."""
+    collected on or before it).  LookupError names the reference and what the store holds."""
     ids = [
         r[0]
         for r in con.execute("SELECT snapshot_id FROM snapshot ORDER BY collected_at, ingested_at").fetchall()
     ]
-    if ref in ("latest", "last") and ids:
+    listed = ", ".join(i[:8] for i in ids[-5:]) + (f" (the last 5 of {len(ids)})" if len(ids) > 5 else "")
+    if not ids:
+        raise LookupError(
+            f"no snapshot for {ref!r}: the store holds none yet (add one with 'hptriage ingest')"
+        )
+    if ref in ("latest", "last"):
         return ids[-1]
-    if ref == "previous" and len(ids) > 1:
-        return ids[-2]
+    if ref == "previous":
+        if len(ids) > 1:
+            return ids[-2]
+        raise LookupError(f"'previous' needs two snapshots; the store holds one ({ids[0][:8]})")
     matches = [i for i in ids if i.startswith(ref)]
     if len(matches) == 1:
         return matches[0]
+    if len(matches) > 1:
+        raise LookupError(
+            f"{ref!r} is the start of {len(matches)} snapshot ids; give more of it (ids: {listed})"
+        )
     try:
         day = datetime.fromisoformat(ref)
     except ValueError:
@@ -241,8 +252,23 @@ def resolve_snapshot(con: duckdb.DuckDBPyConnection, ref: str) -> str:
             [day],
         ).fetchone()
         if row:
-            return row[0]
-    raise LookupError(f"no snapshot matches {ref!r} (ids: {', '.join(i[:8] for i in ids) or 'none'})")
+            return str(row[0])
+        raise LookupError(f"no snapshot collected on or before {ref} (ids: {listed})")
+    raise LookupError(
+        f"no snapshot matches {ref!r}: give an id (or its start), a date (YYYY-MM-DD), 'latest' or"
+        f" 'previous' (ids: {listed})"
+    )
+
+
+def known_nodes(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Every node name the store holds (of bundles and of findings)."""
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT node FROM bundle WHERE node IS NOT NULL UNION SELECT node FROM findings"
+            " WHERE node IS NOT NULL ORDER BY 1"
+        ).fetchall()
+    ]
 
 
 def diff(con: duckdb.DuckDBPyConnection, old: str, new: str) -> dict[str, Any]:
