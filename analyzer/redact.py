@@ -92,7 +92,7 @@ _IP4 = r"(?<![A-Za-z0-9.])(?:\d{1,3}\.){3}\d{1,3}(?![A-Za-z0-9]|\.\d)"
 _IP6 = r"(?<![\w.])(?=[0-9A-Fa-f:]*:[0-9A-Fa-f:]*:)[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:]|\.\d)"
 _MAC = r"(?<![\w:-])[0-9A-Fa-f]{2}(?:(?P<sep>[:-])[0-9A-Fa-f]{2})(?:(?P=sep)[0-9A-Fa-f]{2}){4}(?![\w:-])"
 _IB_HW = r"(?<![\w:])[0-9A-Fa-f]{2}(?::[0-9A-Fa-f]{2}){19}(?![\w:])"
-_EC2_HOST = r"(?<![A-Za-z0-9])(?i:ip)-(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})(?![A-Za-z0-9]|-\d)"
+_EC2_HOST = r"(?<![A-Za-z])(?i:ip)-(\d{1,3})-(\d{1,3})-(\d{1,3})-(\d{1,3})(?![A-Za-z0-9]|-\d)"
 _INSTANCE = r"(?<![A-Za-z0-9])i-(?:[0-9a-f]{17}|[0-9a-f]{8})(?![A-Za-z0-9])"
 _RESOURCE = (
     r"(?<![A-Za-z0-9])(?:fs|fsvol|vol|snap|eni|subnet|vpc|sg|ami|pg|rtb|igw|nat|elb|efs|fc|lt|tgw|vpce|"
@@ -336,7 +336,9 @@ class Redactor:
         if self.mask_serials:
             parts.append(rf"(?=[GM])(?P<uuid>{_GPU_UUID})")
         # ASCII classes: every identifier is ASCII, and a byte past 127 (text is read as latin-1) ends a word
-        return re.compile(r"(?:(?<![A-Za-z0-9])|(?=/))(?:" + "|".join(parts) + ")", re.ASCII)
+        # an ip-a-b-c-d name may follow a digit: a log stamp glued to the host ("...-07:00ip-10-1-2-3:79")
+        start = r"(?:(?<![A-Za-z0-9])|(?=/)|(?<=\d)(?=[iI][pP]-\d))"
+        return re.compile(start + "(?:" + "|".join(parts) + ")", re.ASCII)
 
     def _replace(self, m: re.Match[str]) -> str:
         kind = m.lastgroup
