@@ -378,7 +378,10 @@ def _run_analysis(  # type: ignore[no-untyped-def]
         modules = load_rules()
         findings, outcomes = _judge(con, modules, settings, summary.parts)
         data = gather(con, summary, findings, outcomes, modules, settings, charts=charts)
-        data.inputs.update(parts=summary.parts, not_judged=summary.not_judged, notes=_snapshot_notes(summary))
+        notes = _snapshot_notes(summary)
+        data.inputs.update(parts=summary.parts, not_judged=summary.not_judged, notes=notes)
+        if data.verdict is not None:
+            data.verdict.notes = notes
         con.close()
         return data
     finally:

@@ -62,6 +62,8 @@ class Verdict:
     cluster_wide: list[dict[str, Any]] = field(default_factory=list)
     unread_inputs: list[dict[str, Any]] = field(default_factory=list)
     not_examined: list[dict[str, Any]] = field(default_factory=list)
+    #: what was given but not judged, in words (older snapshots of a cluster: compare them with diff)
+    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +75,7 @@ class Verdict:
             "cluster_wide": self.cluster_wide,
             "unread_inputs": self.unread_inputs,
             "not_examined": self.not_examined,
+            "notes": self.notes,
         }
 
 

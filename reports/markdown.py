@@ -58,6 +58,7 @@ def render(data: ReportData) -> str:
         out += ["Cluster-wide causes (the nodes showing them are not ranked for them):", ""]
         out += [f"- `{c['rule']}`: {c['message']}" for c in v.cluster_wide]
         out.append("")
+    out += _listed("Given but not judged", list(v.notes))
     out += _listed(
         "Inputs that could not be read", [f"`{u['path']}`: {u['reason']}" for u in v.unread_inputs]
     )

@@ -187,6 +187,8 @@ def _verdict(out: _Writer, data: ReportData, verbose: bool) -> None:
         out.add("Worst nodes: " + names + (f" and {more} more: see -v, --json or --html" if more else ""))
     for c in v.cluster_wide:
         out.add(f"Cluster-wide: {c['message']} ({c['rule']})")
+    for note in v.notes:
+        out.add(note, tag="[INFO]", colour="blue")
     if v.unread_inputs:
         out.add(f"{len(v.unread_inputs)} input(s) could not be read:", tag="[CONCERN]", colour="yellow")
         rows = v.unread_inputs if verbose else v.unread_inputs[:10]

@@ -94,6 +94,7 @@ def test_two_snapshots_of_one_cluster_judge_the_newest(dated: tuple[Path, Path],
     note = "2 snapshots of cluster hptriage given: judged the newest (2026-01-06 08:00 UTC"
     assert note in stderr and f"hptriage diff {old} {new}" in stderr
     assert any(note in line for line in doc["inputs"]["notes"])
+    assert any(note in line for line in doc["verdict"]["notes"])  # every report shows the verdict's notes
     assert con.execute("SELECT DISTINCT cluster FROM node").fetchall() == [("hptriage",)]
 
 
