@@ -562,6 +562,8 @@ def rules(fmt: str, config: Path | None) -> None:
             "title": m.RULE.title,
             "severity": m.RULE.severity.value,
             "requires": list(m.RULE.requires),
+            "requires_any": list(m.RULE.requires_any),
+            "severity_reason": m.RULE.severity_reason,
             "thresholds": settings.described(m.RULE.id),
             "route": m.RULE.route.as_dict(),
             "version": m.RULE.version,
@@ -573,9 +575,12 @@ def rules(fmt: str, config: Path | None) -> None:
         return
     for r in catalog:
         click.echo(f"{r['rule']:32} {r['severity']:8} {r['title']}")
-        click.echo(
-            f"{'':32} needs {', '.join(r['requires'])}; → {r['route']['owner']} ({r['route']['target']})"
+        needs = ", ".join(r["requires"]) + (
+            f" and any of {', '.join(r['requires_any'])}" if r["requires_any"] else ""
         )
+        click.echo(f"{'':32} needs {needs}; → {r['route']['owner']} ({r['route']['target']})")
+        if r["severity_reason"]:
+            click.echo(f"{'':32} why {r['severity']}: {r['severity_reason']}")
         for k, v in r["thresholds"].items():
             unit = f" {v['unit']}" if v.get("unit") else ""
             click.echo(f"{'':32} {k} = {v['value']}{unit}  [{v['source']}]")
