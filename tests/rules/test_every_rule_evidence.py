@@ -161,34 +161,22 @@ def input_of(requirement: str) -> Variant:
     return Variant(drop_kinds=producers()[table])
 
 
+def none_of(group: tuple[str, ...]) -> Variant:
+    """A node lacking every requirement of the group."""
+    lacks = [input_of(req) for req in group]
+    return Variant(
+        frozenset().union(*(v.drop_kinds for v in lacks)), frozenset().union(*(v.drop_meta for v in lacks))
+    )
+
+
 def only(requirement: str, group: tuple[str, ...]) -> Variant:
     """A node with ``requirement`` and none of the other alternatives of its group."""
-    drop_kinds: set[str] = set()
-    drop_meta: set[str] = set()
-    failed: set[str] = set()
-    for other in group:
-        lack = input_of(other)
-        drop_kinds |= lack.drop_kinds
-        drop_meta |= lack.drop_meta
+    none = none_of(group)
     if requirement.startswith("probe_answer.family="):
-        family = requirement.partition("=")[2]
-        failed.add(family)
-        drop_kinds -= set(FAMILY_KINDS[family])  # its probes are there: they answered with a failure
-    else:
-        keep = input_of(requirement)
-        drop_kinds -= keep.drop_kinds
-        drop_meta -= keep.drop_meta
-    return Variant(frozenset(drop_kinds), frozenset(drop_meta), frozenset(failed))
-
-
-def none_of(group: tuple[str, ...]) -> Variant:
-    drop_kinds: set[str] = set()
-    drop_meta: set[str] = set()
-    for req in group:
-        lack = input_of(req)
-        drop_kinds |= lack.drop_kinds
-        drop_meta |= lack.drop_meta
-    return Variant(frozenset(drop_kinds), frozenset(drop_meta))
+        family = requirement.partition("=")[2]  # its probes are there: they answered with a failure
+        return Variant(none.drop_kinds - set(FAMILY_KINDS[family]), none.drop_meta, frozenset({family}))
+    keep = input_of(requirement)
+    return Variant(none.drop_kinds - keep.drop_kinds, none.drop_meta - keep.drop_meta)
 
 
 def is_cluster(requirement: str) -> bool:

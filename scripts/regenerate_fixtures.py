@@ -1,0 +1,70 @@
+"""Regenerate every generated test fixture from the code as it stands, then review the diff.
+
+    .venv/bin/python scripts/regenerate_fixtures.py
+
+- ``tests/fixtures/generated/mixed-16-seed0-findings.json``: the findings (fields the test compares)
+  and rule outcomes of ``hptriage analyze`` on the 16-node ``mixed`` cluster of benchmarks/generate.py
+  (seed 0), kept by tests/test_generate.py so that a change of speed never changes a result.  A change
+  that means to change results regenerates it and says why in its commit.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = ROOT / "tests" / "fixtures" / "generated" / "mixed-16-seed0-findings.json"
+FIELDS = ("fingerprint", "rule", "severity", "node", "gpu", "message", "params", "evidence")
+
+
+def _generate_module():  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "benchmarks" / "generate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def regenerate_generated_findings() -> None:
+    old = json.loads(GOLDEN.read_text())
+    generated = old["generated"]
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster, out = Path(tmp) / "cluster", Path(tmp) / "f.json"
+        _generate_module().generate(cluster, **generated)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "analyzer.cli",
+                "analyze",
+                str(cluster),
+                "--json",
+                str(out),
+                "-q",
+                "--jobs",
+                "2",
+            ],
+            cwd=ROOT,
+            check=True,
+        )
+        doc = json.loads(out.read_text())
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    golden = {
+        "analyzer_commit": commit.stdout.strip(),
+        "findings": [
+            {k: f[k] for k in FIELDS} for f in sorted(doc["findings"], key=lambda f: f["fingerprint"])
+        ],
+        "generated": generated,
+        "outcomes": {r["rule"]: r["outcome"] for r in doc["rules"]},
+    }
+    GOLDEN.write_text(json.dumps(golden, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {GOLDEN.relative_to(ROOT)}: {len(golden['findings'])} findings")
+
+
+if __name__ == "__main__":
+    regenerate_generated_findings()
