@@ -25,6 +25,8 @@ Examples:
 [('timeout', 'manifest', None)]
 >>> read_answers("nvidia-smi-q", "", "bash: nvidia-smi: command not found\\n", 127)
 []
+>>> [(a.answer, a.text) for a in read_answers("nvidia-smi-q", "", "", 15)]  # the exit code alone
+[('gpu-lost', 'exit 15: NVML_ERROR_GPU_IS_LOST: a GPU fell off the bus or became inaccessible')]
 
 Each catalogue entry says where its wording comes from (a public report of the real output); the
 test fixtures under ``tests/fixtures/probe-answers/`` keep those outputs byte-exact.
@@ -164,6 +166,24 @@ CATALOGUE: tuple[Answer, ...] = (
     ),
 )
 
+#: nvidia-smi's exit code is NVML's return value (the nvidia-smi man page, RETURN VALUE; NVML's
+#: nvmlReturn_t): where the output carries no catalogued line (it was cut, or went elsewhere) the code
+#: alone says what happened.
+NVIDIA_SMI_EXIT: dict[int, tuple[str, str]] = {
+    4: ("permission", "NVML_ERROR_NO_PERMISSION"),
+    6: ("no-devices", "NVML_ERROR_NOT_FOUND: no GPU found"),
+    8: (
+        "insufficient-power",
+        "NVML_ERROR_INSUFFICIENT_POWER: a GPU's external power cables are not attached",
+    ),
+    9: ("driver-unreachable", "NVML_ERROR_DRIVER_NOT_LOADED: the NVIDIA driver is not loaded"),
+    12: ("nvml-init-failed", "NVML_ERROR_LIBRARY_NOT_FOUND: the NVML library could not be loaded"),
+    14: ("inforom-corrupted", "NVML_ERROR_CORRUPTED_INFOROM: a GPU's infoROM is corrupted"),
+    15: ("gpu-lost", "NVML_ERROR_GPU_IS_LOST: a GPU fell off the bus or became inaccessible"),
+    16: ("reset-required", "NVML_ERROR_RESET_REQUIRED: a GPU needs a reset before it can be used"),
+    18: ("nvml-mismatch", "NVML_ERROR_LIB_RM_VERSION_MISMATCH: driver and library versions differ"),
+}
+
 #: Answers that are about the collection, not the node (kept for the record, never judged as faults).
 COLLECTION_ANSWERS = frozenset({"permission"})
 
@@ -208,6 +228,9 @@ def read_answers(kind: str | None, stdout: str, stderr: str, exit_code: int | No
                 found.extend(_scan(family, stream, text))
     if exit_code == 124:
         found.append(ProbeAnswer("timeout", family or kind or "", "manifest", None, "timed out (exit 124)"))
+    elif family == "nvidia-smi" and not found and exit_code in NVIDIA_SMI_EXIT:
+        answer, meaning = NVIDIA_SMI_EXIT[exit_code]
+        found.append(ProbeAnswer(answer, family, "manifest", None, f"exit {exit_code}: {meaning}"))
     return found
 
 

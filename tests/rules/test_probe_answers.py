@@ -86,7 +86,7 @@ def healthy(name: str) -> dict[str, tuple[str, str]]:
 
 def cluster(tmp_path: Path, sick: dict[str, tuple[str, int, str, str]]) -> Result:
     """Four p5 nodes from real fixtures, each in ``sick`` with one failed probe (path, code, stdout,
-    stderr); the healthy ones carry persistence mode off (a configuration warning)."""
+    stderr); the healthy ones carry persistence mode off (a configuration fact, info)."""
     root = tmp_path / "c"
     for i in range(4):
         name = f"p5-{i}"
@@ -192,3 +192,15 @@ def test_dcgm_host_engine_unreachable_is_a_warning(tmp_path: Path) -> None:
     hits = res.of("gpu.dcgm.unreachable")
     assert [(f.node, f.severity.value) for f in hits] == [("p5-a", "warning")]
     assert res.outcome("gpu.dcgm.failed") != "pass"
+
+
+def test_the_exit_code_alone_says_it_when_the_output_is_gone(tmp_path: Path) -> None:
+    """nvidia-smi's exit code is NVML's return value: 9 with nothing printed is a driver not loaded."""
+    res = cluster(tmp_path, {"p5-2": ("cmd/nvidia-smi-q.txt", 9, "", "")})
+    (hit,) = res.of("gpu.smi.unreachable")
+    assert (hit.node, hit.severity.value, hit.params["answers"]) == (
+        "p5-2",
+        "critical",
+        ["driver-unreachable"],
+    )
+    assert hit.evidence[0].file == "p5-2/manifest.tsv" and "\t9\t" in (hit.evidence[0].text or "")

@@ -5,7 +5,9 @@ with the NVIDIA driver" (the module is not loaded or failed to bring the GPUs up
 found", "Unable to determine the device handle for GPU ...: Unknown Error" / "GPU is lost" (a GPU fell
 off the bus), "Failed to initialize NVML: Driver/library version mismatch" (a driver update without a
 reboot) and a probe that ran into its timeout (the driver is hung) all mean no job can use the node's
-GPUs as they are.  Read from the catalogue of failure answers (``parsers.probe_answers``: stdout, the
+GPUs as they are.  Where the output holds no such line, nvidia-smi's exit code says it (it is NVML's
+return value: 9 driver not loaded, 6 no GPU found, 15 GPU lost, 16 reset required, 14 infoROM
+corrupted, 18 version mismatch).  Read from the catalogue of failure answers (``parsers.probe_answers``: stdout, the
 probe's ``.err`` and the manifest's exit code) of every nvidia-smi probe.  One finding per node naming
 every answer, with the line that says it.  Critical on an instance type with GPUs (``sku.toml``); a
 warning where the instance type is unknown (the node may have no GPU to query).  A missing
@@ -37,6 +39,12 @@ RULE = RuleInfo(
         "reboot the node (a driver/library mismatch clears with it); if nvidia-smi still fails, drain and "
         "replace",
     ),
+    severity_reason=(
+        "When nvidia-smi cannot reach the driver or a GPU, no job can use the node's GPUs as they are: "
+        "reboot it, and drain it if nvidia-smi still fails; it is a warning only where the instance type "
+        "does not say the node has GPUs. Source: NVML API reference (GPU lost, driver/library version "
+        "mismatch) and the HyperPod node-debugger skill (awslabs/agent-plugins), GPU section."
+    ),
 )
 
 #: What each answer means for the operator, in the finding's words.
@@ -48,6 +56,9 @@ SAYS = {
     "nvml-mismatch": "reports a driver/library version mismatch",
     "nvml-init-failed": "cannot initialise NVML",
     "timeout": "hung until the probe's timeout",
+    "insufficient-power": "reports a GPU without its power cables",
+    "inforom-corrupted": "reports a corrupted infoROM",
+    "reset-required": "reports a GPU that needs a reset",
 }
 
 
