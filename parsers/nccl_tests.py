@@ -56,6 +56,8 @@ Every table has ``run`` int — the test within the file (1 for a log holding on
   say (a run whose own lines do not say takes what the file's other runs say)
 - ``net_provider`` str — libfabric provider named by aws-ofi-nccl (``efa``, ``tcp;ofi_rxm``)
 - ``avg_busbw_gbps`` float, GB/s — the ``# Avg bus bandwidth`` line (averages tiny sizes in: use results)
+- ``nccl_log_lines`` int — NCCL's own log lines (``host:pid:tid [dev] NCCL INFO/WARN``) in the run; null
+  when there are none (NCCL_DEBUG unset): then the log says nothing about NCCL warnings or transports
 - ``oob_values`` int — ``# Out of bounds values``; ``n_results`` int — result rows of the run;
   ``error_code`` str — code of the run's first error event (a failed run: ``SYSTEM_ERROR``, ...);
   ``truncated`` bool — no ``Avg bus bandwidth`` line
@@ -119,7 +121,6 @@ INFO = ParserInfo(
     title="nccl-tests output (all_reduce_perf, ...) with NCCL log lines",
     commands=("mpirun ... all_reduce_perf -b 8 -e 16G -f 2 -g 1",),
     tables=("nccl_run", "nccl_rank", "nccl_result", "nccl_log_event", "nccl_transport"),
-    empty_means_none=("nccl_log_event",),  # a log read with no WARN has no WARN; results need rows
     versions_seen=(
         "nccl-tests 2019 (error column; broadcast with root and no redop)",
         "nccl-tests 2.x (root, #wrong)",
@@ -144,7 +145,7 @@ SCHEMA = {
         "line:int run:int collective:str tests_version:str nthread:int ngpus:int min_bytes:int max_bytes:int "
         "step:str iters:int warmup_iters:int agg_iters:int check:int graph:int n_ranks:int n_hosts:int "
         "hosts:str nccl_version:str net_transport:str net_provider:str avg_busbw_gbps:float:GB/s "
-        "oob_values:int n_results:int error_code:str truncated:bool"
+        "oob_values:int n_results:int error_code:str truncated:bool nccl_log_lines:int"
     ),
     "nccl_rank": _cols(
         "line:int run:int rank:int group:int pid:int host:str device:int bus_id:str gpu_name:str"
@@ -492,6 +493,7 @@ class _State:
             at = self.raw.find(f"{m['host']}:{m['pid']}:")
             prefix = (self.raw[:at] if at >= 0 else m["pre"] or "").strip() or None
         self.cur.content = True
+        self.cur.row["nccl_log_lines"] = (self.cur.row["nccl_log_lines"] or 0) + 1
         if m["host"] and not all(f.isdigit() for f in (m["pid"], m["tid"], m["dev"] or "0")):
             odd = f"{m['host']}:{m['pid']}:{m['tid']} [{m['dev']}]"
             self.result.issue(no, self.raw, f"NCCL log line with a non-numeric pid, tid or device: {odd!r}")

@@ -280,8 +280,13 @@ def test_socket_fallback_is_critical(tmp_path: Path) -> None:
 
 
 def test_efa_run_has_no_tcp_fallback(tmp_path: Path) -> None:
-    res = analyze(one_node(tmp_path, fixture("nccl-tests", A3)))
+    """A log whose NCCL lines show the EFA path (aws-ofi-nccl over libfabric efa) passes; a log that
+    shows no transport at all (no NCCL INFO lines: the A3 Mega results alone) is not examined."""
+    res = analyze(one_node(tmp_path, fixture("nccl-tests", "nccl-527-aws-libfabric-channels.txt"), name="efa"))
     assert res.outcome("nccl.transport.tcp_fallback") == "pass"
+    silent = analyze(one_node(tmp_path, fixture("nccl-tests", A3), name="silent"))
+    assert silent.outcome("nccl.transport.tcp_fallback") == "skipped"
+    assert silent.outcome("nccl.log.errors") == "skipped"
 
 
 def test_log_errors_one_finding_per_host_and_code(tmp_path: Path) -> None:

@@ -22,9 +22,15 @@ RULE = RuleInfo(
     id="nccl.log.errors",
     title="NCCL warnings and errors in logs",
     severity=Severity.CRITICAL,
-    requires=("nccl_log_event",),
+    requires=(),
+    requires_any=("nccl_log_event", "nccl_run.nccl_log_lines"),
     passed="no NCCL warning or error in the logs",
     route=Route("nccl-network", "hyperpod-nccl error-patterns-quick-ref", "look up the code's fix"),
+    severity_reason=(
+        "Critical for unhandled system errors, CUDA failures and watchdog timeouts, which mean a GPU or EFA "
+        "fault or a hung collective that stopped the job; other NCCL warnings (rendezvous, connect, DNS) are "
+        "warnings. Source: HyperPod NCCL error-patterns quick reference (awslabs/agent-plugins)."
+    ),
 )
 
 #: Codes that point at hardware or a hung collective (rules-facts § 5: route HW / find the straggler).

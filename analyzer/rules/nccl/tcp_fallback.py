@@ -21,12 +21,18 @@ RULE = RuleInfo(
     id="nccl.transport.tcp_fallback",
     title="NCCL fell back to TCP sockets",
     severity=Severity.CRITICAL,
-    requires=("nccl_run",),
+    requires=(),
+    requires_any=("nccl_run.net_transport", "nccl_transport", "nccl_log_event"),
     passed="no TCP fallback seen in NCCL logs",
     route=Route(
         "nccl-network",
         "hyperpod-nccl debugging-guide § 13",
         "restore EFA: device plugin, FI_PROVIDER, aws-ofi-nccl",
+    ),
+    severity_reason=(
+        "Inter-node collectives over TCP sockets run 10-100x slower than over EFA, so the job cannot run at "
+        "its scale until EFA is restored. Source: HyperPod NCCL debugging guide (awslabs/agent-plugins, TCP "
+        "fallback) and AWS EFA documentation (NCCL over EFA with aws-ofi-nccl)."
     ),
 )
 

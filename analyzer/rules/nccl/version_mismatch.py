@@ -24,12 +24,18 @@ RULE = RuleInfo(
     id="nccl.version.mismatch",
     title="NCCL log shows mixed NCCL builds",
     severity=Severity.CRITICAL,
-    requires=("nccl_log_event",),
+    requires=(),
+    requires_any=("nccl_log_event", "nccl_run.nccl_log_lines"),
     passed="one NCCL build across the logged job",
     route=Route(
         "version-drift",
         "hyperpod-nccl debugging-guide § 10; hyperpod-version-checker",
         "run the same container image (same NCCL build) on every node of the job",
+    ),
+    severity_reason=(
+        "Ranks that load different NCCL builds cannot form a communicator, so the job fails at init or hangs "
+        "until every node runs one build. Source: HyperPod NCCL debugging guide (awslabs/agent-plugins, NCCL "
+        "version mismatch)."
     ),
 )
 
