@@ -120,14 +120,15 @@ def test_busbw_bars_mark_the_slow_node_only(slow64: dict[str, Any]) -> None:
 
 
 @pytest.fixture(scope="module")
-def persistence_off(tmp_path_factory: pytest.TempPathFactory) -> ReportData:
-    """The 8-node sample with one slow node (p5-node-05), p5-node-01's GPUs set to persistence mode off."""
-    bundle = tmp_path_factory.mktemp("persistence") / "bundle"
+def throttled(tmp_path_factory: pytest.TempPathFactory) -> ReportData:
+    """The 8-node sample with one slow node (p5-node-05), p5-node-01's GPUs in a software thermal
+    slowdown: a GPU warning that is not a busbw finding."""
+    bundle = tmp_path_factory.mktemp("throttled") / "bundle"
     shutil.copytree(SAMPLES / "nccl-slow-node" / "bundle", bundle)
     node = bundle / "p5-node-01"
     smi = node / "cmd" / "nvidia-smi-q.txt"
     old = smi.read_bytes()
-    new = re.sub(rb"(Persistence Mode\s+: )Enabled", rb"\1Disabled", old)
+    new = re.sub(rb"(SW Thermal Slowdown\s+: )Not Active", rb"\1Active", old)
     assert new != old
     smi.write_bytes(new)
     manifest = node / "manifest.tsv"
@@ -136,17 +137,15 @@ def persistence_off(tmp_path_factory: pytest.TempPathFactory) -> ReportData:
     return _analyze([bundle])
 
 
-def test_persistence_mode_does_not_colour_the_busbw_chart(persistence_off: ReportData) -> None:
-    concerns = {
-        (f.rule, f.node) for f in persistence_off.findings if f.severity.value in ("critical", "warning")
-    }
-    assert ("gpu.persistence.off", "p5-node-01") in concerns
-    assert {rule for rule, node in concerns if node == "p5-node-01"} == {"gpu.persistence.off"}
-    assert "p5-node-01" in persistence_off.charts["sick_nodes"], "a node with a concern..."
-    (bars,) = persistence_off.charts["busbw"]
+def test_a_gpu_warning_does_not_colour_the_busbw_chart(throttled: ReportData) -> None:
+    concerns = {(f.rule, f.node) for f in throttled.findings if f.severity.value in ("critical", "warning")}
+    assert ("gpu.clocks.throttled", "p5-node-01") in concerns
+    assert {rule for rule, node in concerns if node == "p5-node-01"} == {"gpu.clocks.throttled"}
+    assert "p5-node-01" in throttled.charts["sick_nodes"], "a node with a concern..."
+    (bars,) = throttled.charts["busbw"]
     assert bars["highlight"] == ["p5-node-05"], "...but no busbw concern is not marked on the busbw chart"
-    assert persistence_off.charts["pairs"]["highlight"] == ["p5-node-05"]
-    figures = _figures(lambda: draw_charts(persistence_off))
+    assert throttled.charts["pairs"]["highlight"] == ["p5-node-05"]
+    figures = _figures(lambda: draw_charts(throttled))
     bar_fig = figures[0]
     ax = bar_fig.axes[0]
     colour = {

@@ -431,7 +431,7 @@ def test_gpu_count_low_and_unknown_type(faulty: Result) -> None:
 
 def test_persistence_off_one_finding_per_node(faulty: Result) -> None:
     f = only(faulty, "gpu.persistence.off", "pmoff")
-    assert f.params["gpus"] == [2] and f.severity == Severity.WARNING
+    assert f.params["gpus"] == [2] and f.severity == Severity.INFO
     assert only(faulty, "gpu.persistence.off", "smioff").params["source"] == "smi_gpu"
     assert on(faulty, "gpu.persistence.off") == {"pmoff", "smioff"}
 

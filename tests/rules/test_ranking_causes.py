@@ -18,8 +18,12 @@ def q(edit: dict[str, str] | None = None) -> dict[str, tuple[str, str]]:
     return {"cmd/nvidia-smi-q.txt": ("nvidia-smi-q", text)}
 
 
-PERSISTENCE_OFF = {
-    "Persistence Mode                      : Enabled": "Persistence Mode                      : Disabled"
+#: a configuration warning, one finding per node (host.cpu.governor)
+POWERSAVE = {
+    "cmd/cpu-governor.txt": (
+        "cpu-governor",
+        fixture("cpu-governor", "scaling_governor-cat-8cpus-powersave.txt"),
+    )
 }
 OTHER_DRIVER = {
     "Driver Version                            : 565.57.01": "Driver Version                            : 550.90.07",
@@ -32,45 +36,46 @@ ECC = {"DRAM Uncorrectable            : 0": "DRAM Uncorrectable            : 2"}
 def test_one_driver_install_is_one_cause_and_ecc_outranks_it(tmp_path: Path) -> None:
     root = tmp_path / "c"
     for i in range(5):
-        edit = dict(PERSISTENCE_OFF)  # every node: a cluster-wide configuration, ranks nobody
+        edit: dict[str, str] = {}
         if i == 3:
             edit.update(OTHER_DRIVER)
         if i == 1:
             edit.update(ECC)
-        write_node(root, f"p5-{i}", q(edit), meta=P5)
+        # every node on powersave: a cluster-wide configuration, ranks nobody
+        write_node(root, f"p5-{i}", {**q(edit), **POWERSAVE}, meta=P5)
     res = analyze(root)
     drift = [f for f in res.of("version.drift") if f.node == "p5-3"]
     assert {f.params["component"] for f in drift} >= {"nvidia_driver", "cuda_driver_max", "vbios"}
     assert {f.params["cause"] for f in drift} == {"nvidia driver install"}
-    assert len(res.of("gpu.persistence.off")) == 5
+    assert len(res.of("host.cpu.governor")) == 5
     nodes = [{"node": f"p5-{i}", "instance_type": "p5.48xlarge"} for i in range(5)]
     v = compute(res.findings, list(res.outcomes.values()), nodes)
     ranked = [(r.node, r.critical, r.warning) for r in v.worst_nodes]
     assert ranked[0][0] == "p5-1" and ranked[0][1] >= 1
     assert ("p5-3", 0, 1) in ranked  # three drifting versions, one install: one warning cause
-    assert {r.node for r in v.worst_nodes} == {"p5-1", "p5-3"}  # persistence off everywhere ranks no one
-    entry = next(c for c in v.cluster_wide if c["rule"] == "gpu.persistence.off")
+    assert {r.node for r in v.worst_nodes} == {"p5-1", "p5-3"}  # powersave everywhere ranks no one
+    entry = next(c for c in v.cluster_wide if c["rule"] == "host.cpu.governor")
     assert entry["nodes"] == 5
 
 
 def test_a_rule_on_every_examined_node_of_a_type_is_cluster_wide(tmp_path: Path) -> None:
-    """Persistence off on all three p5 nodes whose GPUs were read; a fourth node without nvidia-smi
+    """The powersave governor on all three p5 nodes whose governor was read; a fourth node without that
     output (not examined) does not make the finding node-specific."""
     root = tmp_path / "c"
     for i in range(3):
-        write_node(root, f"p5-{i}", q(PERSISTENCE_OFF), meta=P5)
+        write_node(root, f"p5-{i}", {**q(), **POWERSAVE}, meta=P5)
     write_node(root, "p5-blind", {}, meta=P5)
     res = analyze(root)
     nodes = [{"node": n, "instance_type": "p5.48xlarge"} for n in ("p5-0", "p5-1", "p5-2", "p5-blind")]
     v = compute(res.findings, list(res.outcomes.values()), nodes)
-    assert not any(r.rules == ("gpu.persistence.off",) for r in v.worst_nodes)
-    assert any(c["rule"] == "gpu.persistence.off" for c in v.cluster_wide)
+    assert not any(r.rules == ("host.cpu.governor",) for r in v.worst_nodes)
+    assert any(c["rule"] == "host.cpu.governor" for c in v.cluster_wide)
 
 
 def test_a_rule_on_some_nodes_still_ranks_them(tmp_path: Path) -> None:
     root = tmp_path / "c"
     for i in range(4):
-        write_node(root, f"p5-{i}", q(PERSISTENCE_OFF if i == 2 else None), meta=P5)
+        write_node(root, f"p5-{i}", {**q(), **(POWERSAVE if i == 2 else {})}, meta=P5)
     res = analyze(root)
     nodes = [{"node": f"p5-{i}", "instance_type": "p5.48xlarge"} for i in range(4)]
     v = compute(res.findings, list(res.outcomes.values()), nodes)

@@ -27,6 +27,12 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "check cooling and power; drain if it persists"
     ),
+    severity_reason=(
+        "A GPU slowed by a thermal, power-brake or hardware slowdown still computes correctly but paces "
+        "every collective, so check cooling and power soon; a GPU at its software power cap is working as "
+        "designed and not reported. Source: NVIDIA nvidia-smi documentation (clock event reasons) and "
+        "HyperPod mfu-debugger straggler guide (awslabs/agent-plugins)."
+    ),
 )
 
 #: Clock event reasons that mean the GPU is slowed by heat or power trouble.

@@ -28,6 +28,12 @@ RULE = RuleInfo(
     requires_any=("gpu", "gpu_query", "smi_gpu"),
     passed="every node shows all the GPUs its instance type has",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
+    severity_reason=(
+        "A node missing a GPU cannot run a full-node job and must be drained and replaced; info within the "
+        "settle window after a boot (GPUs may still be initialising) or where the instance type has no "
+        "expected count. Source: HyperPod performance-debugger skill (awslabs/agent-plugins: a missing GPU "
+        "means drain and replace)."
+    ),
 )
 
 

@@ -24,6 +24,12 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "drain and replace if the failure is hardware"
     ),
+    severity_reason=(
+        "A failed DCGM test means the GPU failed an active check of its memory, PCIe, NVLink or compute, and "
+        "a failure at level 3 means replace it; a DCGM Warn is a warning. Source: NVIDIA DCGM diagnostics "
+        "documentation and the HyperPod performance-debugger skill (awslabs/agent-plugins: dcgmi diag -r 3 "
+        "failing any test means replace)."
+    ),
 )
 
 _SEVERITY = {"fail": Severity.CRITICAL, "warn": Severity.WARNING}

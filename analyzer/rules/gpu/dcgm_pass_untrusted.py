@@ -30,6 +30,11 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § G",
         "rerun the memory test alone or with DCGM >= 3.3.10 before trusting the pass",
     ),
+    severity_reason=(
+        "Nothing is known to be wrong, but a pass from DCGM 3.3.9 or older after a combined medium and "
+        "memtest run is not authoritative, so rerun before clearing a suspect GPU. Source: HyperPod "
+        "node-debugger skill and NCCL debugging guide (awslabs/agent-plugins)."
+    ),
 )
 
 

@@ -29,6 +29,11 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § G",
         "start the DCGM host engine (systemctl start nvidia-dcgm, or nv-hostengine) and collect again with --dcgm",
     ),
+    severity_reason=(
+        "The node is not known to be faulty, but its GPUs were not diagnosed and HyperPod's deep health "
+        "checks need DCGM too, so restore the host engine soon. Source: NVIDIA DCGM documentation (dcgmi "
+        "needs a running nv-hostengine) and AWS SageMaker HyperPod deep health checks documentation."
+    ),
 )
 
 

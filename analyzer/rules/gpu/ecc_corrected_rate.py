@@ -27,6 +27,13 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "watch the rate; drain and replace when it climbs"
     ),
+    severity_reason=(
+        "Corrected errors cost nothing yet, but above 1,000 a day of uptime they precede uncorrectable "
+        "errors (critical: plan the replacement), from 100 a day they are worth watching (warning), and "
+        "under a day of uptime the rate is not judged (info). Source: HyperPod performance-debugger skill "
+        "(awslabs/agent-plugins); its node-debugger skill drains at 100 a day, which a site override can "
+        "follow."
+    ),
 )
 
 

@@ -29,6 +29,12 @@ RULE = RuleInfo(
     ),
     passed="no uncorrectable ECC error on any GPU",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
+    severity_reason=(
+        "An uncorrectable ECC error means data in GPU memory was lost, so results on that GPU cannot be "
+        "trusted and the node must be drained and the GPU replaced. Source: HyperPod performance-debugger "
+        "and node-debugger skills (awslabs/agent-plugins); NVIDIA Xid catalog "
+        "(docs.nvidia.com/deploy/xid-errors), Xid 48, 94 and 95."
+    ),
 )
 
 

@@ -37,6 +37,13 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "restart nvidia-fabricmanager; reboot, then replace"
     ),
+    severity_reason=(
+        "On an NVSwitch system CUDA cannot use the GPUs until Fabric Manager has programmed the switches, so "
+        "a fabric not Completed/Success or a failed or missing Fabric Manager stops every job; warning when "
+        "the service failed but the fabric cannot be read, info within the settle window after a boot. "
+        "Source: NVIDIA Fabric Manager user guide, NVML API reference (fabric state) and "
+        "NVIDIA/NVSentinel#883."
+    ),
 )
 
 _OK_STATE, _OK_STATUS = "completed", "success"

@@ -30,6 +30,11 @@ RULE = RuleInfo(
         "hyperpod-mfu-debugger references/node-diagnostics.md § 3",
         "no action on the node; if the job hits CUDA OOM, reduce batch/sequence size or enable checkpointing",
     ),
+    severity_reason=(
+        "A GPU near full memory is a fact about the workload (frameworks that pre-allocate sit at 90-100 % "
+        "by design), not a defect of the node; act only if the job hits CUDA out-of-memory. Source: HyperPod "
+        "mfu-debugger node diagnostics (awslabs/agent-plugins: more than 95 % used)."
+    ),
 )
 
 #: One row per GPU and node, from the best source the node has (-q, then the CSV's last sample, then

@@ -26,6 +26,12 @@ RULE = RuleInfo(
     requires=("nvlink.link",),
     passed="every GPU has the NVLink count expected of it",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
+    severity_reason=(
+        "Critical when a GPU has fewer links than a verified per-type count: the missing bandwidth does not "
+        "come back and HyperPod's deep health checks verify the count; warning against an unverified count "
+        "or against peers only. Source: NVIDIA health-validation NVLink check reference (18 links per "
+        "H100/H200) and AWS SageMaker HyperPod deep health checks documentation."
+    ),
 )
 
 

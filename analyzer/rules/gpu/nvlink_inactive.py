@@ -27,6 +27,11 @@ RULE = RuleInfo(
     requires=("nvlink.state",),
     passed="every NVLink listed is active",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
+    severity_reason=(
+        "A down link cuts the GPU's bandwidth or hangs NCCL, and no inactive link is allowed, so drain and "
+        "replace; info within the settle window after a boot, while links still train. Source: NVIDIA "
+        "health-validation NVLink check reference (max_inactive_nvlinks is 0) and NVIDIA/NVSentinel#1701."
+    ),
 )
 
 

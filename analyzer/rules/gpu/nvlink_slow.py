@@ -25,6 +25,11 @@ RULE = RuleInfo(
     requires=("nvlink.speed_gbps",),
     passed="every active NVLink runs at the expected speed",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reboot; drain and replace if it persists"),
+    severity_reason=(
+        "A link that trained at a lower rate still carries traffic correctly but slows every collective that "
+        "crosses it: reboot soon, replace if it stays slow. Source: NVIDIA health-validation NVLink check "
+        "reference (fixed per-generation link rates); ours: warning, because the link works."
+    ),
 )
 
 

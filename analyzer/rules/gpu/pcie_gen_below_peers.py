@@ -25,6 +25,12 @@ RULE = RuleInfo(
     requires_any=("gpu.pcie_gen_current", "gpu_query.pcie_gen_current"),
     passed="every GPU PCIe link at its peers' generation",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reboot; reseat or replace if it persists"),
+    severity_reason=(
+        "A link that trained at a lower generation than its peers in the same power state loses bandwidth "
+        "but not correctness. Source: HyperPod mfu-debugger node diagnostics (awslabs/agent-plugins: "
+        "generation below max); ours: judged against peers, since GPUs lower the generation at idle by "
+        "design."
+    ),
 )
 
 

@@ -23,6 +23,11 @@ RULE = RuleInfo(
     requires_any=("gpu.pcie_width_current", "gpu_query.pcie_width_current"),
     passed="every GPU PCIe link at its full width",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reseat or replace (reboot first)"),
+    severity_reason=(
+        "An x8 link where x16 is the maximum halves host-to-GPU bandwidth (data loading, checkpoints, "
+        "GPUDirect RDMA) while the GPU still works: reboot, then reseat or replace. Source: HyperPod "
+        "mfu-debugger node diagnostics and failure patterns (awslabs/agent-plugins)."
+    ),
 )
 
 

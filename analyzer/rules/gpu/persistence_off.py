@@ -18,11 +18,20 @@ from analyzer.signals.gpus import GpuState, gpu_states
 RULE = RuleInfo(
     id="gpu.persistence.off",
     title="GPU persistence mode off",
-    severity=Severity.WARNING,
+    severity=Severity.INFO,
     requires=("node",),
     requires_any=("gpu.persistence_mode", "gpu_query.persistence_mode", "smi_gpu.persistence_mode"),
     passed="persistence mode on for every GPU",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "enable persistence mode (nvidia-smi -pm 1)"),
+    severity_reason=(
+        "NVIDIA's driver persistence documentation (docs.nvidia.com/deploy/driver-persistence) says that "
+        "without persistence the driver tears a GPU's state down when its last client exits, so every job "
+        "start initialises the GPUs again, and that the nvidia-persistenced daemon, which keeps the driver "
+        "loaded and the GPUs initialised while no client holds them, is preferred over the legacy "
+        "persistence mode (nvidia-smi -pm 1). Jobs still run correctly, only slower to start, and the "
+        "software deployment check of DCGM (NVIDIA DCGM diagnostics documentation) reports it as a warning, "
+        "not a failure, so it is context, not a fault."
+    ),
 )
 
 

@@ -23,6 +23,13 @@ RULE = RuleInfo(
     requires_any=("gpu.remap_failure", "gpu_query.remapped_rows_failure"),
     passed="no GPU reports a row-remapping failure",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
+    severity_reason=(
+        "With no spare row left the bad memory row stays in use and uncorrectable errors follow, so the node "
+        "must be drained and the GPU replaced. Source: NVIDIA GPU memory error management guide "
+        "(docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt), NVIDIA DCGM diagnostics documentation (a "
+        "row-remap failure fails the software check) and the HyperPod node-debugger skill "
+        "(awslabs/agent-plugins, P0)."
+    ),
 )
 
 

@@ -32,6 +32,12 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § G",
         "no action now; watch this GPU for new ECC errors, pending remaps or a remap failure",
     ),
+    severity_reason=(
+        "The repair is complete (nothing pending, no failure), so the rows remapped are history to remember "
+        "if the GPU later shows ECC errors, not a fault. Source: NVIDIA GPU memory error management guide "
+        "(docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt); ours: info rather than the WARN of the HyperPod "
+        "node-debugger triage script (awslabs/agent-plugins), since nothing is left to act on."
+    ),
 )
 
 

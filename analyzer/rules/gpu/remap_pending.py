@@ -23,6 +23,12 @@ RULE = RuleInfo(
     requires_any=("gpu.remap_pending", "gpu_query.remapped_rows_pending"),
     passed="no GPU has a row remap pending",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "reboot the node; replace if still pending"),
+    severity_reason=(
+        "The bad row stays in use until the GPU is reset, so the node needs a reboot soon but is not yet "
+        "broken; a remap still pending after the reboot means replace. Source: HyperPod node-debugger skill "
+        "(awslabs/agent-plugins, P1) and NVIDIA GPU memory error management guide "
+        "(docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt)."
+    ),
 )
 
 

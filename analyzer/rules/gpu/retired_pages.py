@@ -23,6 +23,12 @@ RULE = RuleInfo(
     requires_any=("gpu.retired_pages_pending", "gpu_query.retired_pages_pending"),
     passed="no GPU has a page retirement pending",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "reboot the node to apply the retirement"),
+    severity_reason=(
+        "A page marked for retirement stays usable, and can fail again, until the next driver reload, so "
+        "reboot soon; the older counterpart of a pending row remap. Source: NVIDIA dynamic page retirement "
+        "documentation (docs.nvidia.com/deploy/dynamic-page-retirement); ours: warning by analogy with "
+        "gpu.remap.pending."
+    ),
 )
 
 

@@ -27,6 +27,12 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "reset the node; replace the baseboard if it recurs"
     ),
+    severity_reason=(
+        "Critical for a fatal SXid, after which NVLink traffic through that NVSwitch stops until the node is "
+        "reset; non-fatal SXids are info and a warning once they repeat on one switch, SXids of unknown "
+        "fatality a warning. Source: NVIDIA Fabric Manager user guide (NVSwitch fatal and non-fatal errors); "
+        "ours: the repeat count, by analogy with gpu.xid."
+    ),
 )
 
 

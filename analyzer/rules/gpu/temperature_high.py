@@ -24,6 +24,12 @@ RULE = RuleInfo(
     requires_any=("gpu.temp_c", "gpu_query.temp_c", "smi_gpu.temp_c"),
     passed="every GPU below the temperature warning line",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "check cooling; drain if it persists"),
+    severity_reason=(
+        "Critical from 92 °C, where an H100 enters hardware slowdown and the whole job runs at its pace; "
+        "warning from 85 °C, where cooling is at risk but clocks still hold. Source: HyperPod mfu-debugger "
+        "node diagnostics (awslabs/agent-plugins: 92 °C hardware slowdown) and HyperPod performance-debugger "
+        "skill (85 °C flag)."
+    ),
 )
 
 

@@ -34,6 +34,12 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § A",
         "compare the node's topology with its peers; reboot, and replace the node if the layout stays different",
     ),
+    severity_reason=(
+        "A node whose GPU to NIC layout differs from its peers sends network traffic across the CPU "
+        "interconnect and becomes the slow rank, a degradation rather than a failure. Source: HyperPod "
+        "performance-debugger skill (awslabs/agent-plugins: topology differences cause uneven NCCL "
+        "bandwidth)."
+    ),
 )
 
 

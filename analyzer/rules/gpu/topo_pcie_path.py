@@ -36,6 +36,12 @@ RULE = RuleInfo(
         "hyperpod-nccl debugging-guide § 14",
         "check NVLink and Fabric Manager on the node; drain and replace if the NVLinks are down",
     ),
+    severity_reason=(
+        "GPU pairs that should use NVLink talk over PCIe, an order of magnitude slower, so intra-node "
+        "collectives drag while results stay correct; check NVLink and Fabric Manager soon. Source: HyperPod "
+        "node-debugger skill and NCCL debugging guide (awslabs/agent-plugins: topo -m should show NV links, "
+        "not PHB)."
+    ),
 )
 
 _PCIE = ("pcie_switch", "pcie_host", "numa", "cross_socket")

@@ -41,6 +41,13 @@ RULE = RuleInfo(
     requires=("kernel_event",),
     passed="no Xid in the kernel log (Xid 79 is judged apart)",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "follow the Xid catalog action of each code"),
+    severity_reason=(
+        "Critical for an Xid whose immediate action is a GPU reset or machine restart (the GPU cannot run "
+        "work until then); warning for restart-the-application and contact-support codes, info for IGNORE "
+        "and codes unused on this generation, one step up when the same Xid recurs on a GPU, and at most "
+        "warning when the Xid that caused it is missing from the log. Source: NVIDIA Xid catalog "
+        "(docs.nvidia.com/deploy/xid-errors), its immediate and investigatory resolution buckets."
+    ),
 )
 
 

@@ -35,6 +35,12 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "reboot the node; replace it if it falls off again"
     ),
+    severity_reason=(
+        "A GPU off the bus answers nothing and every job on the node fails, so the node cannot run work "
+        "until it is restarted, and a second fall on the same GPU means replace it. Source: NVIDIA Xid "
+        "catalog (docs.nvidia.com/deploy/xid-errors): Xid 79 immediate action RESTART_BM, investigatory "
+        "CONTACT_SUPPORT."
+    ),
 )
 
 
