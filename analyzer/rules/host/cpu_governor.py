@@ -29,6 +29,11 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § A",
         "set the governor to performance (cpupower frequency-set -g performance)",
     ),
+    severity_reason=(
+        "A powersave or ondemand governor slows kernel launches, data loading and NCCL proxy threads, which "
+        "makes the node uneven, not broken. Source: HyperPod performance-debugger skill "
+        "(awslabs/agent-plugins: cause 4 of uneven NCCL bandwidth)."
+    ),
 )
 
 

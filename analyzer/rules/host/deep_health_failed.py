@@ -35,6 +35,12 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § F", "let HyperPod recover the node, or reboot / replace it"
     ),
+    severity_reason=(
+        "Critical when HyperPod itself failed the node's deep health checks or marked it for replacement: it "
+        "must take no work; warning when it waits for a reboot or a fault type is set, info while deep "
+        "checks still run (about two hours). Source: AWS SageMaker HyperPod documentation "
+        "(resilience-related Kubernetes labels, deep health checks)."
+    ),
 )
 
 _PREFIX = "sagemaker.amazonaws.com/"

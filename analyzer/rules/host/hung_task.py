@@ -24,6 +24,11 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § N", "find what the tasks wait on (storage, driver)"
     ),
+    severity_reason=(
+        "A task blocked past the kernel's hung-task timeout stalls the job, but the node usually recovers "
+        "once the I/O or driver call completes. Source: HyperPod node-debugger skill (awslabs/agent-plugins, "
+        "kernel section); ours: warning rather than the P0 its triage script gives, for that reason."
+    ),
 )
 
 

@@ -22,6 +22,11 @@ RULE = RuleInfo(
     requires=("kernel_event",),
     passed="no kernel panic, lockup or machine check in the log",
     route=Route("node-hardware", "hyperpod-node-debugger § N", "reboot; replace if it recurs"),
+    severity_reason=(
+        "A panic, lockup, machine check or hardware NMI means the node crashed, stalled or reported a CPU or "
+        "memory hardware error and every rank on it stopped: reboot, replace if it recurs. Source: HyperPod "
+        "node-debugger skill and its triage script (awslabs/agent-plugins, kernel section, P0)."
+    ),
 )
 
 _WHAT = {

@@ -27,6 +27,11 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § I",
         "reduce host memory use (workers, batch, pinned memory)",
     ),
+    severity_reason=(
+        "An OOM kill ended a process, often a training rank, because host memory ran out; the node itself is "
+        "sound and the fix is memory use, to make before the next run. Source: HyperPod node-debugger skill "
+        "(awslabs/agent-plugins: resource exhaustion, P1)."
+    ),
 )
 
 

@@ -24,6 +24,12 @@ RULE = RuleInfo(
     requires=("kernel_event",),
     passed="no uncorrected PCIe AER error in the kernel log",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain; reseat or replace the device"),
+    severity_reason=(
+        "Critical for an uncorrected AER error: a transaction to a GPU, NIC or bridge was lost and the "
+        "device may reset or fall off the bus, so drain; corrected errors were retried by the link and only "
+        "many on one device are reported, as info. Source: Linux kernel PCIe AER driver guide (correctable, "
+        "non-fatal and fatal errors); ours: the count of 10 corrected errors."
+    ),
 )
 
 

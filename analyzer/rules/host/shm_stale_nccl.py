@@ -29,6 +29,12 @@ RULE = RuleInfo(
         "hyperpod-nccl debugging-guide § 15",
         "if no training job runs on the node, delete /dev/shm/nccl-* and check RemoveIPC",
     ),
+    severity_reason=(
+        "Left-over /dev/shm/nccl-* segments can fill /dev/shm and fail the next job, but a running job owns "
+        "segments of the same names and the bundle cannot tell which, so check before deleting. Source: "
+        "HyperPod NCCL debugging guide (awslabs/agent-plugins: RemoveIPC); ours: info rather than its "
+        "warning, since the bundle does not show whether a job was running."
+    ),
 )
 
 

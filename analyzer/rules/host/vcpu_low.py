@@ -21,6 +21,11 @@ RULE = RuleInfo(
     requires=("node.instance_type", "node.nproc"),
     passed="every node has the vCPUs its instance type has",
     route=Route("node-hardware", "hyperpod-node-debugger § J", "check ThreadsPerCore in the instance group"),
+    severity_reason=(
+        "A node on half its vCPUs (ThreadsPerCore = 1) runs jobs correctly but starves data loaders and NCCL "
+        "proxy threads; fix the instance group when convenient. Source: HyperPod node-debugger skill "
+        "(awslabs/agent-plugins, instance-group configuration) and AWS EC2 CPU options documentation."
+    ),
 )
 
 

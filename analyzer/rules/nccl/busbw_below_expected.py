@@ -32,6 +32,12 @@ RULE = RuleInfo(
     route=Route(
         "nccl-network", "hyperpod-performance-debugger § A", "find the slow node or link (pairwise tests)"
     ),
+    severity_reason=(
+        "Critical only below the failure line (20 % under the type's expected busbw) when that figure is "
+        "verified and same-type peers meet the warning line, so the shortfall is this run's own; otherwise a "
+        "warning. Source: HyperPod performance-debugger skill (awslabs/agent-plugins, per-type busbw lines) "
+        "and nccl-tests PERFORMANCE.md (what busbw measures)."
+    ),
 )
 
 

@@ -33,6 +33,12 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § A",
         "confirm on the node (single-node test, EFA/NVLink counters)",
     ),
+    severity_reason=(
+        "A node whose busbw is a robust low outlier against same-type peers slows every collective it joins, "
+        "but one run does not justify a drain: confirm on the node first. Source: HyperPod mfu-debugger "
+        "straggler guide and NCCL performance-testing guide (awslabs/agent-plugins); ours: the median/MAD "
+        "cut."
+    ),
 )
 
 

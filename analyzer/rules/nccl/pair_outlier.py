@@ -28,6 +28,11 @@ RULE = RuleInfo(
     route=Route(
         "nccl-network", "hyperpod-performance-debugger § A", "re-run the pair; check both nodes' EFA counters"
     ),
+    severity_reason=(
+        "A pair a few percent below the run mean fails the tight production-validation line: re-run it "
+        "before a long job, but it is no fault to drain for (pairs 20 % low go to nccl.pair.slow). Source: "
+        "HyperPod performance-debugger skill (awslabs/agent-plugins: 5 % from the run mean)."
+    ),
 )
 
 

@@ -42,6 +42,12 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § F",
         "drain the node common to the slow pairs; confirm, replace",
     ),
+    severity_reason=(
+        "Critical when one node is common to the pairs 20 % or more below the pair median, the "
+        "drain-and-replace line, since that node holds back every collective it joins; slow pairs a topology "
+        "block or no pattern explains are warnings, a single one info (noise, re-run). Source: HyperPod "
+        "performance-debugger skill (awslabs/agent-plugins); ours: the localisation procedure."
+    ),
 )
 LINK = Route(
     "placement-capacity",

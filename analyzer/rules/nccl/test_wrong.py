@@ -25,6 +25,11 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "find the corrupting node (single-node tests, DCGM)"
     ),
+    severity_reason=(
+        "A non-zero #wrong means a collective returned corrupted data, a correctness failure worse than any "
+        "slowness, so find and drain the node that corrupts it. Source: nccl-tests README (result checking "
+        "and the #wrong column); ours: critical, no outside source rates it."
+    ),
 )
 
 

@@ -31,6 +31,11 @@ RULE = RuleInfo(
     requires_any=("efa_port.device", "fi_provider.device", "probe_answer.family=efa"),
     passed="every node shows the EFA devices its type has",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "replace the node (EFA device missing)"),
+    severity_reason=(
+        "A missing EFA device does not stop NCCL but silently cuts inter-node bandwidth, so replace the "
+        "node; warning where the expected count is unverified (p5en: sources say 16 or 32). Source: HyperPod "
+        "NCCL debugging guide (awslabs/agent-plugins: fewer EFA devices than the type has means replace)."
+    ),
 )
 
 

@@ -30,6 +30,11 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § A; hyperpod-nccl debugging-guide § 6",
         "load the efa module (modprobe efa) or reinstall the EFA installer for the running kernel",
     ),
+    severity_reason=(
+        "Without the efa kernel module libfabric has no EFA provider and NCCL falls back to TCP sockets or "
+        "fails at init, so no multi-node job runs at speed. Source: AWS EFA documentation (the EFA installer "
+        "provides the kernel module) and HyperPod NCCL diagnose script (awslabs/agent-plugins)."
+    ),
 )
 
 

@@ -27,6 +27,12 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § A",
         "reload the efa driver or reboot; replace if it stays down",
     ),
+    severity_reason=(
+        "A port that is not ACTIVE carries no traffic, so NCCL runs on fewer EFA devices at reduced "
+        "bandwidth or falls back to TCP: reload the driver or replace the node. Source: HyperPod "
+        "mfu-debugger network guide (awslabs/agent-plugins: anything other than 4: ACTIVE) and AWS EFA "
+        "documentation."
+    ),
 )
 
 

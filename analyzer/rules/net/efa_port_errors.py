@@ -27,6 +27,11 @@ RULE = RuleInfo(
         "hyperpod-nccl debugging-guide; hyperpod-node-debugger § A",
         "watch the counters grow under load; replace the node if they do",
     ),
+    severity_reason=(
+        "Receive errors and transmit discards are recovered by retransmission, so results stay correct but "
+        "the node becomes a straggler; watch whether the counters grow under load. Source: HyperPod "
+        "mfu-debugger network and straggler guides (awslabs/agent-plugins: non-zero counters are a warning)."
+    ),
 )
 
 

@@ -31,6 +31,12 @@ RULE = RuleInfo(
     route=Route(
         "nccl-network", "hyperpod-node-debugger § A", "check the EFA driver, device plugin and FI_PROVIDER"
     ),
+    severity_reason=(
+        "Without the libfabric efa provider aws-ofi-nccl cannot use EFA and NCCL falls back to TCP sockets "
+        "(10-100x slower) or fails; warning when fi_info hung and the providers could not be listed. Source: "
+        "AWS EFA documentation (fi_info -p efa must list the efa provider) and HyperPod node-debugger skill "
+        "(awslabs/agent-plugins, EFA section, P0)."
+    ),
 )
 
 

@@ -26,6 +26,12 @@ RULE = RuleInfo(
     route=Route(
         "version-drift", "hyperpod-node-debugger § E", "install aws-ofi-nccl matching the EFA installer"
     ),
+    severity_reason=(
+        "Critical when the node's NCCL log shows the TCP fallback a missing aws-ofi-nccl plugin causes "
+        "(10-100x slower collectives); warning when only the host lacks it, since the training container may "
+        "ship its own. Source: AWS EFA documentation (NCCL over EFA needs aws-ofi-nccl) and HyperPod NCCL "
+        "debugging guide (awslabs/agent-plugins)."
+    ),
 )
 
 

@@ -20,7 +20,13 @@ STRAGGLER_GUIDE = "hyperpod-mfu-debugger steps/2c-straggler.md"
 
 
 def gpu_rule(
-    id: str, title: str, action: str, column: str, passed: str, target: str = STRAGGLER_GUIDE
+    id: str,
+    title: str,
+    action: str,
+    column: str,
+    passed: str,
+    target: str = STRAGGLER_GUIDE,
+    severity_reason: str = "",
 ) -> RuleInfo:
     """The RuleInfo of a per-GPU straggler rule: a warning for node hardware, read from ``column`` of the
     ``gpu`` table (``nvidia-smi -q``) or else of ``gpu_query`` (the --query-gpu CSV)."""
@@ -32,6 +38,7 @@ def gpu_rule(
         requires_any=(f"gpu.{column}", f"gpu_query.{column}"),
         passed=passed,
         route=Route("node-hardware", target, action),
+        severity_reason=severity_reason,
     )
 
 

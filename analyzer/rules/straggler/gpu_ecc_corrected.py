@@ -28,6 +28,11 @@ RULE = RuleInfo(
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "watch the rate; plan replacement if it climbs"
     ),
+    severity_reason=(
+        "A corrected-ECC rate far above same-type peers is an early sign of a failing memory stack, not yet "
+        "a fault; the absolute lines belong to gpu.ecc.corrected_rate. Source: HyperPod performance-debugger "
+        "and node-debugger skills (awslabs/agent-plugins: 100 to 1,000 a day is the watch band)."
+    ),
 )
 
 _SQL = f"""

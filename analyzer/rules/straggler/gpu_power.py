@@ -23,6 +23,11 @@ RULE = gpu_rule(
     "compare power limit and throttle reasons with peers; drain if it persists",
     column="power_draw_w",
     passed="every node's GPU power draw within its peers' band",
+    severity_reason=(
+        "A node drawing far less power than its same-type peers does less work, one drawing far more is next "
+        "to throttle: degraded, not broken. Source: HyperPod mfu-debugger straggler guide "
+        "(awslabs/agent-plugins: compare power draw); ours: the peer band and its 75 W floor."
+    ),
 )
 
 

@@ -23,6 +23,11 @@ RULE = gpu_rule(
     "check throttle reasons and power; drain and run dcgmi diag -r 3 if it persists",
     column="sm_clock_mhz",
     passed="every node's SM clock within its peers' band",
+    severity_reason=(
+        "A node whose slowest GPU clocks well below its same-type peers runs jobs correctly but paces every "
+        "collective; confirm with a second capture before draining. Source: HyperPod mfu-debugger failure "
+        "patterns and straggler guide (awslabs/agent-plugins); ours: the peer band."
+    ),
 )
 
 

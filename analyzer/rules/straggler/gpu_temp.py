@@ -23,6 +23,11 @@ RULE = gpu_rule(
     column="temp_c",
     passed="every node's GPU temperature within its peers' band",
     target="hyperpod-node-debugger § G",
+    severity_reason=(
+        "A GPU hotter than its peers under the same load has poorer cooling and throttles first; peers are "
+        "the yardstick because absolute lines disagree. Source: HyperPod mfu-debugger node diagnostics "
+        "(awslabs/agent-plugins: H100 slowdown at 88 and 92 °C); ours: the peer band."
+    ),
 )
 
 

@@ -32,6 +32,11 @@ RULE = RuleInfo(
         "hyperpod-mfu-debugger steps/2c-straggler.md",
         "compare the node's mounts and disks with its peers (iostat -x, lfs df)",
     ),
+    severity_reason=(
+        "A node waiting on I/O much longer than its peers becomes the job's straggler, a slowdown rather "
+        "than a failure. Source: HyperPod mfu-debugger straggler guide and performance-debugger snapshot "
+        "script (awslabs/agent-plugins); ours: the peer band."
+    ),
 )
 
 _SQL = f"""
