@@ -29,6 +29,11 @@ RULE = RuleInfo(
         "hyperpod-issue-report",
         "re-collect the node with the missing probes (install the tool, raise the probe timeout)",
     ),
+    severity_reason=(
+        "Warning when a node has no parsed file at all, since every rule is blind on it; info for failed "
+        "probes or missing kinds, which are not passes but not faults either. Source: HyperPod issue-report "
+        "skill (awslabs/agent-plugins: what the default report gathers); ours: the severity split."
+    ),
 )
 
 

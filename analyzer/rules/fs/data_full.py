@@ -27,6 +27,11 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § B; hyperpod-node-debugger § I",
         "free space or grow the volume / file system before checkpoints fail",
     ),
+    severity_reason=(
+        "A data mount above 90 % is about to fail checkpoint and dataset writes; free space or grow it "
+        "before it does. Source: HyperPod mfu-debugger node diagnostics and node-debugger triage script "
+        "(awslabs/agent-plugins: above 90 %, P1)."
+    ),
 )
 
 

@@ -37,6 +37,11 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § B; hyperpod-node-debugger § I",
         "raise the volume's provisioned IOPS/throughput (gp3) or move to io2; keep hot data on NVMe",
     ),
+    severity_reason=(
+        "A queue above one outstanding I/O for minutes means the volume is the bottleneck: jobs slow down "
+        "but do not fail. Source: HyperPod performance-debugger skill (awslabs/agent-plugins: "
+        "VolumeQueueLength sustained above 1) and Amazon EBS CloudWatch metrics documentation."
+    ),
 )
 
 #: Why a series of no named statistic can be judged (the finding's statistic_note).

@@ -34,6 +34,11 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § B",
         "grow the file system's storage capacity or clean up old checkpoints",
     ),
+    severity_reason=(
+        "Low free capacity throttles writes and will fail checkpoints, so grow or clean the file system "
+        "soon. Source: HyperPod performance-debugger skill (awslabs/agent-plugins); ours: the 100 GiB line, "
+        "since no source gives a number."
+    ),
 )
 
 #: Why a series of no named statistic can be judged (the finding's statistic_note).

@@ -42,6 +42,12 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § B",
         "scale the file system: grow storage capacity or raise per-unit throughput / provisioned IOPS",
     ),
+    severity_reason=(
+        "Critical when FSx utilisation holds at or above 80 % for 15 minutes, the file system then being the "
+        "bottleneck of every node that reads it; warning from 5 minutes. Source: HyperPod "
+        "performance-debugger snapshot script (awslabs/agent-plugins: 80 % or more is BAD); ours: the 5 and "
+        "15 minute durations."
+    ),
 )
 
 #: Why a series of no named statistic can be judged (the finding's statistic_note).

@@ -25,6 +25,11 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § I.4",
         "delete or pack small files (tar shards), or move them to a file system with free inodes",
     ),
+    severity_reason=(
+        "Above 90 % of inodes used, creating a file is about to fail with 'No space left on device' however "
+        "much space is left. Source: HyperPod node-debugger skill and triage script (awslabs/agent-plugins: "
+        "df -i above 90 %, P1)."
+    ),
 )
 
 _PSEUDO = ("tmpfs", "devtmpfs", "overlay", "squashfs", "/dev/loop", "udev", "none")

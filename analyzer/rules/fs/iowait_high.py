@@ -30,6 +30,11 @@ RULE = RuleInfo(
         "hyperpod-mfu-debugger optimization-guide.md (data pipeline); hyperpod-performance-debugger § B",
         "see fs.verdict: scale the file system if it is saturated, else fix the data pipeline",
     ),
+    severity_reason=(
+        "CPUs waiting on I/O more than 20 % of the time hold the GPUs back, a slowdown whose cause "
+        "fs.verdict decides. Source: HyperPod performance-debugger snapshot script (awslabs/agent-plugins: "
+        "iowait above 20 %)."
+    ),
 )
 
 

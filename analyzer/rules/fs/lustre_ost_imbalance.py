@@ -30,6 +30,11 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § B",
         "grow the file system (rebalances OSTs) and restripe hot directories (lfs setstripe / lfs migrate)",
     ),
+    severity_reason=(
+        "A nearly full or uneven OST fails writes striped onto it and slows its readers while the file "
+        "system as a whole has room. Source: HyperPod mfu-debugger node diagnostics (awslabs/agent-plugins: "
+        "above 90 % per OST); ours: the 20-point spread line."
+    ),
 )
 
 

@@ -27,6 +27,11 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § I",
         "mount the instance-store NVMe (lifecycle script) and point caches and checkpoints at it",
     ),
+    severity_reason=(
+        "Instance-store NVMe left unmounted pushes datasets, caches and checkpoints onto the 100 GB root "
+        "volume or the shared file system; mount it before they fill. Source: HyperPod node-debugger triage "
+        "script (awslabs/agent-plugins, P1)."
+    ),
 )
 
 

@@ -26,6 +26,11 @@ RULE = RuleInfo(
         "hyperpod-node-debugger § I.2",
         "free space on /: move data, checkpoints and caches to /opt/sagemaker or /opt/dlami/nvme",
     ),
+    severity_reason=(
+        "Critical above 90 % used, when the fixed 100 GB root volume is about to stop container images, logs "
+        "and /tmp writes; warning above 80 %. Source: HyperPod node-debugger skill and triage script "
+        "(awslabs/agent-plugins: above 90 % P0, above 80 % P1)."
+    ),
 )
 
 

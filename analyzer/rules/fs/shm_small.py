@@ -27,6 +27,12 @@ RULE = RuleInfo(
         "hyperpod-nccl debugging-guide § 17; hyperpod-node-debugger § I",
         "mount /dev/shm as tmpfs of >= 16 GiB (pods: emptyDir medium Memory, sizeLimit 10Gi or more)",
     ),
+    severity_reason=(
+        "Critical below 1 GiB, where NCCL's shared-memory transport and DataLoader workers fail with 'Bus "
+        "error'; warning below 4 GiB or when /dev/shm is not tmpfs. Source: HyperPod NCCL diagnose script "
+        "(awslabs/agent-plugins: below 1 GB fails, below 4 GB warns); its mfu-debugger network guide asks "
+        "for 16 GB or more."
+    ),
 )
 
 

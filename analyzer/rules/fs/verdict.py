@@ -57,6 +57,11 @@ RULE = RuleInfo(
     passed="no storage saturation and no node held up on I/O",
     scope="shared",
     route=Route("filesystem-capacity", "hyperpod-performance-debugger § B", "scale the file system"),
+    severity_reason=(
+        "The verdict names the fix for a slowdown (scale the file system, or change the I/O pattern), not a "
+        "failure; info when nodes wait on I/O but the bundle lacks the FSx metrics to choose. Source: "
+        "HyperPod performance-debugger skill (awslabs/agent-plugins, file-system section)."
+    ),
 )
 
 _CAPACITY = Route(

@@ -31,6 +31,12 @@ RULE = RuleInfo(
         "hyperpod-performance-debugger § A; hyperpod-nccl debugging-guide § 19",
         "run one job per instance family; keep controller nodes out of the communicator",
     ),
+    severity_reason=(
+        "One communicator over mixed instance types runs at the slowest type's pace and can fail with "
+        "'unable to find a working algorithm', yet the mix is often a controller node collected with the "
+        "workers. Source: HyperPod performance-debugger skill and NCCL debugging guide "
+        "(awslabs/agent-plugins)."
+    ),
 )
 
 

@@ -30,6 +30,12 @@ RULE = RuleInfo(
         "hyperpod-cluster-debugger references/capacity-planning.md; hyperpod-node-debugger § C",
         "run the job on nodes of one AZ (one instance group / subnet)",
     ),
+    severity_reason=(
+        "EFA's OS-bypass traffic cannot leave its subnet, hence its Availability Zone, and traffic between "
+        "AZs crosses the regional network, so a job over several AZs cannot run its collectives at speed. "
+        "Source: AWS EFA documentation and HyperPod performance-debugger skill (awslabs/agent-plugins: more "
+        "than one AZ is BAD)."
+    ),
 )
 
 

@@ -29,6 +29,11 @@ RULE = RuleInfo(
         "hyperpod-cluster-debugger references/capacity-planning.md",
         "run the job's nodes in one cluster placement group",
     ),
+    severity_reason=(
+        "Nodes split over several placement groups talk over longer network paths and pairwise bandwidth "
+        "turns uneven for every collective of the job. Source: HyperPod performance-debugger snapshot script "
+        "(awslabs/agent-plugins: more than one group is flagged) and AWS EC2 placement groups documentation."
+    ),
 )
 
 

@@ -34,6 +34,11 @@ RULE = RuleInfo(
         "hyperpod-cluster-debugger references/capacity-planning.md",
         "launch training nodes in a cluster placement group (or reserved capacity placed together)",
     ),
+    severity_reason=(
+        "Without a cluster placement group EC2 gives no proximity guarantee: a risk, not a fault "
+        "(placement.spread says whether the nodes really are spread). Source: AWS EC2 placement groups "
+        "documentation and HyperPod cluster-debugger capacity-planning guide (awslabs/agent-plugins)."
+    ),
 )
 
 

@@ -43,6 +43,12 @@ RULE = RuleInfo(
         "hyperpod-cluster-debugger references/capacity-planning.md; hyperpod-performance-debugger § A",
         "place the job's nodes in one network block (placement group, topology-aware scheduling)",
     ),
+    severity_reason=(
+        "Warning when nodes already differ at a higher network layer (far apart, uneven pairwise bandwidth); "
+        "info when they only sit under different last-layer nodes, UltraServers or Slurm leaf switches, "
+        "which is normal for a large job. Source: AWS EC2 instance topology documentation (network node "
+        "layers) and HyperPod performance-debugger skill (awslabs/agent-plugins)."
+    ),
 )
 
 

@@ -31,6 +31,13 @@ RULE = RuleInfo(
         "hyperpod-version-checker; hyperpod-node-debugger § E",
         "upgrade the NVIDIA driver or use a CUDA toolkit/container the driver supports",
     ),
+    severity_reason=(
+        "Critical when the toolkit's CUDA major is newer than the driver supports, since the first CUDA call "
+        "fails; a newer minor of the same major is a warning (minor-version compatibility), and a node with "
+        "no driver version read is info. Source: NVIDIA CUDA compatibility guide "
+        "(docs.nvidia.com/deploy/cuda-compatibility) and HyperPod version-checker skill "
+        "(awslabs/agent-plugins)."
+    ),
 )
 
 

@@ -51,6 +51,12 @@ RULE = RuleInfo(
         "hyperpod-version-checker; hyperpod-node-debugger § E",
         "align the deviating nodes to the majority version (same AMI and container image everywhere)",
     ),
+    severity_reason=(
+        "Nodes of one job on different driver, CUDA, NCCL, EFA or kernel versions still run, but drift can "
+        "cost 10-30 % of pairwise bandwidth; a component seen on only some hosts is info (it may live in the "
+        "container). Source: HyperPod performance-debugger and version-checker skills "
+        "(awslabs/agent-plugins)."
+    ),
 )
 
 _SOURCE_ORDER = ("collector", "nvidia-smi-q", "nvidia-smi", "nvidia-smi-csv", "sysfs", "modinfo", "meta.env")

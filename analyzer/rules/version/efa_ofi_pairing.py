@@ -32,6 +32,11 @@ RULE = RuleInfo(
         "hyperpod-version-checker; hyperpod-node-debugger § E",
         "install the aws-ofi-nccl release paired with the EFA installer (or upgrade both together)",
     ),
+    severity_reason=(
+        "An aws-ofi-nccl outside its EFA installer's range loads but can fail at init or fall back to slower "
+        "paths, and a newer plugin may work. Source: HyperPod version-checker skill (awslabs/agent-plugins, "
+        "EFA installer to aws-ofi-nccl pairing table)."
+    ),
 )
 
 

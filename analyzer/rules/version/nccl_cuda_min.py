@@ -32,6 +32,11 @@ RULE = RuleInfo(
         "hyperpod-version-checker; hyperpod-node-debugger § E",
         "upgrade NCCL (or use a training image whose NCCL matches its CUDA major)",
     ),
+    severity_reason=(
+        "An NCCL older than recommended for its CUDA major misses fixes and transports and often causes init "
+        "failures or slow collectives, but may still work. Source: HyperPod version-checker skill "
+        "(awslabs/agent-plugins: NCCL 2.18+ for CUDA 12, 2.12+ for CUDA 11)."
+    ),
 )
 
 

@@ -32,6 +32,12 @@ RULE = RuleInfo(
         "hyperpod-version-checker; hyperpod-node-debugger § E",
         "upgrade the NVIDIA driver to the 525 branch or newer (update the AMI / cluster software)",
     ),
+    severity_reason=(
+        "A driver below the 525 branch cannot run CUDA 12 and holds the node to an old NCCL/CUDA stack; jobs "
+        "may still run on that stack, so upgrade soon. Source: HyperPod NCCL diagnose script "
+        "(awslabs/agent-plugins: driver below 525) and NVIDIA CUDA toolkit release notes (CUDA 12.0 needs "
+        "525)."
+    ),
 )
 
 
