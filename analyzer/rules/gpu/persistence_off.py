@@ -1,8 +1,10 @@
 """GPU persistence mode is off: the driver tears the GPU state down whenever no process holds it.
 
-Why it matters: without persistence mode every job start re-initialises the GPUs (seconds per GPU),
-health tools see a cold GPU, and DCGM's deployment check fails (its "software" test says to enable it
-with ``nvidia-smi -pm 1``; the HyperPod AMIs enable it).  One finding per node listing the GPUs.
+Why it matters: without persistence every job start re-initialises the GPUs (seconds per GPU) and
+health tools see a cold GPU; DCGM's software deployment check warns about it (a warning, not a
+failure).  NVIDIA recommends the nvidia-persistenced daemon over the legacy persistence mode
+(``nvidia-smi -pm 1``); the HyperPod AMIs keep it on.  Info: jobs still run correctly, only slower to
+start.  One finding per node listing the GPUs.
 Read from ``-q``, else the CSV ``persistence_mode``, else the plain table.
 False positives: none on training nodes; nvidia-persistenced may be used instead (it also reports On).
 """
@@ -22,7 +24,11 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("gpu.persistence_mode", "gpu_query.persistence_mode", "smi_gpu.persistence_mode"),
     passed="persistence mode on for every GPU",
-    route=Route("node-hardware", "hyperpod-node-debugger § G", "enable persistence mode (nvidia-smi -pm 1)"),
+    route=Route(
+        "node-hardware",
+        "hyperpod-node-debugger § G",
+        "run nvidia-persistenced (or enable persistence mode: nvidia-smi -pm 1)",
+    ),
     severity_reason=(
         "NVIDIA's driver persistence documentation (docs.nvidia.com/deploy/driver-persistence) says that "
         "without persistence the driver tears a GPU's state down when its last client exits, so every job "
