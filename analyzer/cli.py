@@ -228,7 +228,9 @@ def _user_errors(ctx: click.Context, *usage: type[Exception]) -> Iterator[None]:
 
 def _warn_inputs(summary) -> None:  # type: ignore[no-untyped-def]
     """Say on stderr what the loader did with inputs the user may not expect (results stay on stdout)."""
-    for line in _snapshot_notes(summary):
+    from analyzer.pipeline import snapshot_notes
+
+    for line in snapshot_notes(summary):
         click.echo(f"hptriage: note: {line}", err=True)
     for u in summary.unread_inputs:
         click.echo(f"hptriage: warning: not read: {u['path']}: {u['reason']}", err=True)
@@ -239,106 +241,8 @@ def _warn_inputs(summary) -> None:  # type: ignore[no-untyped-def]
         click.echo(f"hptriage: warning: several bundles claim node {c['node']}: {shown}", err=True)
 
 
-def _snapshot_notes(summary) -> list[str]:  # type: ignore[no-untyped-def]
-    """One line per cluster given as several snapshots (the newest judged), and one when several
-    clusters are judged side by side."""
-    lines = []
-    older: dict[str, list[dict[str, Any]]] = {}
-    for snap in summary.not_judged:
-        older.setdefault(snap["cluster"], []).append(snap)
-    for cluster, snaps in older.items():
-        newest = snaps[0]["newest"]
-        new_at = _day(newest["collected_at"])
-        skipped = "; ".join(f"{', '.join(s['folders'])} ({_day(s['collected_at'])})" for s in snaps)
-        lines.append(
-            f"{len(snaps) + 1} snapshots of cluster {cluster} given: judged the newest ({new_at}:"
-            f" {', '.join(newest['folders'])}); not judged: {skipped}; compare them with"
-            f" `hptriage diff {snaps[-1]['folders'][0]} {newest['folders'][0]}`"
-        )
-    clusters: dict[str, int] = {}
-    for part in summary.parts:
-        clusters[part["cluster"]] = clusters.get(part["cluster"], 0) + len(part["nodes"])
-    if len(summary.parts) > 1:
-        listed = ", ".join(f"{c} ({n} node(s))" for c, n in clusters.items())
-        what = f"{len(clusters)} clusters" if len(clusters) > 1 else f"cluster {next(iter(clusters))}"
-        lines.append(
-            f"{what} in {len(summary.parts)} folders: {listed}; each folder's nodes are judged"
-            " against each other (peers, drift and nccl-tests runs never cross folders)"
-        )
-    return lines
-
-
-def _day(at: str | None) -> str:
-    return at.replace("T", " ").removesuffix(":00Z") + " UTC" if at else "collection time unknown"
-
-
-def _judge(con, modules, settings, parts):  # type: ignore[no-untyped-def]
-    """Run the rules; with several parts (clusters, folders), over each part's rows alone, so that no
-    rule compares nodes, pools nccl-tests runs or counts a placement across them.  The findings of all
-    parts are kept; each rule's outcomes are merged (error, then fail, then pass, then skipped)."""
-    from dataclasses import replace
-
-    from analyzer.engine import Outcome, run_rules
-
-    scopes = [p["bundle_ids"] for p in parts if p["bundle_ids"]]
-    if len(scopes) <= 1:
-        return run_rules(con, modules, settings)
-    tables = [
-        r[0]
-        for r in con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
-            " AND schema_name = 'main' AND table_name NOT IN ('findings', 'rule_outcome')"
-        ).fetchall()
-    ]
-    findings: list[Any] = []
-    outcomes: dict[str, list[Outcome]] = {}
-    schemas: list[str] = []
-    try:
-        for n, ids in enumerate(scopes):
-            schema = f"hptriage_part_{n}"
-            schemas.append(schema)
-            listed = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
-            loose = " OR bundle_id = '' OR bundle_id IS NULL" if n == 0 else ""  # inputs of no bundle
-            con.execute(f'CREATE SCHEMA "{schema}"')
-            for table in tables:
-                con.execute(
-                    f'CREATE VIEW "{schema}"."{table}" AS SELECT * FROM main."{table}"'
-                    f" WHERE bundle_id IN ({listed}){loose}"
-                )
-            con.execute(f"SET search_path = '{schema},main'")
-            found, judged = run_rules(con, modules, settings)
-            findings += found
-            for o in judged:
-                outcomes.setdefault(o.rule, []).append(o)
-    finally:
-        con.execute("RESET search_path")
-        for schema in schemas:
-            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    rank = {"error": 0, "fail": 1, "pass": 2, "skipped": 3}
-    merged = []
-    for outs in outcomes.values():
-        best = min(outs, key=lambda o: rank.get(o.outcome, len(rank)))
-        reasons = sorted({o.reason for o in outs if o.outcome == best.outcome and o.reason})
-        merged.append(
-            replace(
-                best,
-                findings=sum(o.findings for o in outs),
-                reason="; ".join(reasons) or None,
-                nodes_without_data=sorted({n for o in outs for n in o.nodes_without_data}),
-                nodes_checked=sorted({n for o in outs for n in o.nodes_checked}),
-            )
-        )
-    findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))
-    con.execute("DELETE FROM rule_outcome")
-    con.executemany(
-        "INSERT INTO rule_outcome VALUES (?, ?, ?, ?)",
-        [[o.rule, o.outcome, o.findings, o.reason] for o in merged],
-    )
-    return findings, merged
-
-
 def _settings(config: Path | None):  # type: ignore[no-untyped-def]
-    from analyzer.settings import SettingsError, load_settings
+    from analyzer.judge.settings import SettingsError, load_settings
 
     try:
         return load_settings(config)
@@ -357,35 +261,21 @@ def _run_analysis(  # type: ignore[no-untyped-def]
     charts: bool = False,
     quiet: bool = False,
 ):
-    from analyzer.load import load
-    from analyzer.report_data import gather
-    from analyzer.rules import load_rules
-    from analyzer.safe_read import Limits
-    from analyzer.store import connect
+    from analyzer.pipeline import analyze
 
     if db_path is not None and db_path.exists():
         _replaceable(db_path)
         db_path.unlink()
         db_path.with_name(db_path.name + ".wal").unlink(missing_ok=True)
-    workdir = Path(tempfile.mkdtemp(prefix="hptriage-"))
-    try:
-        con = connect(str(db_path) if db_path else None)
-        summary = load(con, paths, workdir, Limits(), jobs=jobs, progress=None if quiet else _progress())
-        if not summary.nodes:
-            unread = [(u["path"], u["reason"]) for u in summary.unread_inputs]
-            raise no_usable_bundle(unread or con.execute("SELECT file, error FROM parse_problems").fetchall())
-        _warn_inputs(summary)
-        modules = load_rules()
-        findings, outcomes = _judge(con, modules, settings, summary.parts)
-        data = gather(con, summary, findings, outcomes, modules, settings, charts=charts)
-        notes = _snapshot_notes(summary)
-        data.inputs.update(parts=summary.parts, not_judged=summary.not_judged, notes=notes)
-        if data.verdict is not None:
-            data.verdict.notes = notes
-        con.close()
-        return data
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    return analyze(
+        paths,
+        settings,
+        db_path=db_path,
+        jobs=jobs,
+        progress=None if quiet else _progress(),
+        charts=charts,
+        on_loaded=_warn_inputs,
+    )
 
 
 def _replaceable(db_path: Path) -> None:
@@ -553,7 +443,7 @@ def rules(fmt: str, config: Path | None) -> None:
     Example:
       hptriage rules --format json
     """
-    from analyzer.rules import load_rules
+    from analyzer.judge.rules import load_rules
 
     settings = _settings(config)
     catalog = [
@@ -661,8 +551,8 @@ def redact(
       hptriage redact /fsx/hptriage/2026-12-02 -o case-1234 --map ~/hptriage-site.map.json
       hptriage redact --verify case-1234 --map ~/hptriage-site.map.json
     """
-    from analyzer.redact_bundles import RedactError, default_map_path, verify
-    from analyzer.redact_bundles import redact as run_redact
+    from analyzer.redact.bundles import RedactError, default_map_path, verify
+    from analyzer.redact.bundles import redact as run_redact
 
     if verify_dir is not None:
         map_path = map_path or default_map_path(verify_dir)
@@ -742,8 +632,8 @@ def ingest(
     Example:
       hptriage ingest /fsx/hptriage/2026-12-02 --db history.duckdb
     """
-    from analyzer.history import StoreError
-    from analyzer.history import ingest as run_ingest
+    from analyzer.history.ingest import StoreError
+    from analyzer.history.ingest import ingest as run_ingest
 
     with _user_errors(ctx, StoreError):
         results = run_ingest(list(paths), db_path, jobs, _settings(config), None if quiet else _progress())
@@ -761,7 +651,7 @@ def ingest(
 
 
 def _open_store(db_path: Path):  # type: ignore[no-untyped-def]
-    from analyzer.history import StoreError, open_store
+    from analyzer.history.ingest import StoreError, open_store
 
     try:
         return open_store(db_path, create=False)
@@ -795,7 +685,7 @@ def history(
     Example:
       hptriage history --db history.duckdb --node p5-node-07 --since 2026-11-01
     """
-    from analyzer.history_query import history as query
+    from analyzer.history.query import history as query
     from reports.history import dumps, history_html, history_text, timeline_svg
 
     con = _open_store(db_path)
@@ -816,7 +706,7 @@ def _known_node(con, db_path: Path, node: str) -> None:  # type: ignore[no-untyp
     """An unknown --node is an error naming it and a few nodes the store does hold."""
     import difflib
 
-    from analyzer.history_query import known_nodes
+    from analyzer.history.query import known_nodes
 
     known = known_nodes(con)
     if node in known:
@@ -846,10 +736,10 @@ def diff(ctx: click.Context, old: str, new: str, db_path: Path | None, json_out:
       hptriage diff /fsx/hptriage/2026-11-25 /fsx/hptriage/2026-12-02
       hptriage diff --db history.duckdb previous latest --json diff.json
     """
-    from analyzer.history import StoreError
-    from analyzer.history import ingest as run_ingest
-    from analyzer.history_query import diff as query
-    from analyzer.history_query import resolve_snapshot
+    from analyzer.history.ingest import StoreError
+    from analyzer.history.ingest import ingest as run_ingest
+    from analyzer.history.query import diff as query
+    from analyzer.history.query import resolve_snapshot
     from reports.history import diff_text, dumps
 
     work = Path(tempfile.mkdtemp(prefix="hptriage-diff-")) if db_path is None else None
@@ -897,7 +787,7 @@ def export(ctx: click.Context, db_path: Path, out: Path) -> None:
     Example:
       hptriage export --db history.duckdb --parquet s3-staging/hptriage/
     """
-    from analyzer.export import export as run_export
+    from analyzer.history.export import export as run_export
 
     con = _open_store(db_path)
     try:

@@ -6,6 +6,9 @@
   and rule outcomes of ``hptriage analyze`` on the 16-node ``mixed`` cluster of benchmarks/generate.py
   (seed 0), kept by tests/test_generate.py so that a change of speed never changes a result.  A change
   that means to change results regenerates it and says why in its commit.
+- ``tests/fixtures/generated/results-samples-and-mixed-64.json``: the findings, rule outcomes and verdict of
+  the three sample scenarios and of the generated 64-node ``mixed`` cluster (seed 0), as ``--json``
+  writes them; tests/test_results_unchanged.py holds every later change of layout or speed to them.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = ROOT / "tests" / "fixtures" / "generated" / "mixed-16-seed0-findings.json"
+RESULTS = ROOT / "tests" / "fixtures" / "generated" / "results-samples-and-mixed-64.json"
+SCENARIOS = ("xid-ecc-3node", "nccl-slow-node", "fsx-saturated")
 FIELDS = ("fingerprint", "rule", "severity", "node", "gpu", "message", "params", "evidence")
 
 
@@ -66,5 +71,41 @@ def regenerate_generated_findings() -> None:
     print(f"wrote {GOLDEN.relative_to(ROOT)}: {len(golden['findings'])} findings")
 
 
+def results(tmp: Path) -> dict[str, dict[str, object]]:
+    """What ``hptriage analyze --json`` says of each sample scenario and of the generated 64-node cluster."""
+    cases = {s: ROOT / "sample_bundles" / s / "bundle" for s in SCENARIOS}
+    cases["generated-mixed-64"] = tmp / "gen64"
+    _generate_module().generate(cases["generated-mixed-64"], 64, "mixed", 0)
+    out: dict[str, dict[str, object]] = {}
+    for name, path in cases.items():
+        f = tmp / f"{name}.json"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "analyzer.cli",
+                "analyze",
+                str(path),
+                "--json",
+                str(f),
+                "-q",
+                "--jobs",
+                "2",
+            ],
+            cwd=ROOT,
+            check=False,  # exit 1/5 are results too
+        )
+        doc = json.loads(f.read_text())
+        out[name] = {"findings": doc["findings"], "rules": doc["rules"], "verdict": doc["verdict"]}
+    return out
+
+
+def regenerate_results() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        RESULTS.write_text(json.dumps(results(Path(tmp)), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {RESULTS.relative_to(ROOT)}")
+
+
 if __name__ == "__main__":
     regenerate_generated_findings()
+    regenerate_results()

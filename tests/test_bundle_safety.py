@@ -10,10 +10,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from analyzer.bundle import NodeSource
 from analyzer.cli import cli
-from analyzer.read_node import read_node
-from analyzer.safe_read import Limits
+from analyzer.intake.bundle import NodeSource
+from analyzer.intake.read_node import read_node
+from analyzer.intake.safe_read import Limits
 from tests.conftest import make_tar
 
 

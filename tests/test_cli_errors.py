@@ -173,12 +173,12 @@ def test_analyze_does_not_replace_what_is_not_its_own_database(files: dict[str, 
 def test_an_internal_error_is_one_line_and_debug_shows_the_traceback(
     files: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import analyzer.history_query
+    import analyzer.history.query
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(analyzer.history_query, "history", broken)
+    monkeypatch.setattr(analyzer.history.query, "history", broken)
     result = CliRunner().invoke(cli, ["history", "--db", files["store"]])
     assert result.exit_code == 4 and "Traceback" not in result.output
     assert result.stderr.strip() == (

@@ -17,9 +17,9 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import cli
-from analyzer.load import load
-from analyzer.safe_read import Limits
-from analyzer.store import connect
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.store.tables import connect
 from tests.conftest import SAMPLES
 
 SLOW = SAMPLES / "nccl-slow-node" / "bundle"

@@ -9,8 +9,8 @@ import re
 import pytest
 
 import parsers
-from analyzer.findings import OWNERS
-from analyzer.rules import load_rules
+from analyzer.judge.findings import OWNERS
+from analyzer.judge.rules import load_rules
 from parsers._base import COLUMN_TYPES, ParserInfo, sample_of
 from tests.conftest import FIXTURES, ROOT, fixture_files
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import re
 
-from analyzer import schema_doc
 from analyzer.cli import cli
-from analyzer.meta import KNOWN_META, MANIFEST_COLUMNS
+from analyzer.docgen import schema as schema_doc
+from analyzer.intake.meta import KNOWN_META, MANIFEST_COLUMNS
 from tests.conftest import ROOT
 
 
 def test_schema_doc_matches_the_code() -> None:
     on_disk = (ROOT / "docs" / "schema.md").read_text(encoding="utf-8")
     assert on_disk == schema_doc.render(), (
-        "docs/schema.md is stale: python -m analyzer.schema_doc > docs/schema.md"
+        "docs/schema.md is stale: python -m analyzer.docgen.schema > docs/schema.md"
     )
 
 
@@ -34,16 +34,16 @@ def test_readme_lists_every_command_and_exit_code() -> None:
 
 
 def test_rules_doc_matches_the_code() -> None:
-    from analyzer import rules_doc
+    from analyzer.docgen import rules as rules_doc
 
     on_disk = (ROOT / "docs" / "rules.md").read_text(encoding="utf-8")
     assert on_disk == rules_doc.render(), (
-        "docs/rules.md is stale: python -m analyzer.rules_doc > docs/rules.md"
+        "docs/rules.md is stale: python -m analyzer.docgen.rules > docs/rules.md"
     )
 
 
 def test_rules_coverage_names_real_rules_and_every_rule() -> None:
-    from analyzer.rules import load_rules
+    from analyzer.judge.rules import load_rules
 
     doc = (ROOT / "docs" / "rules-coverage.md").read_text(encoding="utf-8")
     cited = set(
@@ -55,26 +55,26 @@ def test_rules_coverage_names_real_rules_and_every_rule() -> None:
 
 
 def test_bundle_format_kinds_table_matches_the_registry() -> None:
-    from analyzer import kinds_doc
+    from analyzer.docgen import kinds as kinds_doc
 
     on_disk = (ROOT / "docs" / "bundle-format.md").read_text(encoding="utf-8")
     assert on_disk == kinds_doc.update(on_disk), (
-        "the kinds table of docs/bundle-format.md is stale: python -m analyzer.kinds_doc"
+        "the kinds table of docs/bundle-format.md is stale: python -m analyzer.docgen.kinds"
     )
 
 
 def test_findings_schema_enums_match_the_code() -> None:
     import json
 
-    from analyzer.findings import OWNERS, Severity
+    from analyzer.judge.findings import OWNERS, Severity
 
     schema = json.loads((ROOT / "docs" / "findings.schema.json").read_text(encoding="utf-8"))
     finding = schema["$defs"]["finding"]["properties"]
     assert finding["route"]["properties"]["owner"]["enum"] == list(OWNERS), (
-        "docs/findings.schema.json: the owner enum is not analyzer.findings.OWNERS"
+        "docs/findings.schema.json: the owner enum is not analyzer.judge.findings.OWNERS"
     )
     assert finding["severity"]["enum"] == [s.value for s in Severity], (
-        "docs/findings.schema.json: the severity enum is not analyzer.findings.Severity"
+        "docs/findings.schema.json: the severity enum is not analyzer.judge.findings.Severity"
     )
 
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 import parsers
 from analyzer.cli import cli
-from analyzer.coerce import coerce_rows
+from analyzer.store.coerce import coerce_rows
 from parsers._base import MAX_ISSUES, Column, ParseError, ParserFailure
 from tests.conftest import ROOT
 
@@ -42,7 +42,7 @@ def _problems(doc: dict, name: str) -> list[str]:
 @pytest.mark.parametrize("path", REGRESSIONS, ids=lambda p: p.name)
 def test_fuzz_findings_stay_fixed(path: Path) -> None:
     """Inputs the coverage-guided fuzzer found (numbers past 64 bits crashed the Arrow conversion)."""
-    from analyzer.store import rows_to_arrow
+    from analyzer.store.tables import rows_to_arrow
 
     text = path.read_bytes().decode("utf-8", errors="replace")
     for kind in parsers.KINDS:

@@ -1,10 +1,10 @@
-"""analyzer.hosts: host names printed by tools matched back to node bundles."""
+"""analyzer.judge.hosts: host names printed by tools matched back to node bundles."""
 
 from __future__ import annotations
 
 import pytest
 
-from analyzer.hosts import HostIndex, keys, match
+from analyzer.judge.hosts import HostIndex, keys, match
 
 NODES = [
     {"node": "node-01", "hostname": "ip-10-1-2-3.ec2.internal"},

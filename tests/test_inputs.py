@@ -1,6 +1,6 @@
 """Every input accounted for: what was not read, duplicates, node-name clashes, extra/, .sha256 files.
 
-The loader (analyzer.load.load) is called as the CLI calls it; the tests assert on its LoadSummary and on
+The loader (analyzer.intake.load.load) is called as the CLI calls it; the tests assert on its LoadSummary and on
 the store tables (input_issue, bundle_checksum, node, parse_problems).
 """
 
@@ -17,9 +17,9 @@ import duckdb
 from click.testing import CliRunner
 
 from analyzer.cli import cli
-from analyzer.load import LoadSummary, load
-from analyzer.safe_read import Limits
-from analyzer.store import connect
+from analyzer.intake.load import LoadSummary, load
+from analyzer.intake.safe_read import Limits
+from analyzer.store.tables import connect
 from tests.conftest import SAMPLES, make_tar
 from tests.test_bundle_safety import _add_bytes, _hostile_node_tar
 
@@ -243,7 +243,7 @@ def test_sha256_beside_a_tarball_is_verified(sample_cluster: Path, tmp_path: Pat
 def test_a_reader_failure_is_recorded_and_the_rest_read(
     sample_cluster: Path, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    import analyzer.read_node as read_node_module
+    import analyzer.intake.read_node as read_node_module
 
     real = read_node_module.read_node
 
@@ -275,9 +275,9 @@ def test_a_clash_seen_only_while_reading_is_renamed_too(
 ) -> None:
     """Where discovery cannot read meta.env (here: a cap lowered to nothing), the reader's name decides;
     a second bundle claiming a name already taken is read again under a distinct name."""
-    import analyzer.bundle
+    import analyzer.intake.bundle
 
-    monkeypatch.setattr(analyzer.bundle, "MAX_META_BYTES", 0)
+    monkeypatch.setattr(analyzer.intake.bundle, "MAX_META_BYTES", 0)
     again = tmp_path / "later" / "p5-node-01-again"
     shutil.copytree(sample_cluster / "p5-node-01", again)
     meta = again / "meta.env"

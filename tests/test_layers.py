@@ -1,4 +1,23 @@
-"""Arrows run one way: renderers read the report-data model; only the CLI wires analysis to rendering."""
+"""Arrows run one way, from the top of the house to the bottom, and nowhere in a circle.
+
+The order, bottom first (docs/architecture.md draws it):
+
+    parsers               raw text -> rows; the kinds registry
+    analyzer.errors       the user-facing errors every stage may raise
+    analyzer.store        table schemas from the parsers, coercion, the DuckDB store
+    analyzer.intake       untrusted inputs -> the store: safe reading, discovery, per-node reading, loading
+    analyzer.judge        engine, coverage, settings, peers, signals, rules, catalogs (and their records)
+    analyzer.model        what renderers are given: records, verdict, report data, chart data
+    analyzer.pipeline     the one wiring: intake -> judge -> model
+    analyzer.history      ingest (through the pipeline), queries, diff, Parquet export
+    analyzer.redact       redaction of bundles and inputs
+    analyzer.docgen       generators of the docs pages that match the code
+    reports               renderers of the model (and of the history model)
+    analyzer.cli          the command line, on top of everything
+
+A module may import from its own layer and the layers below it, never from one above.  Renderers read
+only the model (and the history queries they render); no module imports a renderer but the CLI.
+"""
 
 from __future__ import annotations
 
@@ -6,31 +25,121 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: What a renderer may import from the analyzer: the report-data model and the records in it.
-RENDERER_MAY_IMPORT = {
-    "analyzer",  # __version__
-    "analyzer.engine",  # Outcome (a record)
-    "analyzer.errors",
-    "analyzer.findings",
-    "analyzer.report_data",
-    "analyzer.sections",
-    "analyzer.verdict",
-}
+
+#: bottom first; a module belongs to the longest prefix that names it
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("parsers",),
+    ("analyzer.errors", "analyzer"),  # analyzer/__init__: the version
+    ("analyzer.store",),
+    ("analyzer.intake",),
+    ("analyzer.judge",),
+    ("analyzer.model",),
+    ("analyzer.pipeline",),
+    ("analyzer.history", "analyzer.redact"),
+    ("analyzer.docgen",),
+    ("reports",),
+    ("analyzer.cli",),
+)
+#: What a renderer may import from the analyzer: the model it is given (and the history model).
+RENDERER_MAY_IMPORT = ("analyzer.model", "analyzer.history.query", "analyzer.errors", "analyzer.__version__")
+
+
+def _module_of(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
 
 
 def _imports(path: Path) -> set[str]:
     found: set[str] = set()
+    module = _module_of(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                found.add(f"{base}.{node.module}")
+            else:
+                found.add(node.module)
+                found |= {f"{node.module}.{a.name}" for a in node.names}  # from pkg import module
     return found
 
 
-def test_renderers_never_reach_into_rules_or_the_store() -> None:
+def layer_of(module: str) -> int | None:
+    best: tuple[int, int] | None = None
+    for level, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            named = module == prefix or module.startswith(prefix + ".")
+            if named and (best is None or len(prefix) > best[1]):
+                best = (level, len(prefix))
+    return None if best is None else best[0]
+
+
+def _sources() -> list[Path]:
+    return sorted(p for top in ("analyzer", "parsers", "reports") for p in (ROOT / top).rglob("*.py"))
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_of(p): p for p in _sources()}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        graph[name] = {m for m in _imports(path) if m in modules}
+    return graph
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = [m for m in _graph() if layer_of(m) is None]
+    assert not missing, f"modules in no layer: {missing}"
+
+
+def test_imports_run_one_way() -> None:
+    wrong = []
+    for module, imported in _graph().items():
+        here = layer_of(module)
+        for target in imported:
+            there = layer_of(target)
+            if here is not None and there is not None and there > here:
+                wrong.append(f"{module} (layer {here}) imports {target} (layer {there})")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_no_import_cycle() -> None:
+    """Between packages (the stages and their sub-packages), no circle; within one module's imports
+    none either (a cycle of modules would make a stage impossible to read on its own)."""
+    graph = _graph()
+    state: dict[str, int] = {}
+    cycle: list[str] = []
+
+    def visit(node: str, path: list[str]) -> bool:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if nxt == node:
+                continue
+            if state.get(nxt) == 1:
+                cycle.extend(path[path.index(nxt) :] + [nxt] if nxt in path else [node, nxt])
+                return True
+            if state.get(nxt) is None and visit(nxt, [*path, nxt]):
+                return True
+        state[node] = 2
+        return False
+
+    for start in sorted(graph):
+        if state.get(start) is None and visit(start, [start]):
+            break
+    assert not cycle, " -> ".join(cycle)
+
+
+def test_renderers_read_only_the_model() -> None:
     for path in sorted((ROOT / "reports").rglob("*.py")):
-        wrong = {m for m in _imports(path) if m.startswith("analyzer") and m not in RENDERER_MAY_IMPORT}
+        wrong = {
+            m
+            for m in _imports(path)
+            if m.startswith("analyzer.")
+            and not any(m == p or m.startswith(p + ".") for p in RENDERER_MAY_IMPORT)
+        }
         assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"
 
 
@@ -43,10 +152,19 @@ def test_only_the_cli_imports_the_renderers() -> None:
 
 
 def test_rules_do_not_import_private_helpers_of_other_areas() -> None:
-    """Shared queries live in analyzer.signals; a rule's _private module serves its own area only."""
-    for path in sorted((ROOT / "analyzer" / "rules").rglob("*.py")):
-        area = path.relative_to(ROOT / "analyzer" / "rules").parts[0]
+    """Shared queries live in analyzer.judge.signals; a rule's _private module serves its own area only."""
+    rules = ROOT / "analyzer" / "judge" / "rules"
+    for path in sorted(rules.rglob("*.py")):
+        area = path.relative_to(rules).parts[0]
         for module in _imports(path):
             parts = module.split(".")
-            if module.startswith("analyzer.rules.") and len(parts) > 3 and parts[3].startswith("_"):
-                assert parts[2] == area, f"{path.relative_to(ROOT)} imports {module}"
+            if module.startswith("analyzer.judge.rules.") and len(parts) > 4 and parts[4].startswith("_"):
+                assert parts[3] == area, f"{path.relative_to(ROOT)} imports {module}"
+
+
+def test_the_layer_test_sees_an_upward_import() -> None:
+    """The check itself: a judge module importing the model is an upward import."""
+    assert layer_of("analyzer.judge.engine") is not None
+    assert layer_of("analyzer.model.verdict") > layer_of("analyzer.judge.engine")  # type: ignore[operator]
+    assert layer_of("reports.terminal") > layer_of("analyzer.model.report_data")  # type: ignore[operator]
+    assert layer_of("analyzer.cli") == len(LAYERS) - 1

@@ -1,11 +1,11 @@
-"""Robust peer statistics (analyzer/peers.py): median/MAD bands per instance type."""
+"""Robust peer statistics (analyzer/judge/peers.py): median/MAD bands per instance type."""
 
 from __future__ import annotations
 
 import duckdb
 import pytest
 
-from analyzer.peers import MAD_SCALE, band_of, bands, outliers
+from analyzer.judge.peers import MAD_SCALE, band_of, bands, outliers
 
 
 def _values(rows: list[tuple[str, str, float]]) -> str:

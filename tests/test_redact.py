@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.cli import cli
-from analyzer.redact import CATEGORIES, Redactor
+from analyzer.redact.redactor import CATEGORIES, Redactor
 from tests.conftest import FIXTURES, ROOT, make_tar
 
 _spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "benchmarks" / "generate.py")
@@ -372,11 +372,11 @@ def test_verify_finds_what_the_map_would_hide(tmp_path: Path) -> None:
 def test_security_doc_and_collector_share_the_one_list() -> None:
     import re
 
-    from analyzer.redact import categories_table
+    from analyzer.redact.redactor import categories_table
 
     doc = (ROOT / "docs" / "security.md").read_text()
     block = doc.split("<!-- categories:", 1)[1].split("<!-- /categories -->", 1)[0]
-    assert categories_table() in block, "docs/security.md is stale: python -m analyzer.redact"
+    assert categories_table() in block, "docs/security.md is stale: python -m analyzer.redact.redactor"
     collector = (ROOT / "collector.sh").read_text()
     written = set(re.findall(r"printf '([a-z0-9_]+)\\t%", collector))
     assert {"ipv4", "hostname", "instance_id", "account_id", "arn"} <= written
@@ -451,7 +451,7 @@ def test_identifiers_in_other_forms_do_not_leak(tmp_path: Path) -> None:
 def testtrie_pattern_matches_as_the_longest_first_alternation(words: list[str], text: str) -> None:
     import re
 
-    from analyzer.redact import trie_pattern
+    from analyzer.redact.redactor import trie_pattern
 
     flat = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
     wrap = r"(?<![a-z0-9])(?:{})(?![a-z0-9])"

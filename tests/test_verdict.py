@@ -201,8 +201,8 @@ def test_sql_on_a_kept_database(tmp_path: Path, fmt: str) -> None:
 def test_cluster_entry_counts_named_nodes_only() -> None:
     """A finding whose params hold a node *count* is grouped without failing (it once raised TypeError
     on a cluster that had a placement finding beside others of its rule)."""
-    from analyzer.findings import Finding, Route, Severity
-    from analyzer.verdict import RuleScope, _cluster_entry
+    from analyzer.judge.findings import Finding, Route, Severity
+    from analyzer.model.verdict import RuleScope, _cluster_entry
 
     def finding(node: str | None, params: dict) -> Finding:
         route = Route(owner="node-hardware", target="ops", action="check")

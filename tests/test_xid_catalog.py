@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.findings import Severity
-from analyzer.xid_catalog import (
+from analyzer.judge.findings import Severity
+from analyzer.judge.xid_catalog import (
     CATALOG,
     IMMEDIATE,
     INVESTIGATORY,

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def target(kind: str):  # type: ignore[no-untyped-def]
     import parsers
-    from analyzer.store import rows_to_arrow
+    from analyzer.store.tables import rows_to_arrow
     from parsers._base import ParserFailure
 
     module = parsers.module_for(kind)

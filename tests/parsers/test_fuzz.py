@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import parsers
-from analyzer.coerce import coerce_rows
+from analyzer.store.coerce import coerce_rows
 from parsers._base import ParseResult, ParserFailure
 from tests.conftest import fixture_files
 

@@ -18,16 +18,16 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from analyzer.chart_data import busbw_flagged, iowait_flagged, pair_flagged
 from analyzer.cli import cli
-from analyzer.engine import run_rules
-from analyzer.findings import Evidence, Finding, Route, Severity
-from analyzer.load import load
-from analyzer.report_data import ReportData, gather
-from analyzer.rules import load_rules
-from analyzer.safe_read import Limits
-from analyzer.settings import load_settings
-from analyzer.store import connect
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.judge.engine import run_rules
+from analyzer.judge.findings import Evidence, Finding, Route, Severity
+from analyzer.judge.rules import load_rules
+from analyzer.judge.settings import load_settings
+from analyzer.model.chart_data import busbw_flagged, iowait_flagged, pair_flagged
+from analyzer.model.report_data import ReportData, gather
+from analyzer.store.tables import connect
 from reports import charts
 from reports.history import timeline_svg
 from reports.render import draw_charts, render_html

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import duckdb
 
-from analyzer.chart_data import gpu_grid, sick_gpus, temperature_scale
-from analyzer.engine import Outcome
-from analyzer.findings import Evidence, Finding, Route, Severity
-from analyzer.report_data import ReportData
-from analyzer.settings import load_settings
+from analyzer.judge.findings import Evidence, Finding, Outcome, Route, Severity
+from analyzer.judge.settings import load_settings
+from analyzer.model.chart_data import gpu_grid, sick_gpus, temperature_scale
+from analyzer.model.report_data import ReportData
 from reports.render import draw_charts, render_html
 
 ROUTE = Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace")

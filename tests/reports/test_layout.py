@@ -7,10 +7,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from analyzer.engine import Outcome
-from analyzer.findings import Evidence, Finding, Route, Severity
-from analyzer.report_data import ReportData
-from analyzer.verdict import Verdict
+from analyzer.judge.findings import Evidence, Finding, Outcome, Route, Severity
+from analyzer.model.report_data import ReportData
+from analyzer.model.verdict import Verdict
 from reports.render import render_html
 
 

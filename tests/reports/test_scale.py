@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import re
 
-from analyzer.engine import Outcome
-from analyzer.findings import Evidence, Finding, Route, Severity
-from analyzer.report_data import ReportData
+from analyzer.judge.findings import Evidence, Finding, Outcome, Route, Severity
+from analyzer.model.report_data import ReportData
 from reports.render import MAX_TABLE, render_html
 
 NODES = [f"node-{i:04d}" for i in range(1000)]

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyzer.engine import Outcome, run_rules
-from analyzer.findings import Finding
-from analyzer.load import load
-from analyzer.rules import load_rules
-from analyzer.safe_read import Limits
-from analyzer.settings import Settings, load_settings
-from analyzer.store import connect
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.judge.engine import run_rules
+from analyzer.judge.findings import Finding, Outcome
+from analyzer.judge.rules import load_rules
+from analyzer.judge.settings import Settings, load_settings
+from analyzer.store.tables import connect
 from tests.conftest import fixture_text
 
 HEADER = "path\tkind\texit_code\tduration_s\tbytes\tsha256\tcommand\tnote\n"

@@ -13,17 +13,17 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from analyzer.engine import run_rules
-from analyzer.findings import Severity
-from analyzer.load import load
-from analyzer.rules.version._versions import compare, in_range, parse_version
-from analyzer.safe_read import Limits
-from analyzer.settings import load_settings
-from analyzer.store import connect
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.judge.engine import run_rules
+from analyzer.judge.findings import Severity
+from analyzer.judge.rules.version._versions import compare, in_range, parse_version
+from analyzer.judge.settings import load_settings
+from analyzer.store.tables import connect
 from tests.rules.helpers import Result, fixture, write_node
 
 MODULES = [
-    importlib.import_module(f"analyzer.rules.{name}")
+    importlib.import_module(f"analyzer.judge.rules.{name}")
     for name in (
         "version.nccl_driver_min",
         "version.nccl_cuda_min",

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 
 import parsers
-from analyzer.coverage import cluster_tables, producers
-from analyzer.rules import load_rules
+from analyzer.judge.coverage import cluster_tables, producers
+from analyzer.judge.rules import load_rules
 from tests.conftest import FIXTURES
 from tests.rules.helpers import Result, analyze, fixture, write_node
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.findings import Finding, Severity
+from analyzer.judge.findings import Finding, Severity
 from tests.conftest import SAMPLES
 from tests.rules.helpers import Result, analyze
 from tests.rules.test_nccl import matrix, nccl_log, with_node

@@ -2,7 +2,7 @@
 
 Each rule names its inputs in ``requires`` / ``requires_any`` (tables, or columns of a table where a
 specific value is judged: the instance type, nproc, the uptime of a rate); the engine lists, per rule,
-the nodes it checked and the nodes it could not examine (analyzer.coverage).  These tests build
+the nodes it checked and the nodes it could not examine (analyzer.judge.coverage).  These tests build
 bundles that lack inputs and check that no rule reports [OK] for what it never saw.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.rules import load_rules
+from analyzer.judge.rules import load_rules
 from tests.collector.test_collector import BASE_PATH, FAKES, make_bin, run
 from tests.rules.helpers import analyze, fixture, write_node
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analyzer.engine import RuleInfo
-from analyzer.findings import Evidence, Finding, Route, Severity
+from analyzer.judge.engine import RuleInfo
+from analyzer.judge.findings import Evidence, Finding, Route, Severity
 
 RULE = RuleInfo(
     id="test.builder",

@@ -197,7 +197,7 @@ def test_fs_verdict_branches(tmp_path: Path) -> None:
 def test_fs_verdict_reads_the_lines_of_the_rules_that_own_them(tmp_path: Path) -> None:
     """fs.verdict has no utilization_pct / iowait_pct of its own: a site override of
     fs.fsx.utilization_sustained or fs.iowait.high (--config) moves the verdict too."""
-    from analyzer.settings import SettingsError, load_settings
+    from analyzer.judge.settings import SettingsError, load_settings
 
     waiting = {"cmd/iostat.txt": ("iostat", fixture("iostat", WAITING))}  # iowait 41.44 %
     headroom = synthetic_cw([_fsx("DiskIopsUtilization", [35.0] * 30)])

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import engine
-from analyzer.engine import Context
-from analyzer.rules.fs import ebs_queue, fsx_free_capacity, fsx_utilization, verdict
+from analyzer.judge import engine
+from analyzer.judge.engine import Context
+from analyzer.judge.rules.fs import ebs_queue, fsx_free_capacity, fsx_utilization, verdict
 from tests.rules.helpers import analyze, fixture, write_node
 
 FS = "fs-0123456789abcdef0"

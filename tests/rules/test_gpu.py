@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.engine import run_rules
-from analyzer.findings import Finding, Severity
-from analyzer.load import load
-from analyzer.safe_read import Limits
-from analyzer.settings import Settings, load_settings
-from analyzer.store import connect
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.judge.engine import run_rules
+from analyzer.judge.findings import Finding, Severity
+from analyzer.judge.settings import Settings, load_settings
+from analyzer.store.tables import connect
 from tests.rules.helpers import Result, fixture, write_node
 
 H100_Q = "jp-simulator-8xh100-565-complete.txt"
@@ -38,8 +38,8 @@ def run(
     load(con, [root], tmp_path / "work", Limits(), jobs=1)
     modules = []
     for area in ("gpu", "host"):
-        package = importlib.import_module(f"analyzer.rules.{area}")
-        modules += [importlib.import_module(f"analyzer.rules.{area}.{name}") for name in package.RULES]
+        package = importlib.import_module(f"analyzer.judge.rules.{area}")
+        modules += [importlib.import_module(f"analyzer.judge.rules.{area}.{name}") for name in package.RULES]
     findings, outcomes = run_rules(con, modules, settings or load_settings())
     for o in outcomes:
         assert o.outcome != "error", o

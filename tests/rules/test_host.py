@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.findings import Severity
-from analyzer.settings import load_settings
+from analyzer.judge.findings import Severity
+from analyzer.judge.settings import load_settings
 from tests.rules.helpers import Result, fixture
 from tests.rules.test_gpu import Files, dmesg, run
 

@@ -16,14 +16,14 @@ import re
 from itertools import combinations
 from pathlib import Path
 
-from analyzer.engine import run_rules
-from analyzer.findings import Severity
-from analyzer.load import load
-from analyzer.rules import nccl as nccl_rules
-from analyzer.rules import net as net_rules
-from analyzer.safe_read import Limits
-from analyzer.settings import Settings, load_settings
-from analyzer.store import connect
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.judge.engine import run_rules
+from analyzer.judge.findings import Severity
+from analyzer.judge.rules import nccl as nccl_rules
+from analyzer.judge.rules import net as net_rules
+from analyzer.judge.settings import Settings, load_settings
+from analyzer.store.tables import connect
 from tests.rules.helpers import Result, fixture, write_node
 
 MODULES = [
@@ -105,7 +105,7 @@ def matrix(
     for k, (i, j) in enumerate(combinations(range(1, n + 1), 2)):
         jitter = noise * ((k * 5) % 7 - 3) / 3  # -noise .. +noise, spread over the pairs
         factor = base * (1 + jitter) * (scale or {}).get((i, j), 1.0)
-        # ranks print the short EC2 name: matched back to the node bundles by analyzer.hosts
+        # ranks print the short EC2 name: matched back to the node bundles by analyzer.judge.hosts
         (extra / f"nccl-pair-{i:02d}-{j:02d}.txt").write_text(nccl_log(hostname(i), hostname(j), factor))
     return cluster
 
@@ -282,7 +282,9 @@ def test_socket_fallback_is_critical(tmp_path: Path) -> None:
 def test_efa_run_has_no_tcp_fallback(tmp_path: Path) -> None:
     """A log whose NCCL lines show the EFA path (aws-ofi-nccl over libfabric efa) passes; a log that
     shows no transport at all (no NCCL INFO lines: the A3 Mega results alone) is not examined."""
-    res = analyze(one_node(tmp_path, fixture("nccl-tests", "nccl-527-aws-libfabric-channels.txt"), name="efa"))
+    res = analyze(
+        one_node(tmp_path, fixture("nccl-tests", "nccl-527-aws-libfabric-channels.txt"), name="efa")
+    )
     assert res.outcome("nccl.transport.tcp_fallback") == "pass"
     silent = analyze(one_node(tmp_path, fixture("nccl-tests", A3), name="silent"))
     assert silent.outcome("nccl.transport.tcp_fallback") == "skipped"
@@ -346,7 +348,7 @@ def test_real_healthy_logs_raise_nothing(tmp_path: Path) -> None:
 
 
 def test_localise_two_bad_nodes_and_a_partial_matrix() -> None:
-    from analyzer.rules.nccl.pair_slow import localise
+    from analyzer.judge.rules.nccl.pair_slow import localise
 
     t = {
         "below_median_fraction": 0.2,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.findings import Severity
+from analyzer.judge.findings import Severity
 from tests.rules.helpers import fixture, write_node
 from tests.rules.test_nccl import analyze, concerns
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.rules import load_rules
+from analyzer.judge.rules import load_rules
 from tests.conftest import SAMPLES
 from tests.rules.helpers import analyze
 

@@ -18,12 +18,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from analyzer.engine import Context
-from analyzer.findings import Finding
-from analyzer.load import load
-from analyzer.rules.placement import mixed_types, multi_az, multi_pg, no_pg, spread
-from analyzer.safe_read import Limits
-from analyzer.store import connect
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.judge.engine import Context
+from analyzer.judge.findings import Finding
+from analyzer.judge.rules.placement import mixed_types, multi_az, multi_pg, no_pg, spread
+from analyzer.store.tables import connect
 from tests.conftest import ROOT
 from tests.rules.helpers import analyze, fixture
 

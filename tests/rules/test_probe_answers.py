@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.coverage import Coverage
-from analyzer.report_data import not_examined
-from analyzer.verdict import compute
+from analyzer.judge.coverage import Coverage
+from analyzer.model.report_data import not_examined
+from analyzer.model.verdict import compute
 from parsers.probe_answers import read_answers
 from tests.conftest import FIXTURES
 from tests.rules.helpers import Result, analyze, fixture, write_node

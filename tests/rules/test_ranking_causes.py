@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.verdict import compute
+from analyzer.model.verdict import compute
 from tests.rules.helpers import analyze, fixture, write_node
 
 P5 = {"instance_type": "p5.48xlarge"}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.findings import Severity
+from analyzer.judge.findings import Severity
 from tests.rules.helpers import analyze, fixture, write_node
 
 P5 = {"instance_type": "p5.48xlarge"}

@@ -13,9 +13,9 @@ import re
 
 import pytest
 
-from analyzer import rules_doc
-from analyzer.engine import RuleInfo
-from analyzer.rules import load_rules
+from analyzer.docgen import rules as rules_doc
+from analyzer.judge.engine import RuleInfo
+from analyzer.judge.rules import load_rules
 
 RULES: list[RuleInfo] = [m.RULE for m in load_rules(include_plugins=False)]
 

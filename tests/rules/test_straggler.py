@@ -1,4 +1,4 @@
-"""Straggler rules: one node judged against >= 4 nodes of its instance type (analyzer/peers.py).
+"""Straggler rules: one node judged against >= 4 nodes of its instance type (analyzer/judge/peers.py).
 
 Bundles are built from the real nvidia-smi -q dump of an 8 x H100 node (jp-simulator, driver 565) and
 real iostat captures; the straggler node's values are edited.
@@ -9,23 +9,23 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from analyzer.engine import run_rules
-from analyzer.load import load
-from analyzer.safe_read import Limits
-from analyzer.store import connect
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.judge.engine import run_rules
+from analyzer.store.tables import connect
 from tests.rules.helpers import Result, fixture, write_node
 
 SMI = "jp-simulator-8xh100-565-complete.txt"
 CUR_SM = "        SM                                : 345 MHz"
 P5 = {"instance_type": "p5.48xlarge"}
 MODULES = [
-    importlib.import_module(f"analyzer.rules.straggler.{m}")
+    importlib.import_module(f"analyzer.judge.rules.straggler.{m}")
     for m in ("gpu_sm_clock", "gpu_power", "gpu_temp", "gpu_ecc_corrected", "host_iowait")
 ]
 
 
 def analyze_stragglers(path: Path) -> Result:
-    """Run only the straggler rules (their area may not be listed in analyzer.rules.AREAS yet)."""
+    """Run only the straggler rules (their area may not be listed in analyzer.judge.rules.AREAS yet)."""
     con = connect(None)
     work = path.parent / f"work-{path.name}"
     work.mkdir(exist_ok=True)

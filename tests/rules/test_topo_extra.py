@@ -8,21 +8,21 @@ import importlib
 import json
 from pathlib import Path
 
-from analyzer.engine import run_rules
-from analyzer.findings import Severity
-from analyzer.load import load
-from analyzer.safe_read import Limits
-from analyzer.settings import load_settings
-from analyzer.store import connect
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.judge.engine import run_rules
+from analyzer.judge.findings import Severity
+from analyzer.judge.settings import load_settings
+from analyzer.store.tables import connect
 from tests.rules.helpers import Result, fixture, write_node
 
 MODULES = (
-    "analyzer.rules.gpu.topo_pcie_path",
-    "analyzer.rules.gpu.topo_nic_drift",
-    "analyzer.rules.gpu.memory_high",
-    "analyzer.rules.gpu.dcgm_pass_untrusted",
-    "analyzer.rules.host.deep_health_failed",
-    "analyzer.rules.host.shm_stale_nccl",
+    "analyzer.judge.rules.gpu.topo_pcie_path",
+    "analyzer.judge.rules.gpu.topo_nic_drift",
+    "analyzer.judge.rules.gpu.memory_high",
+    "analyzer.judge.rules.gpu.dcgm_pass_untrusted",
+    "analyzer.judge.rules.host.deep_health_failed",
+    "analyzer.judge.rules.host.shm_stale_nccl",
 )
 DELLA = "della-h100-nic-legend-empty-cpu-affinity.txt"
 DGX = "dgxa100-12mlx5.txt"

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from analyzer.engine import run_rules
-from analyzer.findings import Finding, Severity
-from analyzer.load import load
-from analyzer.safe_read import Limits
-from analyzer.settings import load_settings
-from analyzer.store import connect
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.judge.engine import run_rules
+from analyzer.judge.findings import Finding, Severity
+from analyzer.judge.settings import load_settings
+from analyzer.store.tables import connect
 from tests.rules.helpers import Result, fixture, write_node
 
 UCE = "uce-runbook-xid48-63-94-dbe.txt"
@@ -66,7 +66,9 @@ def run(tmp_path: Path, nodes: dict[str, Files]) -> Result:
         write_node(root, name, files, meta={"instance_type": "p5.48xlarge"})
     con = connect(None)
     load(con, [root], tmp_path / "work", Limits(), jobs=1)
-    modules = [importlib.import_module(f"analyzer.rules.gpu.{m}") for m in ("xid", "xid_fallen_off_bus")]
+    modules = [
+        importlib.import_module(f"analyzer.judge.rules.gpu.{m}") for m in ("xid", "xid_fallen_off_bus")
+    ]
     findings, outcomes = run_rules(con, modules, load_settings())
     assert all(o.outcome != "error" for o in outcomes), outcomes
     return Result(findings, {o.rule: o for o in outcomes}, con)

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import cli
-from analyzer.findings import Severity
+from analyzer.judge.findings import Severity
 from tests.conftest import ROOT
 from tests.rules.helpers import Result, analyze, fixture, write_node
 

@@ -1,0 +1,1 @@
+"""Generators of the docs pages that must match the code (rules, schema, kinds)."""

@@ -1,0 +1,1 @@
+"""Across bundles: ingest into a history store, queries, diffs, Parquet export."""

@@ -1,0 +1,518 @@
+"""Find node bundles in the user's inputs: directories, tarballs, and directories of them.
+
+A node bundle is a directory (or a tarball holding one) with a ``meta.env``.  A cluster bundle holds
+several node bundles and optionally a top-level ``extra/`` (cluster-wide files: not a bundle, no node).
+Cluster tarballs are unpacked safely into the private work directory; node tarballs are read later as
+streams by the workers.
+
+Every input is accounted for.  Discovery records, besides the bundles it found:
+
+* ``unread``: inputs (or members of them) that were not read, each with the path as the user gave it
+  (``cluster.tar.gz!inner/path`` inside a cluster tarball) and why: a path that does not exist, a file
+  or tarball that is no bundle, a directory with no bundle in it, a refused tar member, a link;
+* ``ignored``: loose files inside input directories that are no bundle (a README beside the bundles);
+* ``duplicates``: the same file or directory reached twice (the same path, a path inside another
+  input, or a byte-identical copy of a tarball); the first one seen is kept;
+* ``checksums``: every ``<tarball>.sha256`` beside a tarball (``sha256sum`` format), verified.
+
+Every node bundle and ``extra/`` keeps the *folder* it was found in: the cluster folder.  That is the
+nearest directory (or cluster tarball) that holds an ``extra/``, else the directory that holds the node
+bundle itself (for a node bundle given on its own, its parent).  So ``/fsx/hptriage`` holding the
+dated folders ``2026-01-05/`` and ``2026-01-06/`` gives two folders, and a cluster tarball is a folder
+of its own (or several, when it holds several such folders).  ``folders`` maps each folder to the name
+its cluster goes by when no meta.env names one (:func:`folder_name`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import tarfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analyzer.intake.meta import Meta
+from analyzer.intake.safe_read import Limits, Refusal, extract_tree, iter_dir, iter_tar, safe_member_name
+
+TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+CHECKSUM_SUFFIX = ".sha256"
+MAX_DEPTH = 3
+MAX_META_BYTES = 1024 * 1024
+MAX_CHECKSUM_FILE_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class NodeSource:
+    """Where one node bundle lives: a directory or a tarball (node dir inside it)."""
+
+    location: Path
+    is_tar: bool
+    display: str  # the path as the user would recognise it
+    #: the node name the reader gives this bundle; set by the loader (disambiguated when two different
+    #: bundles claim one node); '' lets the reader take it from meta.env
+    node_name: str = ""
+    #: the cluster folder (or cluster tarball) it was found in, as given; '' when built by hand
+    folder: str = ""
+
+
+@dataclass(frozen=True)
+class ExtraSource:
+    """A cluster-wide ``extra/`` directory."""
+
+    location: Path
+    display: str
+    #: the cluster folder (or cluster tarball) it belongs to, as given; '' when built by hand
+    folder: str = ""
+    #: what its files are called in source_file: 'extra', or '<folder>/extra' when several extra/
+    #: folders are analyzed together (set by the loader, so two files of one name never collide)
+    label: str = "extra"
+
+
+@dataclass(frozen=True)
+class Head:
+    """What discovery saw of a node bundle before it is read: meta.env's bytes, the tarball's top dir."""
+
+    meta: bytes | None
+    top: str | None = None
+
+
+@dataclass(frozen=True)
+class TarPeek:
+    """A tarball's shape ('node', 'cluster', or a sentence saying why neither) and, for a node
+    tarball, meta.env and the top-level directory when they were seen."""
+
+    shape: str
+    meta: bytes | None = None
+    top: str | None = None
+
+
+@dataclass
+class Discovery:
+    nodes: list[NodeSource] = field(default_factory=list)
+    extras: list[ExtraSource] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (path, problem)
+    unread: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
+    ignored: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
+    duplicates: list[dict[str, str]] = field(default_factory=list)  # {"path", "same_as"}
+    #: (tarball location, {"path", "sha256_file", "status", "expected", "actual", "reason"})
+    checksums: list[tuple[Path, dict[str, str | None]]] = field(default_factory=list)
+    heads: dict[Path, Head] = field(default_factory=dict)  # node bundle location -> what was seen
+    #: cluster folder, as given -> the name its cluster goes by when no meta.env names one
+    folders: dict[str, str] = field(default_factory=dict)
+    _seen: dict[Path, str] = field(default_factory=dict)  # resolved path -> display of first visit
+    _tars_by_size: dict[int, list[tuple[Path, str]]] = field(default_factory=dict)
+    _digests: dict[Path, str] = field(default_factory=dict)
+    _checked: set[Path] = field(default_factory=set)  # tarballs whose .sha256 was looked for
+
+    def refuse(self, path: str, reason: str) -> None:
+        """An input (or a member of one) that was not read: a parse problem and an unread input."""
+        self.problems.append((path, reason))
+        self.unread.append({"path": path, "reason": reason})
+
+    def file_digest(self, path: Path) -> str:
+        if path not in self._digests:
+            self._digests[path] = sha256_file(path)
+        return self._digests[path]
+
+    def _size(self) -> tuple[int, ...]:
+        return (len(self.nodes), len(self.extras), len(self.unread), len(self.duplicates))
+
+
+def is_tarball(path: Path) -> bool:
+    return path.is_file() and path.name.lower().endswith(TAR_SUFFIXES)
+
+
+def discover(inputs: list[Path], workdir: Path, limits: Limits) -> Discovery:
+    """Walk every input and return the node bundles and cluster extras found, and what was not read.
+    A cluster tarball is unpacked under ``workdir`` (created when missing)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    found = Discovery()
+    given_checksums: list[tuple[Path, str]] = []
+    for path in inputs:
+        display = str(path)
+        if _checksum_of_tarball(path):
+            given_checksums.append((path, display))  # e.g. from a shell glob; checked with its tarball
+            continue
+        before, n_ignored = found._size(), len(found.ignored)
+        _discover(path, display, workdir, limits, found, depth=0)
+        if found._size() == before:  # a directory (or cluster tarball) with no bundle in it
+            files = len(found.ignored) - n_ignored
+            del found.ignored[n_ignored:]
+            found.refuse(
+                display,
+                "no bundle in it (no directory with meta.env, no node .tar.gz"
+                + (f"; {files} other file(s) not read)" if files else "; it is empty)"),
+            )
+    for path, display in given_checksums:
+        if path.with_name(path.name.removesuffix(CHECKSUM_SUFFIX)) not in found._checked:
+            found.ignored.append({"path": display, "reason": "checksum file whose tarball was not given"})
+    return found
+
+
+def _discover(
+    path: Path,
+    display: str,
+    workdir: Path,
+    limits: Limits,
+    found: Discovery,
+    depth: int,
+    folder: str | None = None,
+    parent: tuple[str, Path] | None = None,
+) -> None:
+    """``folder``: the cluster folder everything below belongs to, once one is known; ``parent``: the
+    directory being walked (display, path), the folder of a node bundle found directly in it."""
+    if path.is_symlink() and depth > 0:
+        found.refuse(display, "link inside a bundle directory not followed")
+        return
+    if not path.exists():
+        found.refuse(display, "no such file or directory")
+        return
+    if _seen_before(path, display, found):
+        return
+    if path.is_dir():
+        if (path / "meta.env").is_file():
+            holder = folder or _holder(found, path, parent)
+            found.nodes.append(NodeSource(path, False, display, folder=holder))
+            found.heads[path] = Head(_read_meta(path, limits))
+            return
+        if depth == 0 and path.name == "extra":
+            found.extras.append(ExtraSource(path, display, folder=_holder(found, path, None)))
+            return
+        if depth >= MAX_DEPTH:
+            found.ignored.append(
+                {"path": display, "reason": f"directory more than {MAX_DEPTH} levels deep: not searched"}
+            )
+            return
+        try:
+            children = sorted(path.iterdir())
+        except OSError as exc:
+            found.refuse(display, f"directory not readable: {exc.strerror or exc}")
+            return
+        if folder is None and any(_is_extra(child) for child in children):
+            folder = _folder(found, display)  # it holds extra/: a cluster folder, with all below it
+        for child in children:
+            child_display = _join(display, child.name)
+            if _is_extra(child):
+                if not _seen_before(child, child_display, found):
+                    found.extras.append(ExtraSource(child, child_display, folder=folder or ""))
+            elif child.is_dir() or child.is_symlink() or is_tarball(child):
+                _discover(child, child_display, workdir, limits, found, depth + 1, folder, (display, path))
+            elif not _checksum_of_tarball(child):  # a .sha256 is checked with its tarball
+                found.ignored.append(
+                    {"path": child_display, "reason": "not a bundle (no directory with meta.env, no .tar.gz)"}
+                )
+        return
+    if is_tarball(path):
+        _check_checksum(path, display, found, depth)
+        if _duplicate_tarball(path, display, found):
+            return
+        peek = peek_tar(path)
+        if peek.shape == "node":
+            holder = folder or _holder(found, path, parent)
+            found.nodes.append(NodeSource(path, True, display, folder=holder))
+            found.heads[path] = Head(peek.meta, peek.top)
+        elif peek.shape == "cluster":
+            dest = workdir / f"cluster-{len(list(workdir.iterdir())):04d}"
+            dest.mkdir()
+            refusals: list[Refusal] = []
+            errors: list[str] = []
+            extract_tree(path, dest, limits, refusals, errors)
+            for r in refusals:
+                found.refuse(f"{display}!{r.path}", f"member refused: {r.reason}")
+            for e in errors:
+                found.refuse(display, e)
+            # a cluster tarball is a folder of its own (or several, each holding an extra/)
+            _discover(dest, f"{display}!", workdir, limits, found, depth + 1, None, None)
+        else:
+            found.refuse(display, peek.shape)
+        return
+    found.refuse(display, "not a bundle: expected a directory or a .tar.gz")
+
+
+def _is_extra(child: Path) -> bool:
+    return child.name == "extra" and child.is_dir() and not child.is_symlink()
+
+
+def _holder(found: Discovery, path: Path, parent: tuple[str, Path] | None) -> str:
+    """The folder of a node bundle (or extra/) found outside any folder: the directory it lies in (for
+    an input given on its own, its parent)."""
+    return _folder(found, parent[0] if parent is not None else str(path.parent))
+
+
+def _folder(found: Discovery, display: str) -> str:
+    """Register a cluster folder (the top of a cluster tarball is shown as the tarball) and return it."""
+    shown = display.removesuffix("!") or display
+    found.folders.setdefault(shown, folder_name(shown))
+    return shown
+
+
+#: A folder named after its collection day or time (2026-01-05, 20260105T0800Z, 2026-01-05_08-00).
+_DATED = re.compile(r"^\d{4}-?\d{2}-?\d{2}(?:[T_ .-]?\d{2}[:.-]?\d{2}(?:[:.-]?\d{2})?Z?)?$")
+
+
+def folder_name(folder: str) -> str:
+    """The name a cluster folder gives its cluster when no meta.env names one: the folder's own name,
+    or, for a folder named after its collection day (``/fsx/hptriage/2026-01-05``, the collector's
+    layout), the name of the folder above it.  A tarball's name counts without its suffix.
+
+    >>> folder_name("/fsx/hptriage/2026-01-05"), folder_name("/tmp/p5-train"), folder_name("c.tar.gz!c1")
+    ('hptriage', 'p5-train', 'c1')
+    """
+    outer, _, inner = folder.partition("!")
+    names = [*Path(os.path.abspath(outer or ".")).parts[1:], *re.split(r"[/!]", inner)]
+    for name in reversed(names):
+        for suffix in TAR_SUFFIXES:
+            name = name.removesuffix(suffix)
+        if name and name not in (".", "..") and not _DATED.match(name):
+            return name
+    return "cluster"
+
+
+def _join(display: str, name: str) -> str:
+    """A child's display path; inside an unpacked cluster tarball: 'cluster.tar.gz!inner/path'."""
+    return display + name if display.endswith("!") else f"{display.rstrip('/')}/{name}"
+
+
+def _seen_before(path: Path, display: str, found: Discovery) -> bool:
+    """The same file or directory reached a second time (given twice, or inside another input)."""
+    try:
+        key = path.resolve()
+    except OSError:
+        return False
+    first = found._seen.get(key)
+    if first is not None:
+        found.duplicates.append({"path": display, "same_as": first})
+        return True
+    found._seen[key] = display
+    return False
+
+
+def _duplicate_tarball(path: Path, display: str, found: Discovery) -> bool:
+    """A byte-identical copy of a tarball seen before (sizes compared first; hashes only on a tie)."""
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return False
+    same_size = found._tars_by_size.setdefault(size, [])
+    for other, other_display in same_size:
+        try:
+            if found.file_digest(other) == found.file_digest(path):
+                found.duplicates.append({"path": display, "same_as": other_display})
+                return True
+        except OSError:
+            continue
+    same_size.append((path, display))
+    return False
+
+
+def _read_meta(node_dir: Path, limits: Limits) -> bytes | None:
+    """meta.env of a directory bundle, read under the same rules as the reader (no link outside)."""
+    meta = node_dir / "meta.env"
+    try:
+        if meta.is_symlink() and not meta.resolve().is_relative_to(node_dir.resolve()):
+            return None
+        if meta.stat().st_size > min(MAX_META_BYTES, limits.max_file_bytes):
+            return None
+        return meta.read_bytes()
+    except OSError:
+        return None
+
+
+def node_name(meta: Meta | None, top: str | None, location: Path) -> str:
+    """The name a node bundle goes by: meta.env node, else hostname, else the directory's name."""
+    from_meta = (meta.get("node") or meta.get("hostname")) if meta is not None else None
+    name = from_meta or top or location.name
+    for suffix in TAR_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name
+
+
+def strip_top(name: str) -> str:
+    """Drop the single top-level directory of a node tarball."""
+    head, sep, rest = name.partition("/")
+    return rest if sep else name
+
+
+def classify_tar(path: Path) -> str:
+    """'node', 'cluster', or a sentence saying why the tarball is neither."""
+    return peek_tar(path).shape
+
+
+def peek_tar(path: Path) -> TarPeek:
+    """The tarball's shape, reading member headers only as far as needed (a stream; nothing is
+    extracted).  For a node tarball, meta.env's bytes come along (the collector writes it first)."""
+    tops: set[str] = set()
+    top: str | None = None
+    bundle_like = False
+    try:
+        with tarfile.open(path, mode="r|*") as archive:
+            for n, info in enumerate(archive):
+                name = safe_member_name(info.name)
+                if name is None:
+                    continue
+                parts = name.split("/")
+                tops.add(parts[0])
+                if top is None and info.isreg() and len(parts) > 1:
+                    top = parts[0]
+                if parts[-1] == "meta.env" and info.isreg():
+                    if len(parts) > 2:
+                        return TarPeek("cluster")
+                    meta = None
+                    if info.size <= MAX_META_BYTES:
+                        member = archive.extractfile(info)
+                        meta = member.read() if member is not None else None
+                    return TarPeek("node", meta, top)
+                if name.lower().endswith(TAR_SUFFIXES) and info.isreg():
+                    return TarPeek("cluster")
+                bundle_like = bundle_like or (
+                    len(parts) >= 2 and parts[1] in ("cmd", "manifest.tsv", "files")
+                )
+                if n > 20000:
+                    break
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        if bundle_like and len(tops) == 1:
+            # damaged before meta.env, but plainly one node's bundle: read what is there
+            return TarPeek("node", None, top)
+        return TarPeek(f"unreadable archive: {exc or type(exc).__name__}")
+    return TarPeek("no meta.env and no node bundle inside: not a bundle")
+
+
+# -- checksums -----------------------------------------------------------------------------------
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1024 * 1024), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _checksum_of_tarball(path: Path) -> bool:
+    """``x.tar.gz.sha256`` beside an existing ``x.tar.gz``."""
+    if not path.name.lower().endswith(CHECKSUM_SUFFIX) or path.is_dir():
+        return False
+    return is_tarball(path.with_name(path.name[: -len(CHECKSUM_SUFFIX)]))
+
+
+_SUM_LINE = re.compile(r"^\\?([0-9A-Fa-f]{64})(?:[ \t]+\*?(.*))?$")
+_BSD_LINE = re.compile(r"^SHA256 ?\((.*)\) ?= ?([0-9A-Fa-f]{64})$")
+
+
+def parse_checksum(text: str, name: str) -> tuple[str | None, str | None]:
+    """The expected hex digest for file ``name`` from a ``sha256sum`` file, and a note.
+
+    ``<hex>  <name>`` and ``<hex> *<name>`` (binary marker), a bare ``<hex>``, and BSD ``SHA256 (name) =
+    <hex>`` are understood.  With several lines, the one naming the file (by base name) counts.
+
+    >>> h = "ab" * 32
+    >>> parse_checksum(f"{h}  hptriage-n1.tar.gz\\n", "hptriage-n1.tar.gz") == (h, None)
+    True
+    >>> parse_checksum(f"{h} *out/n1.tar.gz", "n1.tar.gz")[0] == h, parse_checksum(h, "x")[0] == h
+    (True, True)
+    >>> parse_checksum("not a digest", "x")
+    (None, 'no SHA-256 digest in the file')
+    """
+    entries: list[tuple[str, str | None]] = []
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _SUM_LINE.match(line)
+        if m:
+            entries.append((m.group(1).lower(), (m.group(2) or "").strip() or None))
+            continue
+        m = _BSD_LINE.match(line)
+        if m:
+            entries.append((m.group(2).lower(), m.group(1)))
+    if not entries:
+        return None, "no SHA-256 digest in the file"
+    named = [hexdigest for hexdigest, listed in entries if listed and Path(listed).name == name]
+    if named:
+        return named[0], None
+    if len(entries) == 1:
+        hexdigest, listed = entries[0]
+        return hexdigest, (f"the file names {listed!r}, not {name!r}" if listed else None)
+    return None, f"{len(entries)} digests, none for {name!r}"
+
+
+def _check_checksum(path: Path, display: str, found: Discovery, depth: int) -> None:
+    """Verify ``<tarball>.sha256`` where it exists; the bundle is read whatever the outcome."""
+    found._checked.add(path)
+    sidecar = path.with_name(path.name + CHECKSUM_SUFFIX)
+    if not (sidecar.is_file() or sidecar.is_symlink()):
+        return
+    entry: dict[str, str | None] = {
+        "path": display,
+        "sha256_file": display + CHECKSUM_SUFFIX,
+        "status": "unreadable",
+        "expected": None,
+        "actual": None,
+        "reason": None,
+    }
+    found.checksums.append((path, entry))
+    try:
+        if sidecar.is_symlink() and depth > 0:
+            entry["reason"] = "link inside a bundle directory not followed"
+            return
+        if sidecar.stat().st_size > MAX_CHECKSUM_FILE_BYTES:
+            entry["reason"] = f"larger than {MAX_CHECKSUM_FILE_BYTES} bytes: not a checksum file"
+            return
+        text = sidecar.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        entry["reason"] = f"not readable: {exc.strerror or exc}"
+        return
+    expected, note = parse_checksum(text, path.name)
+    entry["reason"] = note
+    if expected is None:
+        return
+    try:
+        actual = found.file_digest(path)
+    except OSError as exc:
+        entry["reason"] = f"tarball not readable: {exc.strerror or exc}"
+        return
+    entry.update(expected=expected, actual=actual, status="ok" if actual == expected else "mismatch")
+
+
+# -- identical content in two forms --------------------------------------------------------------
+
+
+def content_digest(location: Path, is_tar: bool, limits: Limits) -> str:
+    """SHA-256 over the bundle's readable files: (path inside the bundle, SHA-256 of the bytes), sorted.
+
+    The same for a node directory and a tarball of it (the tarball's top directory is dropped, as the
+    reader drops it), whatever the compression or the member order.  Only called for bundles that share
+    a meta.env byte for byte, so the cost is paid on likely duplicates alone.
+    """
+    refusals: list[Refusal] = []
+    errors: list[str] = []
+    members = (
+        iter_tar(location, limits, refusals, errors)
+        if is_tar
+        else iter_dir(location, limits, refusals, errors)
+    )
+    items = sorted(
+        (strip_top(name) if is_tar else name, hashlib.sha256(data).hexdigest()) for name, data in members
+    )
+    digest = hashlib.sha256()
+    for name, file_digest in items:
+        digest.update(f"{name}\0{file_digest}\n".encode("utf-8", errors="replace"))
+    for e in errors:
+        digest.update(f"\0error\0{e}\n".encode())
+    return digest.hexdigest()
+
+
+def listing(root: Path) -> tuple[tuple[str, int], ...]:
+    """(relative path, size) of every regular file under root, links not followed: a cheap signature."""
+    out: list[tuple[str, int]] = []
+    for dirpath, _dirnames, filenames in os.walk(root, followlinks=False):
+        for filename in filenames:
+            full = Path(dirpath, filename)
+            try:
+                st = full.lstat()
+            except OSError:
+                continue
+            out.append((full.relative_to(root).as_posix(), st.st_size))
+    return tuple(sorted(out))

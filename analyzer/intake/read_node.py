@@ -1,0 +1,427 @@
+"""Turn one node bundle into rows: runs in a worker process, returns plain Python data.
+
+For every file the kind comes from the manifest, else from the file name (``cmd/<kind>.txt``), else from
+the content.  Each parse failure becomes a problem record; nothing raised by a parser escapes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import parsers
+from analyzer.intake.bundle import NodeSource, node_name, strip_top
+from analyzer.intake.meta import ManifestRow, Meta, parse_manifest, parse_meta
+from analyzer.intake.safe_read import Limits, Refusal, iter_dir, iter_tar
+from analyzer.store.tables import rows_to_arrow
+from parsers._base import CollectorError, NoData, ParseError, long_line
+from parsers.probe_answers import family_of, read_answers
+
+#: Characters of a probe's stdout / stderr searched for failure answers (they come first).
+ANSWER_HEAD = 256 * 1024
+
+Row = dict[str, Any]
+
+
+@dataclass
+class NodeData:
+    """Everything read from one node bundle."""
+
+    bundle_id: str
+    node: str
+    display: str
+    meta: dict[str, str] = field(default_factory=dict)
+    tables: dict[str, list[Row]] = field(default_factory=dict)
+    problems: list[Row] = field(default_factory=list)
+    files: list[Row] = field(default_factory=list)
+    probes: list[Row] = field(default_factory=list)
+    arrow: dict[str, Any] = field(default_factory=dict)  # table -> pyarrow.Table, made in the worker
+    #: table -> Arrow tables of the files parsed so far (typed as each file is parsed), without ids
+    parts: dict[str, list[Any]] = field(default_factory=dict)
+    #: id(part) -> the node its rows carry instead of ``node`` (a node's output found in extra/)
+    part_nodes: dict[int, str] = field(default_factory=dict)
+    #: {"path", "reason"} for what was not read: refused members (``bundle.tar.gz!member``, or
+    #: ``dir/member``) and the rest of a damaged or over-cap bundle
+    unread: list[dict[str, str]] = field(default_factory=list)
+    failed: str = ""  # set when reading the bundle raised: nothing of it was stored
+
+    def to_arrow(self) -> None:
+        """Convert every row list to Arrow here, so the parent process only inserts batches."""
+        import pyarrow as pa
+
+        from analyzer.store.tables import all_schemas, rows_to_arrow, with_ids
+
+        known = all_schemas()
+        tables = dict(self.tables)
+        tables.update(probe=self.probes, file=self.files, parse_problems=self.problems)
+        parts = {name: list(batches) for name, batches in self.parts.items()}
+        for name, rows in tables.items():
+            if name in known and rows:
+                parts.setdefault(name, []).append(rows_to_arrow(name, rows))
+        for name, batches in parts.items():
+            if self.part_nodes:  # ids batch by batch: some carry another node
+                pieces = [with_ids(b, self.bundle_id, self.part_nodes.get(id(b), self.node)) for b in batches]
+                self.arrow[name] = pa.concat_tables(pieces) if len(pieces) > 1 else pieces[0]
+                continue
+            body = pa.concat_tables(batches) if len(batches) > 1 else batches[0]
+            self.arrow[name] = with_ids(body, self.bundle_id, self.node)
+        self.tables, self.parts, self.part_nodes = {}, {}, {}
+
+
+def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None) -> NodeData:
+    """Read a node bundle (directory or tarball) into rows."""
+    refusals: list[Refusal] = []
+    errors: list[str] = []
+    members = (
+        iter_tar(source.location, limits, refusals, errors)
+        if source.is_tar
+        else iter_dir(source.location, limits, refusals, errors)
+    )
+    reader = _NodeReader(source)
+    for name, data in members:
+        if source.is_tar and reader.top is None:
+            reader.top = name.partition("/")[0] if "/" in name else None
+        reader.take(strip_top(name) if source.is_tar else name, data)
+    reader.finish()
+    for r in refusals:
+        reader.problem(strip_top(r.path) if source.is_tar else r.path, None, f"member refused: {r.reason}")
+        member = f"{source.display}!{r.path}" if source.is_tar else f"{source.display.rstrip('/')}/{r.path}"
+        reader.data.unread.append({"path": member, "reason": f"member refused: {r.reason}"})
+    for e in errors:
+        reader.problem("", None, e)
+        reader.data.unread.append({"path": source.display, "reason": e})
+    reader.data.to_arrow()
+    return reader.data
+
+
+def read_node_safely(source: NodeSource, limits: Limits) -> NodeData:
+    """read_node, but an unexpected error becomes a failed NodeData instead of ending the analysis."""
+    try:
+        return read_node(source, limits)
+    except Exception as exc:  # a reader bug or an OS error on one bundle must not lose the others
+        return NodeData(bundle_id="", node="", display=source.display, failed=f"{type(exc).__name__}: {exc}")
+
+
+def read_extra(
+    path: Path,
+    display: str,
+    cluster_id: str,
+    limits: Limits,
+    part: int = 0,
+    parts: int = 1,
+    prefix: str = "extra",
+) -> NodeData:
+    """Read a cluster-wide extra/ directory: every file recognised by content, node unknown.
+
+    Its files are named ``<prefix>/<file>`` (source_file): ``extra/...``, or ``<folder>/extra/...``
+    when several extra/ folders are analyzed together, so two files of one name never collide.
+    With ``parts`` > 1 this reads one share of the files (``part`` of ``parts``, by a hash of the name),
+    so workers can share a large folder; refused members and errors are reported by part 0 alone."""
+    source = NodeSource(path, False, display)
+    reader = _NodeReader(source, cluster_id=cluster_id)
+    refusals: list[Refusal] = []
+    errors: list[str] = []
+
+    def mine(name: str) -> bool:
+        return parts <= 1 or zlib.crc32(name.encode("utf-8", "surrogateescape")) % parts == part
+
+    for name, data in iter_dir(path, limits, refusals, errors, select=mine):
+        reader.parse_file(f"{prefix}/{name}", data, None)
+    if part != 0:
+        refusals, errors = [], []
+    for r in refusals:
+        reader.problem(f"{prefix}/{r.path}", None, f"member refused: {r.reason}")
+        reader.data.unread.append(
+            {"path": f"{display.rstrip('/')}/{r.path}", "reason": f"member refused: {r.reason}"}
+        )
+    for e in errors:
+        reader.problem(f"{prefix}/", None, e)
+        reader.data.unread.append({"path": display, "reason": e})
+    reader.data.to_arrow()
+    return reader.data
+
+
+def bundle_id_for(node: str, collected_at: str, display: str) -> str:
+    digest = hashlib.sha256(f"{node}\0{collected_at}\0{display}".encode()).hexdigest()
+    return digest[:12]
+
+
+class _NodeReader:
+    def __init__(self, source: NodeSource, cluster_id: str | None = None) -> None:
+        self.source = source
+        self.meta: Meta | None = None
+        self.manifest: dict[str, ManifestRow] | None = None
+        self.pending: list[tuple[str, bytes]] = []
+        self.stderr: dict[str, str] = {}
+        self.manifest_lines: list[str] = []
+        #: output file -> (kind, head of stdout) for probes whose failure answers are catalogued
+        self.answer_text: dict[str, tuple[str, str]] = {}
+        self.seen: set[str] = set()
+        self.top: str | None = None  # the top-level directory of a node tarball
+        node = None if cluster_id else source.location.name
+        self.data = NodeData(bundle_id=cluster_id or "", node=node or "", display=source.display)
+        self.cluster_wide = bool(cluster_id)  # an extra/ folder: no node of its own
+        if cluster_id:
+            self.data.node = ""
+            self._identified = True
+        else:
+            self._identified = False
+
+    # -- streaming ---------------------------------------------------------------------------
+    def take(self, name: str, data: bytes) -> None:
+        if name == "meta.env":
+            self._set_meta(data)
+        elif name == "manifest.tsv":
+            manifest_text = _text(data)
+            rows, problems = parse_manifest(manifest_text)
+            self.manifest = rows
+            self.manifest_lines = manifest_text.splitlines()
+            for line, msg in problems:
+                self.problem("manifest.tsv", "manifest", msg, line)
+        elif name.endswith(".err") and name.startswith("cmd/"):
+            self.stderr[name[:-4] + ".txt"] = _text(data[:ANSWER_HEAD])
+        elif self.meta is None or self.manifest is None:
+            self.pending.append((name, data))  # held until meta.env and the manifest are known
+        else:
+            self._dispatch(name, data)
+
+    def finish(self) -> None:
+        if self.meta is None:
+            self._set_meta(None)
+        if self.manifest is None:
+            self.manifest = {}
+            self.problem("manifest.tsv", "manifest", "manifest.tsv missing: kinds taken from names/content")
+        for name, data in self.pending:
+            self._dispatch(name, data)
+        self.pending.clear()
+        for path, row in sorted(self.manifest.items()):
+            self.data.probes.append(
+                {
+                    "path": path,
+                    "kind": row.kind,
+                    "exit_code": row.exit_code,
+                    "duration_s": row.duration_s,
+                    "bytes": row.bytes,
+                    "sha256": row.sha256,
+                    "command": row.command,
+                    "note": row.note,
+                    "present": path in self.seen,
+                    "stderr_head": (self.stderr.get(path) or "")[:2000] or None,
+                    "line": row.line,
+                }
+            )
+        self._answers()
+
+    def _answers(self) -> None:
+        """The failure answers of every probe (parsers.probe_answers): rows of ``probe_answer``, with
+        the cited lines kept as evidence."""
+        assert self.manifest is not None
+        rows: list[Row] = []
+        for path in sorted(set(self.manifest) | set(self.answer_text)):
+            row = self.manifest.get(path)
+            kind, stdout = self.answer_text.get(path, (None, ""))
+            if kind is None and row is not None and row.kind not in (None, "-"):
+                kind = row.kind
+            code = row.exit_code if row is not None else None
+            for a in read_answers(kind, stdout, self.stderr.get(path, ""), code):
+                if a.stream == "manifest":
+                    cited, line = "manifest.tsv", row.line if row is not None else None
+                    text = (
+                        self.manifest_lines[line - 1] if line and line <= len(self.manifest_lines) else a.text
+                    )
+                else:
+                    cited = path if a.stream == "stdout" else path.removesuffix(".txt") + ".err"
+                    line, text = a.line, a.text
+                source_file = self.source_file(cited)
+                rows.append(
+                    {
+                        "path": path,
+                        "kind": kind,
+                        "family": a.family,
+                        "answer": a.answer,
+                        "stream": a.stream,
+                        "exit_code": code,
+                        "pci": a.pci,
+                        "source_file": source_file,
+                        "line": line,
+                        "text": a.text,
+                    }
+                )
+                if line is not None:
+                    self.data.tables.setdefault("source_line", []).append(
+                        {"source_file": source_file, "line": line, "text": text[:1000]}
+                    )
+        if rows:
+            self.data.tables.setdefault("probe_answer", []).extend(rows)
+
+    # -- one file ----------------------------------------------------------------------------
+    def _dispatch(self, name: str, data: bytes) -> None:
+        assert self.manifest is not None
+        row = self.manifest.get(name)
+        if row is not None and row.kind == "-" and not name.startswith("extra/"):
+            self._file(name, None, "manifest", len(data), "kept", 0)
+            return
+        kind = row.kind if row is not None and row.kind != "-" else None
+        self.parse_file(name, data, kind, "manifest" if kind else None)
+
+    def parse_file(self, name: str, data: bytes, kind: str | None, kind_source: str | None = None) -> None:
+        self.seen.add(name)
+        if kind is not None and kind not in parsers.KINDS:
+            self.problem(name, kind, f"unknown kind {kind!r} in manifest; recognising by content")
+            kind = None
+        text = _text(data)
+        if kind is None and name.startswith("cmd/") and name.endswith(".txt"):
+            stem = name[4:-4]
+            if stem in parsers.KINDS:
+                kind, kind_source = stem, "name"
+        if family_of(kind) is not None and not self.cluster_wide:
+            self.answer_text[name] = (kind or "", text[:ANSWER_HEAD])
+        if kind is None:
+            if name.startswith("files/") and not name.startswith("files/etc/slurm"):
+                self._file(name, None, None, len(data), "kept", 0)
+                return
+            kind = parsers.detect_kind(text) if text.strip() else None
+            kind_source = "content"
+        if kind is None:
+            status = "empty" if not text.strip() else "unrecognised"
+            self._file(name, None, None, len(data), status, 0)
+            return
+        self._parse(name, kind, kind_source or "content", text, len(data))
+
+    def _parse(self, name: str, kind: str, kind_source: str, text: str, size: int) -> None:
+        source_file = self.source_file(name)
+        if too_long := long_line(text):
+            self._file(name, kind, kind_source, size, "failed", 0)
+            self.problem(
+                name,
+                kind,
+                f"not parsed: line {too_long[0]} is {too_long[1]} characters long (no tool prints that)",
+            )
+            return
+        try:
+            module = parsers.module_for(kind)
+            row = (self.manifest or {}).get(name)
+            command = row.command if row is not None and row.command not in (None, "", "-") else None
+            parse_with_command = getattr(module, "parse_with_command", None)
+            parse_with_name = getattr(module, "parse_with_name", None)
+            if parse_with_command and command:  # the command line tells the layout (csv,noheader fields)
+                result = parse_with_command(text, command)
+            elif parse_with_name:
+                result = parse_with_name(text, name)
+            else:
+                result = module.parse(text)
+            tables = result.tables
+            for rows in tables.values():
+                for row in rows:
+                    row["source_file"] = source_file
+            typed = {t: rows_to_arrow(t, rows) for t, rows in tables.items() if rows}
+        except NoData:
+            self._file(name, kind, kind_source, size, "empty", 0)
+            return
+        except CollectorError as exc:
+            self._file(name, kind, kind_source, size, "tool-error", 0)
+            self.problem(name, kind, f"the tool reported an error instead of output: {exc}")
+            return
+        except ParseError as exc:
+            self._file(name, kind, kind_source, size, "failed", 0)
+            self.problem(name, kind, f"not parsed: {exc}")
+            return
+        except Exception as exc:  # a parser bug must not lose the rest of the bundle
+            self._file(name, kind, kind_source, size, "failed", 0)
+            self.problem(name, kind, f"parser error ({type(exc).__name__}): {exc}")
+            return
+        lines: list[str] | None = result.lines  # split only when a row cites a line
+        n_rows = 0
+        for table, rows in tables.items():
+            line_keys = [c.name for c in module.SCHEMA[table] if c.name == "line" or c.name.endswith("_line")]
+            for row in rows:
+                for key in line_keys:
+                    no = row.get(key)
+                    if lines is None and isinstance(no, int):
+                        lines = text.splitlines()
+                    if isinstance(no, int) and lines is not None and 0 < no <= len(lines):
+                        self.data.tables.setdefault("source_line", []).append(
+                            {"source_file": source_file, "line": no, "text": lines[no - 1][:1000]}
+                        )
+            if table in typed:
+                self.data.parts.setdefault(table, []).append(typed[table])
+                if self.cluster_wide and kind not in parsers.CLUSTER_KINDS:
+                    self.data.part_nodes[id(typed[table])] = name
+            n_rows += len(rows)
+        if self.cluster_wide and kind not in parsers.CLUSTER_KINDS and n_rows:
+            self.problem(
+                name,
+                kind,
+                f"{kind} output in extra/ names no node: analyzed as node {name!r}; put it in its node's "
+                "bundle (cmd/) to tie it to that node",
+            )
+        for issue in result.issues:
+            self.problem(name, kind, f"line not understood: {issue.reason}", issue.line_no, issue.line)
+        if result.issues_dropped:
+            self.problem(name, kind, f"{result.issues_dropped} more lines not understood (not listed)")
+        self._file(name, kind, kind_source, size, "parsed", n_rows)
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def _set_meta(self, data: bytes | None) -> None:
+        meta_text = ""
+        if data is None:
+            self.meta = Meta()
+            self.problem("meta.env", "meta", "meta.env missing")
+        else:
+            meta_text = _text(data)
+            self.meta = parse_meta(meta_text)
+            for line, msg in self.meta.problems:
+                self.problem("meta.env", "meta", msg, line or None)
+        if self._identified:
+            return
+        node = self.source.node_name or node_name(self.meta, self.top, self.source.location)
+        self.data.node = node
+        self.data.meta = dict(self.meta.values)
+        self.data.bundle_id = bundle_id_for(node, self.meta.get("collected_at") or "", self.source.display)
+        self._identified = True
+        # meta.env lines are evidence too (instance type, placement, kernel): keep them for citations
+        self.data.tables.setdefault("source_line", []).extend(
+            {"source_file": self.source_file("meta.env"), "line": no, "text": line[:1000]}
+            for no, line in enumerate(meta_text.splitlines()[:200], start=1)
+            if "=" in line
+        )
+
+    def source_file(self, name: str) -> str:
+        return f"{self.data.node}/{name}" if self.data.node else name
+
+    def problem(
+        self, name: str, kind: str | None, error: str, line: int | None = None, text: str = ""
+    ) -> None:
+        self.data.problems.append(
+            {
+                "file": self.source_file(name) if name else self.source.display,
+                "kind": kind,
+                "error": error,
+                "line": line,
+                "text": text[:500] if text else None,
+            }
+        )
+
+    def _file(
+        self, name: str, kind: str | None, kind_source: str | None, size: int, status: str, rows: int
+    ) -> None:
+        self.seen.add(name)
+        self.data.files.append(
+            {
+                "path": name,
+                "source_file": self.source_file(name),
+                "kind": kind,
+                "kind_source": kind_source,
+                "bytes": size,
+                "status": status,
+                "rows": rows,
+            }
+        )
+
+
+def _text(data: bytes) -> str:
+    """Decode bundle bytes: UTF-8, with undecodable bytes replaced (never an exception)."""
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n")

@@ -1,0 +1,258 @@
+"""Run the rules over the store; every rule ends 'fail', 'pass', 'skipped' or 'error'."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from analyzer.judge.findings import Evidence, Finding, Outcome, Route, Severity
+from analyzer.judge.settings import Settings, load_settings
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """A rule's metadata: what it checks, what it needs, who acts on it."""
+
+    id: str
+    title: str
+    severity: Severity
+    requires: tuple[str, ...]
+    route: Route
+    version: int = 1
+    #: alternative sources: at least one of them (see analyzer.judge.coverage for what "has" means)
+    requires_any: tuple[str, ...] = ()
+    #: what an [OK] line says when the rule ran and found nothing ("no TCP fallback seen")
+    passed: str = ""
+    #: where the cause of a finding lies: "node" (a fault of that node: the node is ranked), "shared"
+    #: (a cause shared by many nodes — a file system, a spine link, the placement, a cluster-wide
+    #: version: listed as cluster-wide, its nodes not ranked for it)
+    scope: str = "node"
+    #: rules whose finding explains this rule's findings as symptoms (iowait on every node of a saturated
+    #: file system): when one of them fired, this rule's findings do not rank their nodes
+    explained_by: tuple[str, ...] = ()
+    #: why the rule's worst severity is what it is, and the public source that says so (shown in the
+    #: rule catalog: ``hptriage rules``, docs/rules.md)
+    severity_reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.scope not in ("node", "shared"):
+            raise ValueError(f"rule {self.id}: scope {self.scope!r} is not 'node' or 'shared'")
+
+    def finding(
+        self,
+        *,
+        node: str | None,
+        message: str,
+        params: dict[str, Any],
+        gpu: int | None = None,
+        severity: Severity | None = None,
+        route: Route | None = None,
+        evidence: Iterable[Evidence] = (),
+        bundle_id: str | None = None,
+        key: tuple[Any, ...] = (),
+    ) -> Finding:
+        """A finding of this rule: its id and version filled in, its severity and route unless given.
+
+        ``key`` is what tells this finding apart from others of the rule on the same node and GPU (it
+        goes into the fingerprint with them).
+        """
+        return Finding(
+            rule=self.id,
+            rule_version=self.version,
+            severity=self.severity if severity is None else severity,
+            node=node,
+            gpu=gpu,
+            message=message,
+            params=params,
+            route=self.route if route is None else route,
+            evidence=list(evidence),
+            bundle_id=bundle_id,
+            key=key,
+        )
+
+
+class NotExamined(Exception):
+    """Raised by a rule's check() that found none of its own input among the tables it was given (only
+    other metrics of an export, say): the rule ends ``skipped`` with this reason, never ``pass``."""
+
+
+class RuleModule(Protocol):
+    RULE: RuleInfo
+
+    def check(self, ctx: Context) -> Iterable[Finding]: ...
+
+
+class Context:
+    """What a rule's check() receives: the database and helpers for evidence."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, settings: Settings | None = None) -> None:
+        self.con = con
+        self.settings = settings or load_settings()
+
+    def saw(self, nodes: Iterable[str]) -> None:
+        """The running rule judged these nodes from an input the coverage cannot tie to them (a
+        cluster-level export that names them, mapped by the rule): they count as checked."""
+        seen: set[str] = self.__dict__.setdefault("_saw", set())
+        seen.update(n for n in nodes if n)
+
+    def take_saw(self) -> set[str]:
+        """The nodes the rule that just ran reported with :meth:`saw` (and forget them)."""
+        seen: set[str] = self.__dict__.pop("_saw", set())
+        return seen
+
+    def threshold(self, rule: RuleInfo, key: str) -> Any:
+        """A rule's threshold from thresholds.toml (or the site override)."""
+        return self.settings.value(rule.id, key)
+
+    def memo(self, key: str, make: Callable[[], Any]) -> Any:
+        """A value several rules read (a table grouped once): made on first use, then shared."""
+        cache: dict[str, Any] = self.__dict__.setdefault("_memo", {})
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
+
+    def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        cur = self.con.execute(sql, list(params))
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=False)) for row in cur.fetchall()]
+
+    def meta_evidence(self, node: str, key: str) -> Evidence:
+        """The meta.env line of a node's KEY=VALUE, as evidence with its line number."""
+        cache: dict[tuple[str, str], tuple[int, str]] | None = getattr(self, "_meta_lines", None)
+        if cache is None:
+            cache = {}
+            for file, line, text in self.con.execute(
+                "SELECT source_file, line, text FROM source_line WHERE source_file LIKE '%/meta.env'"
+            ).fetchall():
+                cache.setdefault(
+                    (file.removesuffix("/meta.env"), text.partition("=")[0].strip()), (line, text)
+                )
+            self._meta_lines = cache
+        hit = cache.get((node, key))
+        return Evidence(f"{node}/meta.env", hit[0] if hit else None, hit[1] if hit else None)
+
+    def evidence(self, source_file: str | None, line: int | None) -> Evidence:
+        """Evidence pointing at a file and line; its text is filled in after all rules ran (one join)."""
+        if source_file is None:
+            return Evidence("", None, None)
+        return Evidence(source_file, line, None)
+
+
+def run_rules(
+    con: duckdb.DuckDBPyConnection, modules: Iterable[RuleModule], settings: Settings | None = None
+) -> tuple[list[Finding], list[Outcome]]:
+    from analyzer.judge.coverage import Coverage
+
+    ctx = Context(con, settings)
+    coverage = Coverage(con)
+    findings: list[Finding] = []
+    outcomes: list[Outcome] = []
+    for module in modules:
+        info = module.RULE
+        seen = coverage.examined(info.requires, info.requires_any)
+        if seen.absent:
+            outcomes.append(
+                Outcome(
+                    info.id,
+                    "skipped",
+                    0,
+                    "no input: " + ", ".join(seen.absent),
+                    nodes_without_data=seen.missing,
+                )
+            )
+            continue
+        ctx.take_saw()
+        try:
+            found = list(module.check(ctx))
+        except NotExamined as exc:  # the rule's own input was not among what the tables hold
+            ctx.take_saw()
+            outcomes.append(
+                Outcome(info.id, "skipped", 0, f"no input: {exc}", nodes_without_data=sorted(coverage.nodes))
+            )
+            continue
+        except Exception as exc:  # a broken rule is reported, the others still run
+            ctx.take_saw()
+            outcomes.append(Outcome(info.id, "error", 0, f"{type(exc).__name__}: {exc}"))
+            continue
+        mapped = ctx.take_saw()
+        findings.extend(found)
+        outcomes.append(
+            Outcome(
+                info.id,
+                "fail" if found else "pass",
+                len(found),
+                nodes_without_data=sorted(set(seen.missing) - mapped),
+                nodes_checked=sorted(set(seen.checked) | (mapped & set(coverage.nodes))),
+            )
+        )
+    findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))
+    _fill_evidence_text(con, findings)
+    _store(con, findings, outcomes)
+    return findings, outcomes
+
+
+def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding]) -> None:
+    """Look up the text of every evidence line in one query instead of one query per finding."""
+    import pyarrow as pa
+
+    wanted = {(e.file, e.line) for f in findings for e in f.evidence if e.line is not None and e.text is None}
+    if not wanted:
+        return
+    keys = pa.table({"source_file": [k[0] for k in wanted], "line": [k[1] for k in wanted]})
+    con.register("_wanted", keys)
+    found = con.execute(
+        "SELECT s.source_file, s.line, any_value(s.text) FROM source_line s "
+        "JOIN _wanted w USING (source_file, line) GROUP BY ALL"
+    ).fetchall()
+    con.unregister("_wanted")
+    text = {(file, line): t for file, line, t in found}
+    for f in findings:
+        f.evidence = [
+            Evidence(e.file, e.line, text.get((e.file, e.line)))
+            if e.text is None and e.line is not None
+            else e
+            for e in f.evidence
+        ]
+
+
+def _store(con: duckdb.DuckDBPyConnection, findings: list[Finding], outcomes: list[Outcome]) -> None:
+    import pyarrow as pa
+
+    if findings:
+        rows = pa.table(
+            {
+                "fingerprint": [f.fingerprint for f in findings],
+                "rule": [f.rule for f in findings],
+                "rule_version": pa.array([f.rule_version for f in findings], pa.int32()),
+                "severity": [f.severity.value for f in findings],
+                "bundle_id": pa.array([f.bundle_id for f in findings], pa.string()),
+                "node": pa.array([f.node for f in findings], pa.string()),
+                "gpu": pa.array([f.gpu for f in findings], pa.int32()),
+                "message": [f.message for f in findings],
+                "params_json": [json.dumps(f.params, default=str) for f in findings],
+                "route_owner": [f.route.owner for f in findings],
+                "route_target": [f.route.target for f in findings],
+                "route_action": [f.route.action for f in findings],
+                "evidence_json": [json.dumps([e.as_dict() for e in f.evidence]) for f in findings],
+            }
+        )
+        con.register("_findings", rows)
+        con.execute("INSERT INTO findings SELECT * FROM _findings").fetchall()
+        con.unregister("_findings")
+    if outcomes:
+        table = pa.table(
+            {
+                "rule": [o.rule for o in outcomes],
+                "outcome": [o.outcome for o in outcomes],
+                "findings": pa.array([o.findings for o in outcomes], pa.int32()),
+                "reason": pa.array([o.reason for o in outcomes], pa.string()),
+            }
+        )
+        con.register("_outcomes", table)
+        con.execute("INSERT INTO rule_outcome SELECT * FROM _outcomes").fetchall()
+        con.unregister("_outcomes")

@@ -1,0 +1,1 @@
+"""What renderers are given: findings and outcomes, the verdict, report data and chart data."""

@@ -1,0 +1,114 @@
+"""Everything a report shows, gathered once from the store after the rules ran."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from analyzer.judge.coverage import Coverage
+from analyzer.judge.engine import RuleModule
+from analyzer.judge.findings import Finding, Outcome
+from analyzer.judge.settings import Settings, load_settings
+from analyzer.model.verdict import CORE_INPUTS, RuleScope, Verdict, compute
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from analyzer.intake.load import LoadSummary
+
+
+@dataclass
+class ReportData:
+    bundles: list[dict[str, Any]]
+    nodes: list[dict[str, Any]]
+    findings: list[Finding]
+    outcomes: list[Outcome]
+    problems: list[dict[str, Any]]
+    rule_titles: dict[str, str] = field(default_factory=dict)
+    #: each rule's pass phrase ("no TCP fallback seen"), shown for [OK] outcomes instead of the title
+    rule_passed: dict[str, str] = field(default_factory=dict)
+    verdict: Verdict | None = None  # computed from the rest when not given
+    charts: dict[str, Any] = field(default_factory=dict)  # chart data, gathered only for HTML/PDF
+    #: how the inputs were read: duplicates, node-name conflicts, checksums, extras, ignored files
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.verdict is None:
+            self.verdict = compute(self.findings, self.outcomes, self.nodes)
+
+
+def gather(
+    con: duckdb.DuckDBPyConnection,
+    summary: LoadSummary,
+    findings: list[Finding],
+    outcomes: list[Outcome],
+    modules: Sequence[RuleModule],
+    settings: Settings | None = None,
+    charts: bool = False,
+) -> ReportData:
+    """The report-data model every renderer reads: findings, outcomes, verdict and (for HTML/PDF) charts."""
+    nodes = _rows(
+        con,
+        """
+        SELECT n.node, n.bundle_id, n.hostname, n.instance_type, n.instance_id, n.availability_zone,
+               strftime(n.collected_at, '%Y-%m-%dT%H:%M:%SZ') AS collected_at, n.source,
+               (SELECT count(*) FROM gpu g WHERE g.bundle_id = n.bundle_id) AS gpus,
+               (SELECT count(*) FROM file f WHERE f.bundle_id = n.bundle_id AND f.status = 'parsed') AS files_parsed,
+               (SELECT count(*) FROM parse_problems p WHERE p.bundle_id = n.bundle_id) AS problems
+        FROM node n ORDER BY n.node, n.collected_at
+        """,
+    )
+    problems = _rows(
+        con,
+        "SELECT bundle_id, node, file, kind, error, line, text FROM parse_problems ORDER BY node, file, line",
+    )
+    rules = {m.RULE.id: RuleScope(m.RULE.title, m.RULE.scope, m.RULE.explained_by) for m in modules}
+    verdict = compute(
+        findings,
+        outcomes,
+        nodes,
+        rules,
+        unread_inputs=summary.unread_inputs,
+        not_examined=not_examined(Coverage(con)),
+    )
+    data = ReportData(
+        summary.bundles,
+        nodes,
+        findings,
+        outcomes,
+        problems,
+        rule_titles={m.RULE.id: m.RULE.title for m in modules},
+        rule_passed={m.RULE.id: m.RULE.passed for m in modules if m.RULE.passed},
+        verdict=verdict,
+        inputs={
+            "duplicates": summary.duplicates,
+            "node_conflicts": summary.node_conflicts,
+            "checksums": summary.checksums,
+            "extras": summary.extras,
+            "ignored": summary.ignored,
+        },
+    )
+    if charts:
+        from analyzer.model.chart_data import collect
+
+        data.charts = collect(con, settings or load_settings(), findings)
+    return data
+
+
+def not_examined(coverage: Coverage) -> list[dict[str, str]]:
+    """Per node, the core inputs (analyzer.model.verdict.CORE_INPUTS) it lacks."""
+    out = []
+    for what, requirements in CORE_INPUTS.items():
+        have: set[str] = set()
+        for req in requirements:
+            have |= coverage.nodes_with(req) or set()
+        out += [{"node": node, "what": what} for node in coverage.nodes if node not in have]
+    return sorted(out, key=lambda r: (r["node"], r["what"]))
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
+    cur = con.execute(sql)
+    names = [d[0] for d in cur.description]
+    return [json.loads(json.dumps(dict(zip(names, r, strict=False)), default=str)) for r in cur.fetchall()]

@@ -1,0 +1,208 @@
+"""The one wiring of an analysis: inputs -> store -> rules -> the report model.
+
+``analyze(paths, settings)`` is what ``hptriage analyze``, ``diff`` and any other front end call; the
+history store's ``ingest`` calls the same two steps it is made of, :func:`load_inputs` and
+:func:`judge`, once per part of its inputs.  Inputs are discovered and digested once (``load_inputs``
+takes what discovery found, when the caller already has it).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from analyzer.errors import no_usable_bundle
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from analyzer.intake.bundle import Discovery
+    from analyzer.intake.load import LoadSummary, Plan
+    from analyzer.judge.engine import RuleModule
+    from analyzer.judge.findings import Finding, Outcome
+    from analyzer.judge.settings import Settings
+    from analyzer.model.report_data import ReportData
+
+
+def analyze(
+    paths: Sequence[Path],
+    settings: Settings,
+    *,
+    db_path: Path | None = None,
+    jobs: int | None = None,
+    progress: Any = None,
+    charts: bool = False,
+    on_loaded: Callable[[LoadSummary], None] | None = None,
+) -> ReportData:
+    """Analyze node bundles, cluster bundles and folders of them into the report model.
+
+    ``db_path`` keeps the DuckDB database (a new file); ``on_loaded`` sees what the loader did with the
+    inputs before the rules run (the CLI warns about them); ``charts`` adds the chart data (HTML/PDF).
+    """
+    from analyzer.model.report_data import gather
+    from analyzer.store.tables import connect
+
+    workdir = Path(tempfile.mkdtemp(prefix="hptriage-"))
+    try:
+        con = connect(str(db_path) if db_path else None)
+        summary = load_inputs(con, workdir, paths=paths, jobs=jobs, progress=progress)
+        if not summary.nodes:
+            unread = [(u["path"], u["reason"]) for u in summary.unread_inputs]
+            raise no_usable_bundle(unread or con.execute("SELECT file, error FROM parse_problems").fetchall())
+        if on_loaded is not None:
+            on_loaded(summary)
+        modules = rule_modules()
+        findings, outcomes = judge(con, modules, settings, summary.parts)
+        data = gather(con, summary, findings, outcomes, modules, settings, charts=charts)
+        notes = snapshot_notes(summary)
+        data.inputs.update(parts=summary.parts, not_judged=summary.not_judged, notes=notes)
+        if data.verdict is not None:
+            data.verdict.notes = notes
+        con.close()
+        return data
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def load_inputs(
+    con: duckdb.DuckDBPyConnection,
+    workdir: Path,
+    *,
+    paths: Sequence[Path] = (),
+    jobs: int | None = None,
+    progress: Any = None,
+    found: Discovery | None = None,
+    plan: Plan | None = None,
+    part: int | None = None,
+    account: bool = True,
+) -> LoadSummary:
+    """Read the inputs into the store: the paths, or (``found``/``plan``/``part``) one part of inputs
+    already discovered."""
+    from analyzer.intake.load import load
+    from analyzer.intake.safe_read import Limits
+
+    return load(
+        con,
+        list(paths),
+        workdir,
+        Limits(),
+        jobs=jobs,
+        progress=progress,
+        found=found,
+        plan=plan,
+        part=part,
+        account=account,
+    )
+
+
+def rule_modules() -> list[RuleModule]:
+    """The rules every analysis runs (built-ins and installed rule packs)."""
+    from analyzer.judge.rules import load_rules
+
+    modules: list[RuleModule] = load_rules()
+    return modules
+
+
+def judge(
+    con: duckdb.DuckDBPyConnection,
+    modules: Sequence[RuleModule],
+    settings: Settings,
+    parts: Sequence[dict[str, Any]] = (),
+) -> tuple[list[Finding], list[Outcome]]:
+    """Run the rules; with several parts (clusters, folders), over each part's rows alone, so that no
+    rule compares nodes, pools nccl-tests runs or counts a placement across them.  The findings of all
+    parts are kept; each rule's outcomes are merged (error, then fail, then pass, then skipped)."""
+    from analyzer.judge.engine import run_rules
+
+    scopes = [p["bundle_ids"] for p in parts if p["bundle_ids"]]
+    if len(scopes) <= 1:
+        return run_rules(con, modules, settings)
+    tables = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()"
+            " AND schema_name = 'main' AND table_name NOT IN ('findings', 'rule_outcome')"
+        ).fetchall()
+    ]
+    findings: list[Finding] = []
+    outcomes: dict[str, list[Outcome]] = {}
+    schemas: list[str] = []
+    try:
+        for n, ids in enumerate(scopes):
+            schema = f"hptriage_part_{n}"
+            schemas.append(schema)
+            listed = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+            loose = " OR bundle_id = '' OR bundle_id IS NULL" if n == 0 else ""  # inputs of no bundle
+            con.execute(f'CREATE SCHEMA "{schema}"')
+            for table in tables:
+                con.execute(
+                    f'CREATE VIEW "{schema}"."{table}" AS SELECT * FROM main."{table}"'
+                    f" WHERE bundle_id IN ({listed}){loose}"
+                )
+            con.execute(f"SET search_path = '{schema},main'")
+            found, judged = run_rules(con, modules, settings)
+            findings += found
+            for o in judged:
+                outcomes.setdefault(o.rule, []).append(o)
+    finally:
+        con.execute("RESET search_path")
+        for schema in schemas:
+            con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    rank = {"error": 0, "fail": 1, "pass": 2, "skipped": 3}
+    merged = []
+    for outs in outcomes.values():
+        best = min(outs, key=lambda o: rank.get(o.outcome, len(rank)))
+        reasons = sorted({o.reason for o in outs if o.outcome == best.outcome and o.reason})
+        merged.append(
+            replace(
+                best,
+                findings=sum(o.findings for o in outs),
+                reason="; ".join(reasons) or None,
+                nodes_without_data=sorted({n for o in outs for n in o.nodes_without_data}),
+                nodes_checked=sorted({n for o in outs for n in o.nodes_checked}),
+            )
+        )
+    findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))
+    con.execute("DELETE FROM rule_outcome")
+    con.executemany(
+        "INSERT INTO rule_outcome VALUES (?, ?, ?, ?)",
+        [[o.rule, o.outcome, o.findings, o.reason] for o in merged],
+    )
+    return findings, merged
+
+
+def snapshot_notes(summary: LoadSummary) -> list[str]:
+    """One line per cluster given as several snapshots (the newest judged), and one when several
+    clusters are judged side by side."""
+    lines = []
+    older: dict[str, list[dict[str, Any]]] = {}
+    for snap in summary.not_judged:
+        older.setdefault(snap["cluster"], []).append(snap)
+    for cluster, snaps in older.items():
+        newest = snaps[0]["newest"]
+        new_at = _day(newest["collected_at"])
+        skipped = "; ".join(f"{', '.join(s['folders'])} ({_day(s['collected_at'])})" for s in snaps)
+        lines.append(
+            f"{len(snaps) + 1} snapshots of cluster {cluster} given: judged the newest ({new_at}:"
+            f" {', '.join(newest['folders'])}); not judged: {skipped}; compare them with"
+            f" `hptriage diff {snaps[-1]['folders'][0]} {newest['folders'][0]}`"
+        )
+    clusters: dict[str, int] = {}
+    for part in summary.parts:
+        clusters[part["cluster"]] = clusters.get(part["cluster"], 0) + len(part["nodes"])
+    if len(summary.parts) > 1:
+        listed = ", ".join(f"{c} ({n} node(s))" for c, n in clusters.items())
+        what = f"{len(clusters)} clusters" if len(clusters) > 1 else f"cluster {next(iter(clusters))}"
+        lines.append(
+            f"{what} in {len(summary.parts)} folders: {listed}; each folder's nodes are judged"
+            " against each other (peers, drift and nccl-tests runs never cross folders)"
+        )
+    return lines
+
+
+def _day(at: str | None) -> str:
+    return at.replace("T", " ").removesuffix(":00Z") + " UTC" if at else "collection time unknown"

@@ -1,0 +1,1 @@
+"""Redaction of bundles and of every input type, with one mapping for a whole cluster."""

@@ -1,0 +1,1 @@
+"""The DuckDB store: table schemas (from the parsers' declarations), coercion, batched inserts."""

@@ -1,0 +1,233 @@
+"""The DuckDB store: one table per kind of fact, every row carrying bundle_id and node.
+
+Tables are created from the parsers' declared schemas before any data arrives, so a rule can tell an
+empty table (nothing collected) from a missing one.  Rows arrive in batches as Arrow tables.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import TYPE_CHECKING, Any
+
+import parsers
+from parsers._base import Column
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+_SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE", "bool": "BOOLEAN", "ts": "TIMESTAMP"}
+
+#: Tables the analyzer itself fills (not parsers).
+CORE_TABLES: dict[str, tuple[Column, ...]] = {
+    "node": (
+        Column("source", "str", "where the bundle was read from"),
+        Column("collected_at", "ts", "meta.env collected_at (UTC)"),
+        Column("hostname", "str"),
+        Column("instance_id", "str"),
+        Column("instance_type", "str"),
+        Column("availability_zone", "str"),
+        Column("az_id", "str"),
+        Column("placement_group", "str"),
+        Column("cluster", "str"),
+        Column("instance_group", "str"),
+        Column("ultraserver_id", "str"),
+        Column("network_node_layers", "str"),
+        Column("collector_version", "str"),
+        Column("kernel", "str"),
+        Column("os_release", "str"),
+        Column("nproc", "int"),
+        Column("meta_json", "str", "every meta.env key, as JSON"),
+    ),
+    "probe": (
+        Column("path", "str"),
+        Column("kind", "str"),
+        Column("exit_code", "int", "124 = timed out, 127 = tool missing"),
+        Column("duration_s", "float"),
+        Column("bytes", "int"),
+        Column("sha256", "str"),
+        Column("command", "str"),
+        Column("note", "str"),
+        Column("present", "bool", "the file is in the bundle"),
+        Column("stderr_head", "str", "first 2000 characters of the probe's stderr"),
+        Column("line", "int", "manifest.tsv line"),
+    ),
+    "probe_answer": (
+        Column("path", "str", "the probe's output file (cmd/<name>.txt)"),
+        Column("kind", "str"),
+        Column("family", "str", "nvidia-smi, fi-info, efa, dcgm, fabricmanager (the kind for a timeout)"),
+        Column("answer", "str", "catalogued failure answer (parsers.probe_answers), or timeout"),
+        Column("stream", "str", "stdout, stderr, or manifest (the exit code)"),
+        Column("exit_code", "int"),
+        Column("pci", "str", "the GPU the answer names, dddd:bb:dd.f"),
+        Column(
+            "source_file", "str", "the file the answer was read from: the output, its .err, or manifest.tsv"
+        ),
+        Column("line", "int"),
+        Column("text", "str", "the answer's line as printed"),
+    ),
+    "file": (
+        Column("path", "str"),
+        Column("source_file", "str"),
+        Column("kind", "str"),
+        Column("kind_source", "str", "manifest, name or content"),
+        Column("bytes", "int"),
+        Column("status", "str", "parsed, empty, failed, tool-error, unrecognised, kept"),
+        Column("rows", "int"),
+    ),
+    "source_line": (
+        Column("source_file", "str"),
+        Column("line", "int"),
+        Column("text", "str"),
+    ),
+    "parse_problems": (
+        Column("file", "str"),
+        Column("kind", "str"),
+        Column("error", "str"),
+        Column("line", "int"),
+        Column("text", "str"),
+    ),
+    "bundle_checksum": (
+        Column(
+            "path", "str", "the tarball, as given (cluster.tar.gz!inner/x.tar.gz inside a cluster tarball)"
+        ),
+        Column("sha256_file", "str", "the <tarball>.sha256 beside it"),
+        Column("status", "str", "ok, mismatch, or unreadable (no digest could be read from the file)"),
+        Column("expected", "str", "the digest the .sha256 file states"),
+        Column("actual", "str", "the SHA-256 of the tarball's bytes"),
+        Column("reason", "str", "why unreadable, or a note (the file names another tarball)"),
+    ),
+    "input_issue": (
+        Column("path", "str", "the input as given, or bundle.tar.gz!member inside it"),
+        Column(
+            "issue",
+            "str",
+            "unread (not read: missing, no bundle, refused member, damaged), duplicate (identical to"
+            " same_as: analyzed once), node-conflict (another bundle claims the same node; this one is"
+            " shown under node), ignored (a file beside the bundles that is no bundle)",
+        ),
+        Column("reason", "str"),
+        Column("same_as", "str", "duplicate: the input analyzed in its place"),
+    ),
+}
+
+FINDINGS_DDL = """
+CREATE TABLE IF NOT EXISTS findings (
+    fingerprint VARCHAR, rule VARCHAR, rule_version INTEGER, severity VARCHAR,
+    bundle_id VARCHAR, node VARCHAR, gpu INTEGER, message VARCHAR, params_json VARCHAR,
+    route_owner VARCHAR, route_target VARCHAR, route_action VARCHAR, evidence_json VARCHAR
+);
+CREATE TABLE IF NOT EXISTS rule_outcome (
+    rule VARCHAR, outcome VARCHAR, findings INTEGER, reason VARCHAR
+);
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def all_schemas() -> dict[str, tuple[Column, ...]]:
+    """Every table: core ones plus each available parser's declared tables."""
+    schemas = dict(CORE_TABLES)
+    for kind in parsers.available_kinds():
+        for table, cols in parsers.module_for(kind).SCHEMA.items():
+            schemas[table] = (Column("source_file", "str"), *cols)
+    return schemas
+
+
+def connect(path: str | None) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
+    con = duckdb.connect(path or ":memory:")
+    for table, cols in all_schemas().items():
+        body = ", ".join(
+            ["bundle_id VARCHAR", "node VARCHAR"]
+            + [f'"{c.name}" {_SQL_TYPES[c.type]}' for c in cols if c.name not in ("bundle_id", "node")]
+        )
+        con.execute(f'CREATE TABLE IF NOT EXISTS "{table}" ({body})')
+    con.execute(FINDINGS_DDL)
+    return con
+
+
+@functools.cache
+def arrow_schema(table: str) -> pa.Schema:
+    """The declared columns of a table as an Arrow schema, without bundle_id and node (timestamps
+    stay text until the insert casts them)."""
+    import pyarrow as pa
+
+    arrow_types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
+    return pa.schema(
+        [
+            pa.field(c.name, arrow_types.get(c.type, pa.string()))
+            for c in all_schemas()[table]
+            if c.name not in ("bundle_id", "node")
+        ]
+    )
+
+
+def rows_to_arrow(table: str, rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows of one table as Arrow with the declared types: converted by Arrow directly when every
+    value already has its column's type, else through ``coerce_rows`` (which also says what does not
+    fit: RowTypeError).  Missing keys become nulls, undeclared keys are left out."""
+    import pyarrow as pa
+
+    from analyzer.store.coerce import coerce_rows
+
+    schema = arrow_schema(table)
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pa.Table.from_pylist(coerce_rows(rows, all_schemas()[table]), schema=schema)
+
+
+def with_ids(body: pa.Table, bundle_id: str, node: str | None) -> pa.Table:
+    """Prepend the bundle_id and node columns every stored row carries."""
+    import pyarrow as pa
+
+    n = body.num_rows
+    return body.add_column(0, "node", pa.array([node or None] * n, pa.string())).add_column(
+        0, "bundle_id", pa.array([bundle_id] * n, pa.string())
+    )
+
+
+def to_arrow(table: str, bundle_id: str, node: str | None, rows: list[dict[str, Any]]) -> pa.Table:
+    """Rows of one table as an Arrow table with the declared column types and the two id columns.
+    Runs in the worker process, so the parent only appends batches."""
+    return with_ids(rows_to_arrow(table, rows), bundle_id, node)
+
+
+class BatchWriter:
+    """Collects Arrow batches per table and inserts them together (memory stays flat)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, batch_rows: int = 250_000) -> None:
+        self.con = con
+        self.schemas = all_schemas()
+        self.batch_rows = batch_rows
+        self.pending: dict[str, list[pa.Table]] = {}
+        self.count = 0
+
+    def add(self, table: str, bundle_id: str, node: str | None, rows: list[dict[str, Any]]) -> None:
+        if table in self.schemas and rows:
+            self.add_arrow(table, to_arrow(table, bundle_id, node, rows))
+
+    def add_arrow(self, table: str, batch: pa.Table) -> None:
+        if table not in self.schemas or batch.num_rows == 0:
+            return
+        self.pending.setdefault(table, []).append(batch)
+        self.count += batch.num_rows
+        if self.count >= self.batch_rows:
+            self.flush()
+
+    def flush(self) -> None:
+        import pyarrow as pa
+
+        for table, batches in self.pending.items():
+            cols = [Column("bundle_id", "str"), Column("node", "str")] + [
+                c for c in self.schemas[table] if c.name not in ("bundle_id", "node")
+            ]
+            select = ", ".join(
+                f'TRY_CAST("{c.name}" AS TIMESTAMP)' if c.type == "ts" else f'"{c.name}"' for c in cols
+            )
+            self.con.register("_batch", pa.concat_tables(batches))
+            self.con.execute(f'INSERT INTO "{table}" SELECT {select} FROM _batch').fetchall()
+            self.con.unregister("_batch")
+        self.pending = {}
+        self.count = 0
