@@ -122,7 +122,7 @@ class ParserInfo:
     - ``empty_means_none``: the tables of which a parsed file with no row is itself an observation
       ("the kernel log holds no event", "no NCCL WARN", "no segment in /dev/shm").  For every other
       table a file that gave it no row is no evidence: a rule judging that table has not examined the
-      node (analyzer.coverage).
+      node (analyzer.judge.coverage).
     """
 
     kind: str

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from analyzer import __version__
-from analyzer.report_data import ReportData
+from analyzer.model.report_data import ReportData
 
 SCHEMA_ID = "hptriage/findings/v1"
 

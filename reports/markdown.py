@@ -10,9 +10,9 @@ from collections import defaultdict
 from typing import Any
 
 from analyzer import __version__
-from analyzer.findings import Finding, Severity
-from analyzer.report_data import ReportData
-from analyzer.sections import SECTIONS, section_of
+from analyzer.model.records import Finding, Severity
+from analyzer.model.report_data import ReportData
+from analyzer.model.sections import SECTIONS, section_of
 
 #: Findings of one rule written out in full; the rest are counted.
 PER_RULE = 10

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from analyzer import __version__
-from analyzer.findings import Severity
-from analyzer.report_data import ReportData
-from analyzer.sections import SECTIONS, section_of
-from analyzer.verdict import CONCERN
+from analyzer.model.records import Severity
+from analyzer.model.report_data import ReportData
+from analyzer.model.sections import SECTIONS, section_of
+from analyzer.model.verdict import CONCERN
 
 HERE = Path(__file__).resolve().parent
 #: Rows of the findings table before the rest is left to the JSON output.

@@ -16,10 +16,9 @@ from typing import TextIO
 
 import click
 
-from analyzer.engine import Outcome
-from analyzer.findings import Finding, Severity
-from analyzer.report_data import ReportData
-from analyzer.sections import SECTIONS, section_of
+from analyzer.model.records import Finding, Outcome, Severity
+from analyzer.model.report_data import ReportData
+from analyzer.model.sections import SECTIONS, section_of
 
 #: Concern lines per section before the rest is counted (unless --verbose).
 MAX_LINES_PER_SECTION = 25
