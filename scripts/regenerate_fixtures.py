@@ -9,6 +9,12 @@
 - ``tests/fixtures/generated/results-samples-and-mixed-64.json``: the findings, rule outcomes and verdict of
   the three sample scenarios and of the generated 64-node ``mixed`` cluster (seed 0), as ``--json``
   writes them; tests/test_results_unchanged.py holds every later change of layout or speed to them.
+- ``tests/fixtures/<kind>/<name>.json`` beside every real output ``<name>.txt``/``<name>.out`` of a parser
+  kind: what ``hptriage parse FILE --kind KIND --format json`` prints of it (records and the lines it
+  did not understand, see tests/fixture_pairs.py), checked by tests/parsers/test_fixture_pairs.py.  A
+  pair whose input is gone is removed.  Review the diff: a changed expectation is a changed parser.
+
+Name some of ``findings``, ``results``, ``pairs`` to regenerate only those.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 GOLDEN = ROOT / "tests" / "fixtures" / "generated" / "mixed-16-seed0-findings.json"
 RESULTS = ROOT / "tests" / "fixtures" / "generated" / "results-samples-and-mixed-64.json"
 SCENARIOS = ("xid-ecc-3node", "nccl-slow-node", "fsx-saturated")
@@ -106,6 +113,35 @@ def regenerate_results() -> None:
     print(f"wrote {RESULTS.relative_to(ROOT)}")
 
 
+def regenerate_parse_pairs() -> None:
+    from tests.fixture_pairs import FIXTURES, dumps, expected_path, pair_inputs, parse_as_cli
+
+    inputs = pair_inputs()
+    written = changed = 0
+    for kind, path in inputs:
+        target = expected_path(path)
+        text = dumps(parse_as_cli(kind, path))
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            changed += 1
+            target.write_text(text, encoding="utf-8")
+        written += 1
+    wanted = {expected_path(path) for _, path in inputs}
+    kinds = {kind for kind, _ in inputs}
+    for stale in sorted(p for kind in kinds for p in (FIXTURES / kind).glob("*.json") if p not in wanted):
+        stale.unlink()
+        print(f"removed {stale.relative_to(ROOT)} (its input is gone)")
+    print(f"wrote {written} parse pairs under tests/fixtures/<kind>/ ({changed} changed)")
+
+
+STEPS = {
+    "findings": regenerate_generated_findings,
+    "results": regenerate_results,
+    "pairs": regenerate_parse_pairs,
+}
+
 if __name__ == "__main__":
-    regenerate_generated_findings()
-    regenerate_results()
+    unknown = [name for name in sys.argv[1:] if name not in STEPS]
+    if unknown:
+        sys.exit(f"unknown step(s) {', '.join(unknown)}; choose from {', '.join(STEPS)}")
+    for name in sys.argv[1:] or list(STEPS):
+        STEPS[name]()

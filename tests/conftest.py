@@ -18,7 +18,13 @@ def fixture_text(kind: str, name: str) -> str:
 
 
 def fixture_files(kind: str) -> list[Path]:
-    return sorted(p for p in (FIXTURES / kind).iterdir() if p.name != "PROVENANCE.md" and p.is_file())
+    """The raw outputs of a kind's folder: not its PROVENANCE.md/README.md, nor the expected parses
+    (``<name>.json`` beside each, see tests/fixture_pairs.py)."""
+    return sorted(
+        p
+        for p in (FIXTURES / kind).iterdir()
+        if p.is_file() and p.name not in ("PROVENANCE.md", "README.md") and p.suffix != ".json"
+    )
 
 
 @pytest.fixture

@@ -301,7 +301,7 @@ def test_a_node_output_in_extra_is_analyzed_under_its_file_name(tmp_path: Path) 
     cluster-wide nccl-tests rows keep no node."""
     cluster = tmp_path / "cluster"
     shutil.copytree(SAMPLES / "nccl-slow-node" / "bundle", cluster)
-    q = next((SAMPLES.parent / "tests" / "fixtures" / "nvidia-smi-q").glob("jp-simulator-8xh100-565*"))
+    q = next((SAMPLES.parent / "tests" / "fixtures" / "nvidia-smi-q").glob("jp-simulator-8xh100-565*.txt"))
     shutil.copy(q, cluster / "extra" / "gpu-q.txt")
     summary, con = _load(tmp_path, [cluster])
     assert con.execute("SELECT DISTINCT node FROM gpu WHERE source_file LIKE '%extra/%'").fetchall() == [

@@ -28,7 +28,9 @@ REGRESSIONS = sorted((ROOT / "tests" / "fuzz" / "regressions").glob("*"))
 
 
 def _real(kind: str) -> list[Path]:
-    return [p for p in sorted((FIXTURES / kind).glob("*")) if p.is_file() and p.suffix != ".md"]
+    return [
+        p for p in sorted((FIXTURES / kind).glob("*")) if p.is_file() and p.suffix not in (".md", ".json")
+    ]
 
 
 def _cluster(root: Path, rng: random.Random) -> Path:

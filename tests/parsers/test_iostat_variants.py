@@ -15,7 +15,7 @@ import pytest
 from parsers import iostat
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "iostat"
-ALL = sorted(p.name for p in FIXTURES.iterdir() if p.name != "PROVENANCE.md")
+ALL = sorted(p.name for p in FIXTURES.iterdir() if p.suffix in (".txt", ".out"))
 #: fixtures jc reads differently (so there is nothing to compare against)
 JC_CANNOT = {
     "ssd-blog-comma-decimal-64threads.txt": "decimal commas: jc reads '28,46' as 2846",
