@@ -22,7 +22,8 @@ MAX_ROWS = 50
 _STATUS = {
     "concerns": "**Concerns found.**",
     "no-concerns": "**No concerns** in what was collected.",
-    "incomplete": "**Incomplete**: core inputs were not examined on some nodes, so no clean bill is given.",
+    "incomplete": "**Incomplete**: no concern found, but something was not judged (below: core inputs not "
+    "examined, inputs not read or rules that failed to run), so no clean bill is given.",
 }
 
 
@@ -61,6 +62,10 @@ def render(data: ReportData) -> str:
     out += _listed("Given but not judged", list(v.notes))
     out += _listed(
         "Inputs that could not be read", [f"`{u['path']}`: {u['reason']}" for u in v.unread_inputs]
+    )
+    out += _listed(
+        "Rules that failed to run",
+        [f"`{e['rule']}` ({_cell(e['title'])}): {_cell(e['reason'])}" for e in v.rule_errors],
     )
     out += _concerns(data.findings)
     out += _not_examined(v.not_examined)

@@ -33,7 +33,8 @@ _COLOURS = {"red": "red", "yellow": "yellow", "green": "green", "blue": "blue"}
 _STATUS = {
     "concerns": "Concerns found.",
     "no-concerns": "No concerns found in what was collected.",
-    "incomplete": "Incomplete: core inputs were not examined on some nodes, so no clean bill is given.",
+    "incomplete": "Incomplete: no concern found, but something was not judged (below: core inputs not examined, "
+    "inputs not read or rules that failed to run), so no clean bill is given.",
 }
 
 
@@ -160,7 +161,10 @@ def _outcome_lines(out: _Writer, outcomes: list[Outcome], data: ReportData, verb
     for o in outcomes:
         if o.outcome == "error":
             out.add(
-                f"{titles.get(o.rule, o.rule)}: rule failed to run ({o.reason})", tag="[INFO]", colour="blue"
+                f"rule error: {titles.get(o.rule, o.rule)} ({o.rule}) failed to run; nothing it judges was "
+                "judged (the reason is under Verdict)",
+                tag="[CONCERN]",
+                colour="yellow",
             )
     if not outcomes:
         out.add("no rule in this section", tag="[INFO]", colour="blue")
@@ -195,6 +199,10 @@ def _verdict(out: _Writer, data: ReportData, verbose: bool) -> None:
             out.add(f"{u['path']}: {u['reason']}", indent=6)
         if len(rows) < len(v.unread_inputs):
             out.add(f"... and {len(v.unread_inputs) - len(rows)} more: see -v or --json", indent=6)
+    if v.rule_errors:
+        out.add(f"{len(v.rule_errors)} rule(s) failed to run:", tag="[CONCERN]", colour="yellow")
+        for e in v.rule_errors:
+            out.add(f"{e['title']} ({e['rule']}): {e['reason']}", indent=6)
     if v.not_examined:
         by_what: dict[str, list[str]] = defaultdict(list)
         for r in v.not_examined:

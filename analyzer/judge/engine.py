@@ -154,20 +154,21 @@ def run_rules(
     outcomes: list[Outcome] = []
     for module in modules:
         info = module.RULE
-        seen = coverage.examined(info.requires, info.requires_any)
-        if seen.absent:
-            outcomes.append(
-                Outcome(
-                    info.id,
-                    "skipped",
-                    0,
-                    "no input: " + ", ".join(seen.absent),
-                    nodes_without_data=seen.missing,
-                )
-            )
-            continue
         ctx.take_saw()
         try:
+            # a requirement naming a table or column the store lacks fails here: the rule's error too
+            seen = coverage.examined(info.requires, info.requires_any)
+            if seen.absent:
+                outcomes.append(
+                    Outcome(
+                        info.id,
+                        "skipped",
+                        0,
+                        "no input: " + ", ".join(seen.absent),
+                        nodes_without_data=seen.missing,
+                    )
+                )
+                continue
             found = list(module.check(ctx))
         except NotExamined as exc:  # the rule's own input was not among what the tables hold
             ctx.take_saw()
@@ -175,9 +176,9 @@ def run_rules(
                 Outcome(info.id, "skipped", 0, f"no input: {exc}", nodes_without_data=sorted(coverage.nodes))
             )
             continue
-        except Exception as exc:  # a broken rule is reported, the others still run
+        except Exception as exc:  # a broken rule (requirement or check) is reported, the others still run
             ctx.take_saw()
-            outcomes.append(Outcome(info.id, "error", 0, f"{type(exc).__name__}: {exc}"))
+            outcomes.append(Outcome(info.id, "error", 0, error_reason(exc)))
             continue
         mapped = ctx.take_saw()
         findings.extend(found)
@@ -194,6 +195,13 @@ def run_rules(
     _fill_evidence_text(con, findings)
     _store(con, findings, outcomes)
     return findings, outcomes
+
+
+def error_reason(exc: BaseException) -> str:
+    """A rule's error as its outcome's reason: ``<ExceptionType>: <message>`` on one line (without the
+    excerpt of the query a DuckDB error appends, ``LINE 1: ...``)."""
+    message = " ".join(str(exc).split("\nLINE ", 1)[0].split())
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding]) -> None:

@@ -53,7 +53,7 @@ class NodeRank:
 
 @dataclass
 class Verdict:
-    status: str  # concerns | no-concerns | incomplete
+    status: str  # concerns | no-concerns | incomplete (no concern, but a core input, an input or a rule was not judged)
     sections: list[str]
     worst_nodes: list[NodeRank]
     ranked_nodes: int  # how many nodes had a concern (worst_nodes keeps the first TOP_NODES)
@@ -63,6 +63,9 @@ class Verdict:
     not_examined: list[dict[str, Any]] = field(default_factory=list)
     #: what was given but not judged, in words (older snapshots of a cluster: compare them with diff)
     notes: list[str] = field(default_factory=list)
+    #: rules that failed to run ({rule, title, reason}): what they judge was not judged.  The text
+    #: reports list them; the JSON carries them as rules[] with outcome "error" and the reason.
+    rule_errors: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -177,9 +180,14 @@ def compute(
             kept.append(f)
     ranked = rank_nodes(kept)
     counts = Counter(f.severity.value for f in findings)
+    errors = [
+        {"rule": o.rule, "title": rules.get(o.rule, RuleScope()).title or o.rule, "reason": o.reason or ""}
+        for o in outcomes
+        if o.outcome == "error"
+    ]
     if concerns:
         status = "concerns"
-    elif not_examined or unread_inputs:
+    elif not_examined or unread_inputs or errors:  # a rule that failed to run judged nothing
         status = "incomplete"
     else:
         status = "no-concerns"
@@ -195,6 +203,7 @@ def compute(
         ],
         unread_inputs=list(unread_inputs),
         not_examined=list(not_examined),
+        rule_errors=errors,
     )
 
 
