@@ -381,18 +381,11 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, field
         raise UsageProblem(f"unknown kind {kind!r}; see 'hptriage parse --list'")
     if too_long := parsers.long_line(text):
         raise UsageProblem(f"{file}: not parsed: line {too_long[0]} is {too_long[1]} characters long")
+    if fields and kind != "nvidia-smi-csv":
+        raise UsageProblem(f"--fields applies to headerless CSV output, not to kind {kind!r}")
+    command = "--query-gpu=" + fields.replace(" ", "") if fields else None
     try:
-        module = parsers.module_for(kind)
-        parse_with_command = getattr(module, "parse_with_command", None)
-        parse_with_name = getattr(module, "parse_with_name", None)
-        if fields:
-            if parse_with_command is None:
-                raise UsageProblem(f"--fields applies to headerless CSV output, not to kind {kind!r}")
-            result = parse_with_command(text, "--query-gpu=" + fields.replace(" ", ""))
-        elif parse_with_name:
-            result = parse_with_name(text, str(file))
-        else:
-            result = module.parse(text)
+        result = parsers.parse(kind, text, command=command, filename=None if fields else str(file))
     except parsers.NoData:
         result = parsers.ParseResult()
     except parsers.ParserFailure as exc:

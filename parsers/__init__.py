@@ -5,7 +5,7 @@ the value of ``hptriage parse --kind`` and, with '-' turned into '_', the module
 that parses it.  Modules are imported only when a kind is used, so parsing one
 small file stays fast.
 
-Every parser module provides:
+Every parser module provides what :class:`ParserModule` names, and nothing else is asked of it:
 
 - ``INFO``: a :class:`parsers._base.ParserInfo`;
 - ``SCHEMA``: ``{table: (Column, ...)}`` for the tables it produces;
@@ -13,9 +13,15 @@ Every parser module provides:
   under a ``Sample (...)::`` heading that says where it comes from: the fixture file under
   tests/fixtures/<kind>/ whose lines it copies, or "hand-written" (tests/test_conformance.py checks
   the claim);
-- ``parse(text) -> ParseResult``: pure, no I/O;
+- ``parse(text, *, command=None, filename=None) -> ParseResult``: pure, no I/O.  ``command`` is the
+  command line that printed the text (the manifest's, or ``hptriage parse --fields``), ``filename`` the
+  name the text was found under; a parser whose format leaves something out (a headerless CSV's fields,
+  ``df -h`` or ``-H``, a CloudWatch metric's name) takes it from them, the command first; every other
+  parser accepts and ignores them;
 - ``detect(text) -> int``: 0 when the text is not this kind, else a confidence
   (higher wins) used to recognise files that arrive without a kind.
+
+Callers go through :func:`parse` (or :func:`module_for` for INFO, SCHEMA and SAMPLE).
 """
 
 from __future__ import annotations
@@ -23,15 +29,18 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
-from types import ModuleType
+from collections.abc import Mapping
+from typing import Protocol, cast
 
 from parsers._base import (
     CollectorError,
+    Column,
     NoData,
     ParseError,
     ParseIssue,
     ParseResult,
     ParserFailure,
+    ParserInfo,
     long_line,
 )
 
@@ -74,13 +83,35 @@ __all__ = [
     "ParseIssue",
     "ParseResult",
     "ParserFailure",
+    "ParserModule",
     "available_kinds",
     "describe_kind",
     "long_line",
     "detect_kind",
     "module_for",
-    "parse_text",
+    "parse",
 ]
+
+
+class ParserModule(Protocol):
+    """What every parser module is (mypy holds each registered module to it: parsers/_registered.py)."""
+
+    @property
+    def INFO(self) -> ParserInfo: ...
+
+    @property
+    def SCHEMA(self) -> Mapping[str, tuple[Column, ...]]: ...
+
+    @property
+    def SAMPLE(self) -> str: ...
+
+    def parse(self, text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
+        """Rows per table and the issues met; raises a ParserFailure subclass when the whole text fails."""
+        ...
+
+    def detect(self, text: str) -> int:
+        """0 when the text is not this kind, else a confidence (higher wins)."""
+        ...
 
 
 class UnknownKind(KeyError):
@@ -91,11 +122,11 @@ def module_name(kind: str) -> str:
     return "parsers." + kind.replace("-", "_")
 
 
-def module_for(kind: str) -> ModuleType:
+def module_for(kind: str) -> ParserModule:
     """Import and return the parser module of a kind."""
     if kind not in KINDS:
         raise UnknownKind(kind)
-    return importlib.import_module(module_name(kind))
+    return cast(ParserModule, importlib.import_module(module_name(kind)))
 
 
 @functools.lru_cache(maxsize=1)
@@ -119,10 +150,15 @@ def detect_kind(text: str) -> str | None:
     return best[1] if best else None
 
 
-def parse_text(kind: str, text: str) -> ParseResult:
-    """Parse text as a kind; raises a ParserFailure subclass when the whole file fails."""
-    result: ParseResult = module_for(kind).parse(text)
-    return result
+def parse(kind: str, text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
+    """Parse text as a kind (``command`` and ``filename`` as :class:`ParserModule` says); raises a
+    ParserFailure subclass when the whole text fails.
+
+    >>> parse("df", "Filesystem Size Used Avail Use% Mounted on\\n/dev/root 2.0G 1.0G 1.0G 50% /\\n",
+    ...       command="df -H").rows("filesystem_usage")[0]["size_bytes"]
+    2000000000
+    """
+    return module_for(kind).parse(text, command=command, filename=filename)
 
 
 def describe_kind(kind: str) -> str:

@@ -1,6 +1,7 @@
 """The parser contract shared by every module in this package.
 
-A parser is a pure function ``parse(text) -> ParseResult``: no I/O, no global
+A parser is a pure function ``parse(text, *, command=None, filename=None) -> ParseResult``
+(``parsers.ParserModule`` says what the keywords are for): no I/O, no global
 state, no heavy imports.  Records are flat, JSON-serialisable dicts, grouped
 by table name.  Column types are declared in ``SCHEMA`` with the light
 ``Column`` records below so that the loader, not the parser, decides how to

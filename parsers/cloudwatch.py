@@ -47,8 +47,8 @@ gives hints.
 What the content does not say (namespace, metric, dimension, statistic, period) comes from
 hints: a ``--namespace/--metric-name/--dimensions/--statistics/--period`` command line or a
 ``# namespace=AWS/FSx metric=...`` comment in the file, then the manifest's ``command`` given to
-``parse_with_command`` (the CLI command line, the query JSON, or the path the file was copied from),
-then the file name given to ``parse_with_name`` (``fs-0123456789abcdef0_DataReadBytes_Sum.json``).
+``parse`` (the CLI command line, the query JSON, or the path the file was copied from), or without
+one the ``filename`` given to it (``fs-0123456789abcdef0_DataReadBytes_Sum.json``).
 A FileSystemId dimension implies AWS/FSx, VolumeId AWS/EBS, InstanceId AWS/EC2; a metric only one
 namespace has (FreeDataStorageCapacity, DiskIopsUtilization, VolumeQueueLength, ...) implies it.
 
@@ -263,19 +263,13 @@ def detect(text: str) -> int:
     return 0
 
 
-def parse(text: str) -> ParseResult:
-    return _parse(text, "", "")
-
-
-def parse_with_name(text: str, filename: str) -> ParseResult:
-    """Parse, taking what the content does not say from hints in the text, then from the file name."""
-    return _parse(text, filename, "")
-
-
-def parse_with_command(text: str, command: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     """Parse, taking what the content does not say from hints in the text, then from the manifest's
     ``command``: the CLI command line (``--metric-data-queries`` JSON or shorthand, ``--namespace``,
-    ...), the query JSON itself, or the path the file was copied from (read as a file name)."""
+    ...), the query JSON itself, or the path the file was copied from (read as a file name); without a
+    command, from the ``filename``."""
+    if not command:
+        return _parse(text, filename or "", "")
     is_path = not re.search(r"(?:^|\s)--[a-z]", command) and command.lstrip()[:1] not in ("[", "{")
     if is_path and not _COMMAND_START.match(command):
         return _parse(text, command, "")

@@ -180,7 +180,7 @@ def detect(text: str) -> int:
     return 60 if all(line in GOVERNORS for line in lines) else 0
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     result = ParseResult(tables={"cpu_governor": []})
     cleaned = clean_lines(text)

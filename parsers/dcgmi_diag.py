@@ -161,7 +161,7 @@ def detect(text: str) -> int:
     return 0
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     start = text.lstrip()
     if start.startswith("{") or re.search(r'^\s*"DCGM (?:GPU )?Diagnostic"', text, re.M):

@@ -22,8 +22,8 @@ meaning 1000; ``Inodes``/``IUsed``/``IFree``/``IUse%`` with ``-i``, human counts
 columns out of alignment, or one that wraps onto its own line (``df`` without ``-P``), still parses.
 
 ``-h`` and ``-H`` print the same header; ``-h`` means powers of 1024, ``-H`` (``--si``) powers of 1000.
-Which one is decided, first match wins, by: the ``command`` given to :func:`parse`; a file named after its
-flags (:func:`parse_with_name`: ``df-H.txt``, ``df_-hT.txt``); a ``df -H`` command line pasted above the
+Which one is decided, first match wins, by: the ``command`` given to :func:`parse`; a ``filename`` named
+after its flags (``df-H.txt``, ``df_-hT.txt``); a ``df -H`` command line pasted above the
 header; a cell with a lowercase ``k`` (only ``-H`` writes kilo so); else powers of 1024 (collector.sh runs
 ``df -h``).  A row keeps each cell as printed (``size_printed``...) beside the bytes, with the size column's
 header and the powers used.
@@ -192,26 +192,20 @@ def human_base(command: str | None) -> int | None:
     return base
 
 
-def parse_with_name(text: str, filename: str) -> ParseResult:
-    """Parse, taking ``-H``/``-h`` from a file named after its flags (``df-H.txt``)."""
-    m = _NAME_FLAGS.search(filename or "")
-    return parse(text, command=f"df -{m.group('flags')}" if m else None)
-
-
-def parse_with_command(text: str, command: str) -> ParseResult:
-    """Parse, taking ``-H``/``-h`` from the command line the manifest recorded (the reader passes it).
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
+    """Parse df output; ``command`` (the command line that produced it), else a ``filename`` named after
+    its flags (``df-H.txt``), decides ``-H`` from ``-h``.
 
     >>> text = "Filesystem Size Used Avail Use% Mounted on\\n/dev/root 2.0G 1.0G 1.0G 50% /\\n"
-    >>> parse_with_command(text, "df -H").rows("filesystem_usage")[0]["size_bytes"]
+    >>> parse(text, command="df -H").rows("filesystem_usage")[0]["size_bytes"]
     2000000000
-    >>> parse_with_command(text, "df -h").rows("filesystem_usage")[0]["size_bytes"]
+    >>> parse(text, command="df -h").rows("filesystem_usage")[0]["size_bytes"]
     2147483648
+    >>> parse(text, filename="cmd/df-H.txt").rows("filesystem_usage")[0]["size_bytes"]
+    2000000000
     """
-    return parse(text, command=command)
-
-
-def parse(text: str, *, command: str | None = None) -> ParseResult:
-    """Parse df output; ``command`` (the command line that produced it) decides ``-H`` from ``-h``."""
+    if not command and (m := _NAME_FLAGS.search(filename or "")):
+        command = f"df -{m.group('flags')}"
     if not text.strip():
         raise NoData("empty input")
     result = ParseResult()

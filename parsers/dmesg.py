@@ -241,7 +241,7 @@ def candidate_lines(lines: list[str]) -> list[int]:
 _CANDIDATE_RE2 = "|".join(re.escape(k) for k in CANDIDATE_KEYS)
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     raw = text.splitlines()
     result = ParseResult(lines=raw)

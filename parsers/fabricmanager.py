@@ -213,7 +213,7 @@ def detect(text: str) -> int:
     return 40 if re.search(r"^\s*Loaded: ", text, re.M) and re.search(r"^\s*Active: ", text, re.M) else 0
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     if re.search(r"System has not been booted with systemd|Failed to connect to bus", text):
         raise CollectorError(text.strip().splitlines()[0][:300])

@@ -148,7 +148,7 @@ def detect(text: str) -> int:
     return 70 if _GETINFO_ERROR.search(text) else 0
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     result = ParseResult(tables={"fi_provider": [], "fi_info_status": []})
     cleaned = clean_lines(text)

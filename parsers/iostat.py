@@ -249,7 +249,7 @@ def detect(text: str) -> int:
     return 0
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     cleaned = _clean(text)
     if "sysstat" in text[:4096] and _JSON.match("\n".join(cleaned.lines[:40])):

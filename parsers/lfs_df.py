@@ -138,7 +138,7 @@ _HUMAN = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]?)$", re.IGNORECASE)
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     result = ParseResult()
     cleaned = clean_lines(text)

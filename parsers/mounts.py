@@ -153,7 +153,7 @@ def detect(text: str) -> int:
     return 40 if hits >= 1 and hits == len(lines) else 0
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     result = ParseResult()
     cleaned = clean_lines(text)

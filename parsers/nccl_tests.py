@@ -280,12 +280,9 @@ def detect(text: str) -> int:
     return 60 if re.search(r"\bNCCL (?:INFO|WARN)\b", text) else 0
 
 
-def parse(text: str) -> ParseResult:
-    return parse_with_command(text, None)
-
-
-def parse_with_command(text: str, command: str | None) -> ParseResult:
-    """Parse; the manifest's (or a prompt line's) command names the collective when the log does not."""
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
+    """Parse; ``command`` (the manifest's) or a prompt line's command names the collective when the log
+    does not."""
     require_text(text)
     raw_lines = text.splitlines()
     # clean_lines takes an mpirun tag off only at column 0: indentation (a doc paste) goes first

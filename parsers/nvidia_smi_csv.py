@@ -14,7 +14,7 @@ Sample (lines of tests/fixtures/nvidia-smi-csv/slurm-v100-timestamp-l5.txt)::
 
 Any set of fields is accepted, keyed by the header.  Output of ``--format=csv,noheader`` (and
 ``nounits``) has no header: its fields come from the command line recorded in the manifest
-(``parse_with_command``; ``hptriage parse --fields a,b,c`` on the command line); without them it
+(``parse``'s ``command``; ``hptriage parse --fields a,b,c`` on the command line); without them it
 raises ``ParseError``.  Units are stripped from headers (``[MiB]``) and values (``99 %``);
 ``[N/A]``, ``[Not Supported]`` and ``N/A`` become null.  Old and new names are both mapped
 (``clocks_throttle_reasons.active`` / ``clocks_event_reasons.active``, ``pci.bus_id`` / ``gpu_bus_id``).
@@ -161,19 +161,17 @@ def fields_of(command: str) -> list[str] | None:
     return [f for f in m.group(1).split(",") if f] if m else None
 
 
-def parse_with_command(text: str, command: str) -> ParseResult:
-    """Parse with the field list of the command that printed the text (for csv,noheader output)."""
-    return parse(text, fields_of(command))
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
+    """Parse the CSV; the field list of ``command`` (the query that printed it) stands in for a missing
+    header line.
 
-
-def parse(text: str, fields: list[str] | None = None) -> ParseResult:
-    """Parse the CSV; ``fields`` (the query's field list) stands in for a missing header line.
-
-    >>> rows = parse("0, 33, 1980\\n1, 35, 1980\\n", ["index", "temperature.gpu", "clocks.sm"]).rows("gpu_query")
+    >>> command = "nvidia-smi --query-gpu=index,temperature.gpu,clocks.sm --format=csv,noheader"
+    >>> rows = parse("0, 33, 1980\\n1, 35, 1980\\n", command=command).rows("gpu_query")
     >>> [(r["index"], r["temp_c"], r["sm_clock_mhz"]) for r in rows]
     [(0, 33.0, 1980), (1, 35.0, 1980)]
     """
     require_text(text)
+    fields = fields_of(command) if command else None
     result = ParseResult()
     header: list[str] | None = [f.strip().lower() for f in fields] if fields else None
     headerless = False

@@ -114,7 +114,7 @@ def detect(text: str) -> int:
     return 0
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     result = ParseResult()
     cleaned = clean_lines(text)

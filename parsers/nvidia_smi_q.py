@@ -451,7 +451,7 @@ class _Gpu:
         self.names: tuple[str, ...] | None = None  # the names of ``stack``, kept while it is unchanged
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     result = ParseResult(tables={"gpu": []})
     cleaned = clean_lines(text)

@@ -137,7 +137,7 @@ class _Matrix:
     rows: list[tuple[int, str, list[str], list[str], str | None]] = field(default_factory=list)
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     result = ParseResult()
     cleaned = clean_lines(text)

@@ -189,7 +189,7 @@ def detect(text: str) -> int:
     return 75 if imds >= 2 else 50 if imds == 1 else 0
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     result = ParseResult()
     cleaned = clean_lines(text)

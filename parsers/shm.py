@@ -129,7 +129,7 @@ def detect(text: str) -> int:
     return 0
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     if not text.strip():
         raise NoData("empty input")
     result = ParseResult()

@@ -122,7 +122,7 @@ def _lines(text: str) -> list[str]:
     return out
 
 
-def parse(text: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     result = ParseResult(tables={"host_uptime": []})
     cleaned = clean_lines(text)

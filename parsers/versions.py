@@ -27,7 +27,7 @@ shared-object file names (``libnccl.so.2.21.5``, ``libnvidia-ml.so.550.54.15``, 
 ``/usr/local/cuda-12.2``, and a bare value after ``cat /sys/module/efa/version``, ``uname -r`` or
 ``cat .../device/p2p``.  Command lines pasted with or without a prompt set that context; ``#``
 comments are skipped.  An unrecognised line becomes a ParseIssue.  A capture that is only such a bare
-value (``2.17.3g``) with its command in the bundle's manifest (``parse_with_command``) is read under
+value (``2.17.3g``) with its command in the bundle's manifest (``parse``'s ``command``) is read under
 that command, as if it had been pasted above it.
 
 Package lists: ``dpkg -l`` (its ``Desired=``/``||/ Name`` header is skipped; status, architecture and
@@ -207,21 +207,23 @@ def detect(text: str) -> int:
     return 50 if re.search(r"libnccl\.so\.\d+\.\d+\.\d+|libnccl-net[\w-]*\.so", text) else 0
 
 
-def parse_with_command(text: str, command: str) -> ParseResult:
+def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     """Parse; a capture that gives no version by itself (a bare ``cat /sys/module/efa/version`` value)
     is read again under its manifest ``command`` line, with the file's own line numbers.
 
-    >>> parse_with_command("2.17.3g\\n", "cat /sys/module/efa/version").rows("software_version")[0]["line"]
+    >>> parse("2.17.3g\\n", command="cat /sys/module/efa/version").rows("software_version")[0]["line"]
     1
     """
+    if not command:
+        return _parse(text)
     try:
-        return parse(text)
+        return _parse(text)
     except ParseError as alone:
         if not _COMMAND.match(command.strip()):
             raise
         failure = alone
     try:
-        result = parse(command.strip() + "\n" + text)
+        result = _parse(command.strip() + "\n" + text)
     except ParseError:
         raise failure from None
     for table, rows in result.tables.items():  # a row read off the command line itself is not the file's
@@ -232,7 +234,7 @@ def parse_with_command(text: str, command: str) -> ParseResult:
     return result
 
 
-def parse(text: str) -> ParseResult:
+def _parse(text: str) -> ParseResult:
     require_text(text)
     state = _State()
     cleaned = clean_lines(text)

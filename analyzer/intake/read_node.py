@@ -305,14 +305,8 @@ class _NodeReader:
             module = parsers.module_for(kind)
             row = (self.manifest or {}).get(name)
             command = row.command if row is not None and row.command not in (None, "", "-") else None
-            parse_with_command = getattr(module, "parse_with_command", None)
-            parse_with_name = getattr(module, "parse_with_name", None)
-            if parse_with_command and command:  # the command line tells the layout (csv,noheader fields)
-                result = parse_with_command(text, command)
-            elif parse_with_name:
-                result = parse_with_name(text, name)
-            else:
-                result = module.parse(text)
+            # the command line tells the layout (csv,noheader fields), else the file's name (df-H.txt)
+            result = parsers.parse(kind, text, command=command, filename=name)
             tables = result.tables
             for rows in tables.values():
                 for row in rows:

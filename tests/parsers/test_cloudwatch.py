@@ -48,7 +48,7 @@ def test_awscli_2014_unordered_python2_floats() -> None:
     peak = max(rows, key=lambda r: r["value"])
     assert (peak["ts"], peak["value"]) == ("2014-02-19T03:18:00", 99.67)
     assert rows[0]["namespace"] is None  # the content does not say; the file name can
-    named = cloudwatch.parse_with_name(text, "cw/i-1234567890abcdef0_CPUUtilization_Maximum.json")
+    named = cloudwatch.parse(text, filename="cw/i-1234567890abcdef0_CPUUtilization_Maximum.json")
     first = named.rows("cw_metric")[0]
     assert (first["namespace"], first["dimension_name"], first["dimension_value"]) == (
         "AWS/EC2",
@@ -70,7 +70,7 @@ def test_get_metric_data_truncated_inside_timestamps() -> None:
     assert {(r["label"], r["period_s"], r["value"], r["metric"]) for r in rows} == {
         ("testRequestLabel", 600, None, None)
     }
-    named = cloudwatch.parse_with_name(text, "cw_AWS-EC2_CPUUtilization_i-0123456789abcdef0.json")
+    named = cloudwatch.parse(text, filename="cw_AWS-EC2_CPUUtilization_i-0123456789abcdef0.json")
     assert {(r["namespace"], r["metric"], r["dimension_value"]) for r in named.rows("cw_metric")} == {
         ("AWS/EC2", "CPUUtilization", "i-0123456789abcdef0")
     }
@@ -130,16 +130,16 @@ def test_synthetic_fsx_free_capacity_minimum_get_metric_data_with_queries() -> N
 
 def test_synthetic_fsx_hints_from_file_name_only() -> None:
     text = '{"Datapoints": [{"Timestamp": "2024-05-01T10:00:00Z", "Minimum": 1.5e12, "Unit": "Bytes"}]}'
-    (row,) = cloudwatch.parse_with_name(
-        text, "cw-fsx-fs-0ab1234567890cdef-FreeDataStorageCapacity.json"
-    ).rows("cw_metric")
+    (row,) = cloudwatch.parse(text, filename="cw-fsx-fs-0ab1234567890cdef-FreeDataStorageCapacity.json").rows(
+        "cw_metric"
+    )
     assert (row["namespace"], row["metric"], row["dimension_value"], row["statistic"]) == (
         "AWS/FSx",
         "FreeDataStorageCapacity",
         "fs-0ab1234567890cdef",
         "Minimum",
     )
-    (row,) = cloudwatch.parse_with_name(text, f"{FS}_DataReadBytes_Sum.json").rows("cw_metric")
+    (row,) = cloudwatch.parse(text, filename=f"{FS}_DataReadBytes_Sum.json").rows("cw_metric")
     assert (row["metric"], row["statistic"], row["dimension_name"]) == (
         "DataReadBytes",
         "Minimum",
@@ -203,7 +203,7 @@ def test_percentile_extended_statistics() -> None:
         '{"Label": "VolumeReadOps", "Datapoints": [{"Timestamp": "2024-05-01T10:00:00Z",'
         ' "ExtendedStatistics": {"p99": 12.0}, "Average": 3.0, "Unit": "Count"}]}'
     )
-    rows = cloudwatch.parse_with_name(text, "vol-0123456789abcdef0-VolumeReadOps.json").rows("cw_metric")
+    rows = cloudwatch.parse(text, filename="vol-0123456789abcdef0-VolumeReadOps.json").rows("cw_metric")
     assert [(r["statistic"], r["value"], r["namespace"]) for r in rows] == [
         ("Average", 3.0, "AWS/EBS"),
         ("p99", 12.0, "AWS/EBS"),

@@ -10,6 +10,7 @@ issue's CLI v1 answer cut inside its Timestamps.  Texts marked DERIVED edit one 
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
@@ -125,19 +126,19 @@ MANIFEST_QUERY_FILE = json.dumps(
 
 @pytest.mark.parametrize("command", [MANIFEST_JSON, MANIFEST_SHORTHAND, MANIFEST_QUERY_FILE])
 def test_manifest_command_names_the_query(command: str) -> None:
-    row = one(fixture_text("cloudwatch", BILLING), cloudwatch.parse_with_command, command)
+    row = one(fixture_text("cloudwatch", BILLING), partial(cloudwatch.parse, command=command))
     assert described(row) == ("AWS/FSx", "DiskIopsUtilization", "FileSystemId", FS, "Maximum", 60)
 
 
 def test_manifest_command_that_is_a_copied_path_reads_as_a_file_name() -> None:
     path = f"/home/ubuntu/cw/{FS}_DiskIopsUtilization_Maximum.json"
-    row = one(fixture_text("cloudwatch", BILLING), cloudwatch.parse_with_command, path)
+    row = one(fixture_text("cloudwatch", BILLING), partial(cloudwatch.parse, command=path))
     assert tuple(row[k] for k in KEYS[:5]) == ("AWS/FSx", "EstimatedCharges", "FileSystemId", FS, "Maximum")
 
 
 def test_cut_answer_without_id_takes_the_one_query() -> None:
     """The Grafana answer is cut before its Id (CLI v1 prints it last): one query, one result."""
-    result = cloudwatch.parse_with_command(fixture_text("cloudwatch", GRAFANA), MANIFEST_JSON)
+    result = cloudwatch.parse(fixture_text("cloudwatch", GRAFANA), command=MANIFEST_JSON)
     rows = result.rows("cw_metric")
     assert len(rows) == 24 and {described(r)[:5] for r in rows} == {
         ("AWS/FSx", "DiskIopsUtilization", "FileSystemId", FS, "Maximum")

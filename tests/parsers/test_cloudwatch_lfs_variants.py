@@ -292,7 +292,7 @@ def test_every_statistic_extended_statistics_and_units_kept() -> None:
         },  # fmt: skip
         indent=2,
     )
-    rows = cloudwatch.parse_with_name(text, "fs-0123456789abcdef0_DataReadBytes.json").rows("cw_metric")
+    rows = cloudwatch.parse(text, filename="fs-0123456789abcdef0_DataReadBytes.json").rows("cw_metric")
     assert [(r["statistic"], r["value"], r["unit"]) for r in rows] == [
         ("Sum", 150.0, "Bytes"), ("Average", 2.5, "Bytes"), ("Minimum", 0.0, "Bytes"), ("Maximum", 9.0, "Bytes"),
         ("SampleCount", 60.0, "Bytes"), ("p99", 8.5, "Bytes"), ("p99.9", 9.0, "Bytes"),
@@ -426,7 +426,7 @@ def test_console_csv_label_per_column_and_label_timestamp_value_rows() -> None:
         "2024-05-01T10:00:00.000Z,1073741824,0\n"
         "2024-05-01T10:01:00.000Z,52428800,1048576\n"
     )
-    rows = cloudwatch.parse_with_name(wide, "fs-0123456789abcdef0.csv").rows("cw_metric")
+    rows = cloudwatch.parse(wide, filename="fs-0123456789abcdef0.csv").rows("cw_metric")
     assert [(r["metric"], r["ts"], r["value"], r["line"], r["period_s"]) for r in rows] == [
         ("DataReadBytes", "2024-05-01T10:00:00", 1073741824.0, 2, 60),
         ("DataReadBytes", "2024-05-01T10:01:00", 52428800.0, 3, 60),

@@ -367,33 +367,33 @@ def test_every_kind_has_a_contract() -> None:
 def test_empty_is_no_data(kind: str) -> None:
     for text in EMPTY:
         with pytest.raises(NoData):
-            parsers.parse_text(kind, text)
+            parsers.parse(kind, text)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_command_not_found_is_a_collector_error(kind: str) -> None:
     with pytest.raises(CollectorError, match="command not found"):
-        parsers.parse_text(kind, NOT_FOUND)
+        parsers.parse(kind, NOT_FOUND)
 
 
 @pytest.mark.parametrize("case", _cases("tool_errors"), ids=_id)
 def test_tool_error_is_a_collector_error(case: tuple[str, str, str]) -> None:
     kind, text, match = case
     with pytest.raises(CollectorError, match=re.escape(match) if match else None):
-        parsers.parse_text(kind, text)
+        parsers.parse(kind, text)
 
 
 @pytest.mark.parametrize("case", _cases("garbage"), ids=_id)
 def test_garbage_is_a_parse_error(case: tuple[str, str, str]) -> None:
     kind, text, match = case
     with pytest.raises(ParseError, match=re.escape(match) if match else None):
-        parsers.parse_text(kind, text)
+        parsers.parse(kind, text)
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_bad_line_is_an_issue_and_the_rest_parses(kind: str) -> None:
     spoiled = CONTRACTS[kind].spoiled
-    result = parsers.parse_text(kind, spoiled.text)
+    result = parsers.parse(kind, spoiled.text)
     assert len(result.issues) == len(spoiled.issues), result.issues
     pairs = zip(result.issues, spoiled.issues, strict=True)
     assert [{key: getattr(issue, key) for key in want} for issue, want in pairs] == list(spoiled.issues)

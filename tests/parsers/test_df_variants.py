@@ -196,9 +196,9 @@ def test_h_and_H_by_command() -> None:
 
 
 def test_H_by_file_name_and_pasted_command_line() -> None:
-    assert df.parse_with_name(H_TEXT, "cmd/df-H.txt").rows("filesystem_usage")[0]["size_bytes"] == 146 * 10**9
-    assert df.parse_with_name(H_TEXT, "cmd/df-h.txt").rows("filesystem_usage")[0]["size_bytes"] == 146 * G
-    assert df.parse_with_name(H_TEXT, "cmd/df.txt").rows("filesystem_usage")[0]["size_bytes"] == 146 * G
+    assert df.parse(H_TEXT, filename="cmd/df-H.txt").rows("filesystem_usage")[0]["size_bytes"] == 146 * 10**9
+    assert df.parse(H_TEXT, filename="cmd/df-h.txt").rows("filesystem_usage")[0]["size_bytes"] == 146 * G
+    assert df.parse(H_TEXT, filename="cmd/df.txt").rows("filesystem_usage")[0]["size_bytes"] == 146 * G
     pasted = "[root@node-1 ~]# df -H\n" + H_TEXT
     assert rows(pasted)[0]["size_bytes"] == 146 * 10**9
     assert rows("ubuntu@ip-10-0-0-1:~$ df -hT\n" + H_TEXT)[0]["size_bytes"] == 146 * G

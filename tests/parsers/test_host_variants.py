@@ -37,7 +37,7 @@ def sw(text: str) -> list[dict[str, Any]]:
 def test_every_fixture_is_detected_and_parses(kind: str, name: str) -> None:
     text = fixture_text(kind, name)
     assert parsers.detect_kind(text) == kind
-    result = parsers.parse_text(kind, text)
+    result = parsers.parse(kind, text)
     assert sum(len(rows) for rows in result.tables.values()) >= 1
 
 

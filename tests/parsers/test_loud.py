@@ -33,9 +33,7 @@ def _cases() -> list[tuple[str, Path]]:
 
 
 def _parse(kind: str, text: str, name: str) -> ParseResult:
-    module = parsers.module_for(kind)
-    with_name = getattr(module, "parse_with_name", None)
-    return with_name(text, name) if with_name else module.parse(text)
+    return parsers.parse(kind, text, filename=name)
 
 
 def _cited_lines(result: ParseResult) -> list[int]:

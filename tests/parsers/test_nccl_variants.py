@@ -454,7 +454,7 @@ def test_parse_error_says_what_was_expected_and_seen() -> None:
 
 def test_command_names_the_collective() -> None:
     text = "\n".join(_lines()[1:]) + "\n"  # no banner naming the test
-    r = nccl_tests.parse_with_command(text, "mpirun -np 16 /opt/nccl-tests/build/reduce_scatter_perf -b 8")
+    r = nccl_tests.parse(text, command="mpirun -np 16 /opt/nccl-tests/build/reduce_scatter_perf -b 8")
     assert r.rows("nccl_run")[0]["collective"] == "reduce_scatter"
 
 

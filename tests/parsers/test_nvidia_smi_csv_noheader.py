@@ -30,7 +30,7 @@ def _headerless() -> str:
 
 def test_headerless_rows_equal_the_rows_with_header() -> None:
     with_header = nvidia_smi_csv.parse(fixture_text("nvidia-smi-csv", "hpc-h100-595-11cols.txt"))
-    headerless = nvidia_smi_csv.parse_with_command(_headerless(), COMMAND)
+    headerless = nvidia_smi_csv.parse(_headerless(), command=COMMAND)
     strip = [
         {k: v for k, v in r.items() if k not in ("line", "extra")} for r in with_header.rows("gpu_query")
     ]
