@@ -442,7 +442,7 @@ def rules(fmt: str, config: Path | None) -> None:
     catalog = [
         {
             "rule": m.RULE.id,
-            "title": m.RULE.title,
+            "title": m.RULE.title_for(settings),
             "severity": m.RULE.severity.value,
             "requires": list(m.RULE.requires),
             "requires_any": list(m.RULE.requires_any),

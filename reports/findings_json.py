@@ -23,6 +23,7 @@ def document(data: ReportData) -> dict[str, Any]:
         "rules": [
             {
                 "rule": o.rule,
+                "title": data.rule_titles.get(o.rule, ""),
                 "outcome": o.outcome,
                 "findings": o.findings,
                 "reason": o.reason,

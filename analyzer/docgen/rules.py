@@ -46,7 +46,7 @@ def render() -> str:
             out += [
                 f"### {rule.id}",
                 "",
-                f"**{rule.title}** — worst severity `{rule.severity.value}`; route → `{rule.route.owner}` "
+                f"**{rule.title_for(settings)}** — worst severity `{rule.severity.value}`; route → `{rule.route.owner}` "
                 f"({rule.route.target}): {rule.route.action}.",
                 "",
                 *(

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+import string
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -19,6 +20,8 @@ class RuleInfo:
     """A rule's metadata: what it checks, what it needs, who acts on it."""
 
     id: str
+    #: may name the rule's thresholds, ``{warning_pct}`` (a fraction as a percentage: ``{fraction:pct}``),
+    #: so that it says what a site's --config judges by: read it through :meth:`title_for`
     title: str
     severity: Severity
     requires: tuple[str, ...]
@@ -26,7 +29,8 @@ class RuleInfo:
     version: int = 1
     #: alternative sources: at least one of them (see analyzer.judge.coverage for what "has" means)
     requires_any: tuple[str, ...] = ()
-    #: what an [OK] line says when the rule ran and found nothing ("no TCP fallback seen")
+    #: what an [OK] line says when the rule ran and found nothing ("no TCP fallback seen"); thresholds
+    #: as in the title, read through :meth:`passed_for`
     passed: str = ""
     #: where the cause of a finding lies: "node" (a fault of that node: the node is ranked), "shared"
     #: (a cause shared by many nodes — a file system, a spine link, the placement, a cluster-wide
@@ -42,6 +46,21 @@ class RuleInfo:
     def __post_init__(self) -> None:
         if self.scope not in ("node", "shared"):
             raise ValueError(f"rule {self.id}: scope {self.scope!r} is not 'node' or 'shared'")
+
+    def title_for(self, settings: Settings) -> str:
+        """The title with its threshold placeholders filled from ``settings`` (defaults or a site's).
+
+        >>> from analyzer.judge.findings import Route, Severity
+        >>> rule = RuleInfo("fs.iowait.high", "CPU iowait above {iowait_pct} %", Severity.WARNING, (),
+        ...                 Route("io-pattern", "runbook", "look"))
+        >>> rule.title_for(load_settings())
+        'CPU iowait above 20 %'
+        """
+        return _ThresholdText(self.id, settings).format(self.title)
+
+    def passed_for(self, settings: Settings) -> str:
+        """The pass phrase with its threshold placeholders filled from ``settings``."""
+        return _ThresholdText(self.id, settings).format(self.passed)
 
     def finding(
         self,
@@ -74,6 +93,26 @@ class RuleInfo:
             bundle_id=bundle_id,
             key=key,
         )
+
+
+class _ThresholdText(string.Formatter):
+    """Fills ``{key}`` in a rule's title or pass phrase with the value of its threshold ``key`` (a number
+    written as ``%g`` writes it, ``{key:pct}`` a fraction as a percentage: 0.05 -> 5)."""
+
+    def __init__(self, rule: str, settings: Settings) -> None:
+        self.rule = rule
+        self.settings = settings
+
+    def get_value(self, key: int | str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        return self.settings.value(self.rule, str(key))
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if format_spec == "pct" and number:
+            return format(value * 100, "g")
+        if not format_spec and number:
+            return format(value, "g")
+        return str(format(value, format_spec))
 
 
 class NotExamined(Exception):

@@ -64,7 +64,10 @@ def gather(
         con,
         "SELECT bundle_id, node, file, kind, error, line, text FROM parse_problems ORDER BY node, file, line",
     )
-    rules = {m.RULE.id: RuleScope(m.RULE.title, m.RULE.scope, m.RULE.explained_by) for m in modules}
+    settings = settings or load_settings()
+    # titles and pass phrases say the thresholds the rules judged by (a site's --config included)
+    titles = {m.RULE.id: m.RULE.title_for(settings) for m in modules}
+    rules = {m.RULE.id: RuleScope(titles[m.RULE.id], m.RULE.scope, m.RULE.explained_by) for m in modules}
     verdict = compute(
         findings,
         outcomes,
@@ -79,8 +82,8 @@ def gather(
         findings,
         outcomes,
         problems,
-        rule_titles={m.RULE.id: m.RULE.title for m in modules},
-        rule_passed={m.RULE.id: m.RULE.passed for m in modules if m.RULE.passed},
+        rule_titles=titles,
+        rule_passed={m.RULE.id: m.RULE.passed_for(settings) for m in modules if m.RULE.passed},
         verdict=verdict,
         inputs={
             "duplicates": summary.duplicates,
@@ -93,7 +96,7 @@ def gather(
     if charts:
         from analyzer.model.chart_data import collect
 
-        data.charts = collect(con, settings or load_settings(), findings)
+        data.charts = collect(con, settings, findings)
     return data
 
 

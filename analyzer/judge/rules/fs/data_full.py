@@ -18,7 +18,7 @@ from analyzer.judge.signals.fs import data_mounts_over
 
 RULE = RuleInfo(
     id="fs.data.full",
-    title="Data mount above 90 % used",
+    title="Data mount above {warning_pct} % used",
     severity=Severity.WARNING,
     requires=("filesystem_usage.use_pct",),
     passed="every data mount below the full line",

@@ -28,10 +28,10 @@ from analyzer.judge.signals.fs import (
 
 RULE = RuleInfo(
     id="fs.ebs.queue_sustained",
-    title="EBS volume queue length above 1 sustained",
+    title="EBS volume queue length above {queue_length} sustained",
     severity=Severity.WARNING,
     requires=("cw_metric",),
-    passed="EBS queue length never held above 1",
+    passed="EBS queue length never held above {queue_length}",
     route=Route(
         "filesystem-capacity",
         "hyperpod-performance-debugger § B; hyperpod-node-debugger § I",

@@ -32,7 +32,7 @@ from analyzer.judge.signals.fs import (
 
 RULE = RuleInfo(
     id="fs.fsx.utilization_sustained",
-    title="FSx utilisation >= 80 % sustained",
+    title="FSx utilisation >= {utilization_pct} % sustained",
     severity=Severity.CRITICAL,
     requires=("cw_metric",),
     passed="FSx utilisation never held at or above the line",

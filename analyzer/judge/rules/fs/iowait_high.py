@@ -20,7 +20,7 @@ from analyzer.judge.signals.fs import STORAGE_CAUSES, iowait_by_node
 
 RULE = RuleInfo(
     id="fs.iowait.high",
-    title="CPU iowait above 20 %",
+    title="CPU iowait above {iowait_pct} %",
     severity=Severity.WARNING,
     requires=("iostat_cpu.iowait_pct",),
     passed="CPU iowait below the line on every node",

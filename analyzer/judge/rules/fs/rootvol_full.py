@@ -17,7 +17,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="fs.rootvol.full",
-    title="Root volume above 80 % used",
+    title="Root volume above {warning_pct} % used",
     severity=Severity.CRITICAL,
     requires=("filesystem_usage.use_pct",),
     passed="root volume below the warning line",

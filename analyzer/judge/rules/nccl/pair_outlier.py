@@ -20,7 +20,7 @@ from analyzer.judge.signals.nccl import busbw_evidence, load_runs, pairs
 
 RULE = RuleInfo(
     id="nccl.pair.outlier",
-    title="Pairwise busbw more than 5 % below the run mean",
+    title="Pairwise busbw more than {below_mean_fraction:pct} % below the run mean",
     severity=Severity.WARNING,
     requires=("nccl_result", "nccl_rank"),
     passed="no pairwise run far below its run's mean",

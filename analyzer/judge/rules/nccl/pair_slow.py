@@ -33,7 +33,7 @@ from analyzer.judge.signals.nccl import (
 
 RULE = RuleInfo(
     id="nccl.pair.slow",
-    title="Pairwise busbw >= 20 % below the median; node common to the slow pairs",
+    title="Pairwise busbw >= {below_median_fraction:pct} % below the median; node common to the slow pairs",
     severity=Severity.CRITICAL,
     requires=("nccl_result", "nccl_rank"),
     passed="no pairwise busbw far below the pair median",
