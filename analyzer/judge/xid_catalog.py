@@ -1,34 +1,34 @@
 """The Xid catalog: NVIDIA's resolution buckets per Xid code, and the severity and action we derive.
 
-Source: NV-XID (rules-facts § 0): NVIDIA "Analyzing Xid Errors with the Xid Catalog",
+Source: the NVIDIA Xid catalog (docs/sources.md#xid-catalog): "Analyzing Xid Errors with the Xid Catalog",
 docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, the Ampere-and-later catalog of codes
 1-172 with its "Resolution Bucket (Immediate Action)" and "(Investigatory Action)" columns, its
 "Fault Resolution Buckets" sheet and its "XID 144-150 Decode" sheet (read from a stored copy of the
-page text).  Cause classes are MODAL-XID's
-carried-over NVIDIA "potential causes" as listed in rules-facts § 2 ("-" where neither gives one).
-Every entry carries a source note; where NV-XID gives no bucket (162-172) the note says so and the
+page text).  Cause classes are NVIDIA's older "potential causes" as the Modal GPU health guide carries
+them over ("-" where neither gives one).
+Every entry carries a source note; where the catalog gives no bucket (162-172) the note says so and the
 severity is ours, with the reason.
 
 Severity comes from the IMMEDIATE bucket through one table (``IMMEDIATE``):
 
 - critical: RESET_GPU, RESTART_BM, CHECK_MECHANICALS, WORKFLOW_XID_48 (its solo and with-63/64 paths
-  both reset the GPU), WORKFLOW_NVLINK_ERR (NV-XID: "A GPU reset or node reboot is needed").
+  both reset the GPU), WORKFLOW_NVLINK_ERR (the catalog: "A GPU reset or node reboot is needed").
 - warning: RESTART_APP, RESTART_VM, UPDATE_SWFW, CHECK_UVM, CONTACT_SUPPORT (codes in use),
   XID_154_EVAL, WORKFLOW_NVLINK5_ERR when the payload does not decode, XID_154 until its text is read.
 - info: IGNORE; WORKFLOW_XID_45 unless Xid 45 is alone on the node (then warning: RESTART_FM); codes
-  NV-XID marks "Unused" on Ampere and later ("not expected on Ampere and later; if seen, contact
+  the catalog marks "Unused" on Ampere and later ("not expected on Ampere and later; if seen, contact
   support").
-- Refinements, all from NV-XID text: RESTART_APP whose investigatory bucket is an application
+- Refinements, all from the catalog's text: RESTART_APP whose investigatory bucket is an application
   workflow (WORKFLOW_XID_13/31: "Solo, no burst: CHECK_APP/CUDA") is info until it recurs; Xid 154 is
   rated by the action it names; Xid 144-150 by the decoded sub-code row (a payload that does not
   decode but says "Fatal" is taken as RESET_GPU).
 
 Action text is the immediate bucket's text (on HyperPod a GPU reset or a machine restart is a node
-reboot, which HyperPod auto-recovery does when NodeRecovery is Automatic: rules-facts § 7), followed
-by the investigatory bucket's text for when it recurs.  Recurrence (the same Xid on the same GPU
-``repeat`` times or more in one bundle) switches to the investigatory action, raises info to warning,
-and, where the immediate bucket is a reset/restart and the investigatory bucket is CONTACT_SUPPORT or
-the Xid 48 RMA flow, says to replace the node: that is the only escalation to "replace".
+reboot, which HyperPod auto-recovery does when NodeRecovery is Automatic: docs/sources.md#health-checks),
+followed by the investigatory bucket's text for when it recurs.  Recurrence (the same Xid on the same GPU
+``repeat`` times or more in one bundle) switches to the investigatory action, raises info to warning, and,
+where the immediate bucket is a reset/restart and the investigatory bucket is CONTACT_SUPPORT or the Xid 48
+RMA flow, says to replace the node: that is the only escalation to "replace".
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ _REBOOT = (
     "Automatic, else run batch-reboot-cluster-nodes"
 )
 _REPLACE = "replace the node (HyperPod batch-replace-cluster-nodes) and open an AWS support case"
-UNUSED = "UNUSED"  # NV-XID: immediate CONTACT_SUPPORT, investigatory "N/A; Unused"
+UNUSED = "UNUSED"  # the catalog: immediate CONTACT_SUPPORT, investigatory "N/A; Unused"
 _UNUSED_ACTION = "not expected on Ampere and later; if seen, contact support"
 
 #: immediate bucket -> (severity, action now).  The one severity mapping of this module.
@@ -137,8 +137,8 @@ class XidEntry:
     cause_class: str
     severity: Severity
     action: str
-    immediate: str | None = None  # NV-XID immediate bucket; None where NV-XID gives none
-    investigatory: str | None = None  # NV-XID investigatory bucket; None where none
+    immediate: str | None = None  # the catalog's immediate bucket; None where it gives none
+    investigatory: str | None = None  # the catalog's investigatory bucket; None where none
     source: str = "NV-XID"
     unused: bool = False
 
@@ -146,7 +146,7 @@ class XidEntry:
 # --- Xid 144-150: the "XID 144-150 Decode" sheet ------------------------------------------------------
 #
 # The line reads ``<sub-code> <Fatal|Nonfatal> XC<n> i<n> Link <nn> (<IntrInfo> <errorStatus> ...)``
-# (NV-XID WORKFLOW_NVLINK5_ERR).  The sub-code is in IntrInfo[9:0] before R575 (V1: [9:5] unit, [4:0]
+# (the catalog's WORKFLOW_NVLINK5_ERR).  The sub-code is in IntrInfo[9:0] before R575 (V1: [9:5] unit, [4:0]
 # the Xid) and IntrInfo[6:0] from R575 (V2); IntrInfo[25:20] is 0 except for the NETIR_LINK_DOWN
 # reasons; the error status is the second register.  RLW_RXPIPE's "Action 2" bit is IntrInfo[10] (V1)
 # or IntrInfo[7] (V2).
@@ -161,7 +161,7 @@ class _Nl5:
     status: tuple[int, ...] | None  # error status values; None: any
     immediate: str
     investigatory: str
-    severity: str  # NV-XID's own column: Fatal, Non-fatal, Link Fatal, ...
+    severity: str  # the catalog's own column: Fatal, Non-fatal, Link Fatal, ...
     hw_sw: str
     reason: int = 0  # IntrInfo[25:20]
     action2: bool = False  # RLW_RXPIPE: the Action 2 bit promotes to RESET_GPU
@@ -576,7 +576,8 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
     ((161,), "channel retirement failure", "-", "IGNORE", "INVESTIGATE_SW", _NV),
 ]
 
-# NV-XID gives no bucket for 162-172; severity and action are ours: (code, meaning, class, sev, action, note)
+# The catalog gives no bucket for 162-172; severity and action are ours:
+# (code, meaning, class, sev, action, note)
 _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
     (
         162,
@@ -671,8 +672,9 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
     ),
 ]
 
-#: NV-XID: "Unused" on Ampere and later (immediate CONTACT_SUPPORT, investigatory "N/A; Unused"), by NVIDIA's
-#: mnemonic; MODAL-XID's legacy meaning where rules-facts § 2 gives one.
+#: The NVIDIA Xid catalog: "Unused" on Ampere and later (immediate CONTACT_SUPPORT, investigatory
+#: "N/A; Unused"), by NVIDIA's mnemonic; the legacy meaning where the Modal GPU health guide gives one
+#: (docs/sources.md#xid-catalog).
 _UNUSED_CODES: dict[int, str] = {
     1: "ROBUST_CHANNEL_FIFO_ERROR_FIFO_METHOD",
     2: "ROBUST_CHANNEL_FIFO_ERROR_SW_METHOD",
@@ -744,11 +746,11 @@ def _entry(
     severity, action = IMMEDIATE[immediate]
     then = investigatory
     if immediate == "RESTART_APP" and investigatory in _APP_WORKFLOWS:
-        severity = I  # NV-XID WORKFLOW_XID_13/31: "Solo, no burst: CHECK_APP/CUDA"
+        severity = I  # the catalog's WORKFLOW_XID_13/31: "Solo, no burst: CHECK_APP/CUDA"
     if code in _NL5_UNIFORM:  # every row of its decode gives the same buckets (150: RESET_GPU)
         now, then = _NL5_UNIFORM[code]
         severity, action = IMMEDIATE[now]
-    if code == 94:  # NV-XID trigger text
+    if code == 94:  # the catalog's trigger text
         action = f"restart the application that hit it (the others are unaffected); reset the GPU when convenient ({_REBOOT})"
     tail = INVESTIGATORY.get(then or "", "")
     if tail:
@@ -884,8 +886,8 @@ _RECOVERY = re.compile(r"\bto\s+0x[0-9a-fA-F]+\s*\(([^)]*)\)")
 
 
 def _recovery_154(message: str | None) -> tuple[Severity, str]:
-    """Xid 154 names the action for its companion Xids (NV-XID): None, Drain P2P, Drain and Reset,
-    GPU Reset Required, Node Reboot Required."""
+    """Xid 154 names the action for its companion Xids (the NVIDIA Xid catalog): None, Drain P2P,
+    Drain and Reset, GPU Reset Required, Node Reboot Required."""
     m = _RECOVERY.search(message or "")
     new = m.group(1).lower() if m else (message or "").lower().rsplit(" to ", 1)[-1]
     if "reboot" in new:

@@ -23,7 +23,7 @@ from analyzer.judge import engine
 from analyzer.judge.engine import Context
 from analyzer.judge.findings import Evidence
 
-#: AWS/FSx percentage metrics that say how much of a provisioned limit is in use (rules-facts § 4).
+#: AWS/FSx percentage metrics that say how much of a provisioned limit is in use (docs/sources.md#fsx-ebs-metrics).
 FSX_UTIL_METRICS = (
     "DiskIopsUtilization",
     "NetworkThroughputUtilization",

@@ -3,11 +3,11 @@
 Why it matters: a check that had no data is not a pass.  For every node this rule counts the probes of
 the manifest that ran (exit 0), failed (another exit code), timed out (124) or found no tool (127),
 and the files that could not be parsed (status failed / tool-error); it lists the kinds of data its
-peers have and it lacks (BUNDLE-GAP, IR-PY: the default issue report does not gather most kinds).
+peers have and it lacks (the HyperPod issue-report script does not gather most kinds by default).
 One finding per node with anything to say: info, or warning when the node has no parsed file at all
 (every other rule is blind on it).  Healthy, complete nodes give no finding.
 False positives: a kind that exists only on some node roles (controller vs worker).
-Reference: rules-facts § 1.8 BUNDLE-GAP, § 9; hyperpod-issue-report.
+Reference: docs/sources.md#bundle-coverage; hyperpod-issue-report.
 """
 
 from __future__ import annotations

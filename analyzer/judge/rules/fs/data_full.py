@@ -1,11 +1,11 @@
 """A data mount (/fsx, /opt/sagemaker, /opt/dlami/nvme, another volume) above 90 % used.
 
-Why it matters: checkpoint and dataset writes fail on a full volume (MFU-NODE § 4 > 90 %; ND-TRIAGE
-/opt/sagemaker > 90 % P1).  System mounts (/, /boot, /run, /snap loop images, tmpfs, overlay) are
-not data mounts and are left out; "/" has fs.rootvol.full.  A shared file system (FSx) seen from many
-nodes gives one finding per mount point and device.
+Why it matters: checkpoint and dataset writes fail on a full volume (mfu-debugger node diagnostics
+§ 4: > 90 %; node-debugger triage script: /opt/sagemaker > 90 % P1).  System mounts (/, /boot, /run, /snap
+loop images, tmpfs, overlay) are not data mounts and are left out; "/" has fs.rootvol.full.  A shared file
+system (FSx) seen from many nodes gives one finding per mount point and device.
 False positives: read-only snap images are excluded; a read-only dataset volume filled on purpose.
-Reference: rules-facts § 1.7 OPT-SAGEMAKER-FULL, DATA-DISK-FULL.
+Reference: docs/sources.md#local-storage.
 """
 
 from __future__ import annotations

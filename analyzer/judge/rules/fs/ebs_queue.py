@@ -1,14 +1,14 @@
 """EBS VolumeQueueLength above 1 for a sustained stretch.
 
 Why it matters: a queue that stays above one outstanding I/O means the volume is the bottleneck
-(PD-DET); gp3 IOPS and throughput are fixed at creation and never scale on their own.  The finding
-says how long the queue stayed above the line and the longest run; Average is used when exported.
-A ``get-metric-data`` export that names no statistic is judged only at a period of 60 s or less (see
-:func:`usable`): EBS publishes one VolumeQueueLength datapoint a minute, so there Sum, Average,
-Minimum and Maximum are that datapoint and SampleCount is 1, never above a line of 1 or more.  At a
-longer period a Sum or a SampleCount would pass the line by itself, and the series is not judged.
+(performance-debugger details guide); gp3 IOPS and throughput are fixed at creation and never scale on their
+own.  The finding says how long the queue stayed above the line and the longest run; Average is used when
+exported.  A ``get-metric-data`` export that names no statistic is judged only at a period of 60 s or less
+(see :func:`usable`): EBS publishes one VolumeQueueLength datapoint a minute, so there Sum, Average, Minimum
+and Maximum are that datapoint and SampleCount is 1, never above a line of 1 or more.  At a longer period a
+Sum or a SampleCount would pass the line by itself, and the series is not judged.
 False positives: a short burst at boot or at a checkpoint stays below ``warning_minutes``.
-Reference: rules-facts § 1.7 EBS-QUEUE, § 4 EBS.
+Reference: docs/sources.md#fsx-ebs-metrics.
 """
 
 from __future__ import annotations

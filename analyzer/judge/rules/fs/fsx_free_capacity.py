@@ -1,6 +1,7 @@
 """FSx for Lustre free data storage capacity low.
 
-Why it matters: low FreeDataStorageCapacity throttles writes and fails checkpoints (PD-DET).  The
+Why it matters: low FreeDataStorageCapacity throttles writes and fails checkpoints (performance-debugger
+details guide).  The
 sources give no number; the line is ours (``free_warning_gib``), and the Minimum statistic is used.
 The throughput metrics (DataReadBytes/DataWriteBytes) are not judged here: the provisioned ceiling
 (capacity x per-unit throughput) is not in a bundle.
@@ -10,7 +11,7 @@ low Sum (the whole file system) means the Minimum is lower still, while Average 
 read as the rule already reads them when Minimum is missing.  The finding says the statistic was
 unknown.
 False positives: a file system sized close to its data on purpose (a read-only dataset).
-Reference: rules-facts § 1.7 FSX-LUSTRE-FREE, § 4.
+Reference: docs/sources.md#fsx-ebs-metrics.
 Scope: shared: the cause is the file system, whichever nodes feel it; no node is ranked for it.
 """
 

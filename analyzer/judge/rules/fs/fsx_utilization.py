@@ -2,16 +2,16 @@
 
 Why it matters: the AWS/FSx percentage metrics (DiskIopsUtilization on Lustre; FileServerDisk*,
 NetworkThroughputUtilization and CPUUtilization on OpenZFS) say how much of the provisioned limit is in
-use; at >= 80 % the file system is the bottleneck (PD-SNAP marks FileServerDiskIopsUtilization >= 80 %
-"BAD"; the other metrics reuse the line, rules-facts § 1.7).  The finding says how many minutes of
-the window were at/above the line and the longest unbroken run; a run of ``warning_minutes`` is a
-warning, ``critical_minutes`` critical.  Maximum is used when the export has it, else Average.
-A ``get-metric-data`` export that names no statistic is judged too (see :func:`usable`): every
-statistic of a percentage but Sum and SampleCount (Minimum, Average, percentiles) is at most the
-Maximum, so a run at/above the line is one of the Maximum as well; a value above 100 % shows a Sum or
-a SampleCount, and such a series is not judged.  The finding says the statistic was unknown.
+use; at >= 80 % the file system is the bottleneck (the performance-debugger snapshot script marks
+FileServerDiskIopsUtilization >= 80 % "BAD"; the other metrics reuse the line).  The finding says how many
+minutes of the window were at/above the line and the longest unbroken run; a run of ``warning_minutes`` is a
+warning, ``critical_minutes`` critical.  Maximum is used when the export has it, else Average.  A
+``get-metric-data`` export that names no statistic is judged too (see :func:`usable`): every statistic of a
+percentage but Sum and SampleCount (Minimum, Average, percentiles) is at most the Maximum, so a run at/above
+the line is one of the Maximum as well; a value above 100 % shows a Sum or a SampleCount, and such a series is
+not judged.  The finding says the statistic was unknown.
 False positives: a short burst (a checkpoint) crossing the line once stays below ``warning_minutes``.
-Reference: rules-facts § 1.7 FSX-*, § 4; hyperpod-performance-debugger § B.
+Reference: docs/sources.md#fsx-ebs-metrics; hyperpod-performance-debugger § B.
 Scope: shared: the cause is the file system, whichever nodes feel it; no node is ranked for it.
 """
 

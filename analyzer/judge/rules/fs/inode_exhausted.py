@@ -1,9 +1,10 @@
 """A file system is running out of inodes.
 
 Why it matters: with no free inodes no file can be created, however much space is left: checkpoints,
-logs and container layers fail with "No space left on device" (rules-facts INODE-EXHAUSTED: ND-TRIAGE,
-`df -i /` > 90 % P1; ND-DET I.4).  Read from the collector's ``df -P -i`` capture.  Pseudo and read-only
-image file systems (tmpfs, devtmpfs, overlay, squashfs, snap loop devices) are not judged.
+logs and container layers fail with "No space left on device" (node-debugger triage script: `df -i /` > 90 %
+P1; node-debugger diagnostics guide § I.4; docs/sources.md#local-storage).  Read from the collector's
+``df -P -i`` capture.  Pseudo and read-only image file systems (tmpfs, devtmpfs, overlay, squashfs, snap loop
+devices) are not judged.
 False positives: none known; small-file datasets on the root volume are the usual cause.
 """
 

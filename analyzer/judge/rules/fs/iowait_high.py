@@ -1,12 +1,12 @@
 """CPU iowait above 20 % on a node (iostat avg-cpu, interval reports only).
 
-Why it matters: CPUs waiting on I/O mean data loading or checkpointing holds the GPUs back (PD-SNAP
-flags %iowait > 20).  The first iostat report holds averages since boot and is excluded; the node
-value is the mean of the interval reports (the peak is in params).  Whether the file system is full
-or the access pattern is at fault is decided by fs.verdict.
+Why it matters: CPUs waiting on I/O mean data loading or checkpointing holds the GPUs back (the
+performance-debugger snapshot script flags %iowait > 20).  The first iostat report holds averages since boot
+and is excluded; the node value is the mean of the interval reports (the peak is in params).  Whether the file
+system is full or the access pattern is at fault is decided by fs.verdict.
 False positives: a bundle taken during a checkpoint write; compare with the node's peers
 (straggler.host.iowait).
-Reference: rules-facts § 1.7 FS-IOWAIT.
+Reference: docs/sources.md#local-storage.
 Explained by the FSx/EBS/Lustre saturation rules and fs.verdict: when one fires, iowait is its symptom.
 """
 

@@ -2,12 +2,12 @@
 
 Why it matters: Lustre stripes files over OSTs; when one OST fills, writes striped onto it fail with
 ENOSPC although the file system as a whole has room, and a hot OST slows every reader of its stripes
-(MFU-NODE § 4: > 90 % used per OST/MDT).  Reported per file system: the spread between the fullest and
-emptiest OST above ``spread_pct`` points, and every OST above ``full_pct``.  lfs df from several
-nodes of one file system gives one finding.
+(mfu-debugger node diagnostics § 4: > 90 % used per OST/MDT).  Reported per file system: the spread between
+the fullest and emptiest OST above ``spread_pct`` points, and every OST above ``full_pct``.  lfs df from
+several nodes of one file system gives one finding.
 False positives: a fresh file system with a few large files (small absolute use, uneven percentages):
 spread is judged only when the fullest OST is above ``min_used_pct``.
-Reference: rules-facts § 1.7 DATA-DISK-FULL.
+Reference: docs/sources.md#local-storage.
 Scope: shared: the OSTs serve every client, so no node is ranked for it.
 """
 

@@ -2,7 +2,7 @@
 
 Why it matters: p4d/p4de/p5/p5e/p5en/p6 nodes carry 8 NVMe drives (8-30 TB) meant for datasets,
 caches and checkpoints; unmounted, that I/O lands on the 100 GB root volume or the shared file system
-(rules-facts NVME-NOT-MOUNTED: ND-TRIAGE, P1; § 6 storage limits).  Judged only on nodes whose mount
+(node-debugger triage script, P1; docs/sources.md#local-storage).  Judged only on nodes whose mount
 table or df output was collected, so an absent probe is never read as "not mounted".
 False positives: a site that mounts the NVMe RAID elsewhere; set ``mountpoints`` in a site config.
 """

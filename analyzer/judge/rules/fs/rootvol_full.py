@@ -1,11 +1,11 @@
 """The root file system ("/") is filling up.
 
 Why it matters: the HyperPod root volume is a fixed 100 GB EBS volume; when it fills, container
-images, logs and /tmp writes fail (ND-TRIAGE: > 80 % P1, > 90 % P0; ND-DET I.2).  Do not plan to grow
-it: move data to /opt/sagemaker or /opt/dlami/nvme.
+images, logs and /tmp writes fail (node-debugger triage script: > 80 % P1, > 90 % P0; node-debugger
+diagnostics guide § I.2).  Do not plan to grow it: move data to /opt/sagemaker or /opt/dlami/nvme.
 False positives: inside a container "/" is the overlay of the node's container storage, which is
 still worth freeing.
-Reference: rules-facts § 1.7 ROOTVOL-FULL, § 6 storage limits.
+Reference: docs/sources.md#local-storage.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """/dev/shm too small for NCCL, or not a tmpfs.
 
 Why it matters: NCCL's shared-memory transport and DataLoader workers live in /dev/shm; the
-Kubernetes default of 64 MiB gives 'Bus error' and 'failed to extend /dev/shm' (NC-DIAG: < 1 GB
-fail, < 4 GB warn; MFU-NET wants >= 16 GB).  A /dev/shm that is not tmpfs is memory-backed by
-nothing (warning).  Read from the shm probe, else from df for nodes without it.
+Kubernetes default of 64 MiB gives 'Bus error' and 'failed to extend /dev/shm' (the NCCL diagnose
+script: < 1 GB fail, < 4 GB warn; the mfu-debugger network guide wants >= 16 GB).  A /dev/shm that is not
+tmpfs is memory-backed by nothing (warning).  Read from the shm probe, else from df for nodes without it.
 False positives: none for training nodes; a controller node does not need a large /dev/shm.
-Reference: rules-facts § 1.7 SHM-SMALL, § 6 storage and memory limits.
+Reference: docs/sources.md#local-storage.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ are those of fs.fsx.utilization_sustained (``utilization_pct``) and fs.iowait.hi
 a site override of either moves the verdict with the rule.
 False positives: the signals are only as good as the exported window; a CloudWatch window that does
 not cover the slow period says "headroom" wrongly.
-Reference: rules-facts § 1.7, § 4; PD-SKILL § B.
+Reference: docs/sources.md#fsx-ebs-metrics; HyperPod performance-debugger skill § B.
 Scope: shared: a verdict on the storage of the whole bundle set; no node is ranked for it.
 """
 

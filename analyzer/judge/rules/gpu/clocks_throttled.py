@@ -1,12 +1,12 @@
 """GPU clocks held down by a thermal, power-brake or hardware slowdown.
 
 Why it matters: a GPU whose clocks are cut runs slower than its peers and every collective waits for it
-(rules-facts GPU-THROTTLE: MFU-NODE, MFU-2C).  Reasons judged: HW Slowdown, HW Thermal Slowdown,
-HW Power Brake Slowdown, SW Thermal Slowdown (warning).  Ignored: Idle, Applications Clocks Setting,
-Sync Boost, Display Clock Setting (normal), and SW Power Cap (a GPU at its power limit under load is
-working as designed; it is not reported).  Read from ``-q`` "Clocks Event/Throttle Reasons", else the
-CSV ``clocks_event_reasons.active`` bitmask.  False positives: HW Power Brake can be asserted by the
-platform on purpose (power capping of the rack); the route says to check that first.
+(mfu-debugger node diagnostics and straggler step: docs/sources.md#gpu-thermal).  Reasons judged: HW Slowdown,
+HW Thermal Slowdown, HW Power Brake Slowdown, SW Thermal Slowdown (warning).  Ignored: Idle, Applications
+Clocks Setting, Sync Boost, Display Clock Setting (normal), and SW Power Cap (a GPU at its power limit under
+load is working as designed; it is not reported).  Read from ``-q`` "Clocks Event/Throttle Reasons", else the
+CSV ``clocks_event_reasons.active`` bitmask.  False positives: HW Power Brake can be asserted by the platform
+on purpose (power capping of the rack); the route says to check that first.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Fewer GPUs visible than the instance type has (a GPU missing from nvidia-smi).
 
 Why it matters: a GPU that the driver no longer lists (fallen off the bus, failed init) leaves the node
-unable to run an 8-GPU job; drain and replace (rules-facts GPU-MISSING: PD-SKILL, PD-DET "all 8
-visible").  GPUs are counted from ``nvidia-smi -q``, else the ``--query-gpu`` CSV, else the plain
-``nvidia-smi`` table; the expected count is ``sku.toml`` ``gpus`` for the node's instance type.  A node
-whose instance type is unknown (absent from meta.env or not in sku.toml) is not judged: it gets one info
-finding saying so.  Nodes without any nvidia-smi output are left to the bundle-gap rules.
+unable to run an 8-GPU job; drain and replace (HyperPod performance-debugger skill; its details guide: "all 8
+visible"; docs/sources.md#gpu-presence).  GPUs are counted from ``nvidia-smi -q``, else the ``--query-gpu``
+CSV, else the plain ``nvidia-smi`` table; the expected count is ``sku.toml`` ``gpus`` for the node's instance
+type.  A node whose instance type is unknown (absent from meta.env or not in sku.toml) is not judged: it gets
+one info finding saying so.  Nodes without any nvidia-smi output are left to the bundle-gap rules.
 Settling: fewer GPUs on a node collected within the settle window after its boot (analyzer.judge.signals.boot)
 may be GPUs still initialising: info, with the boot time, not a fault.
 False positives: a collector run with ``CUDA_VISIBLE_DEVICES`` set does not change nvidia-smi output.

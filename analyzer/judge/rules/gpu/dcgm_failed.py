@@ -1,11 +1,12 @@
 """DCGM diagnostics (``dcgmi diag``) reported a failed or warning test.
 
 Why it matters: DCGM's diagnostics exercise the GPU (memory, PCIe, NVLink, stress); a failing test at
-level 3 means the GPU should be replaced (rules-facts GPU-DCGM-FAIL: PD-SKILL "dcgmi diag -r 3 failing any
-test -> replace", ND-TRIAGE, NC-DIAG: P0).  Fail -> critical, Warn -> warning; one finding per node,
-test and GPU.  False positives: Deployment-category tests fail on configuration (persistence mode off,
-a busy GPU) rather than hardware; the message text says which, read it before replacing.  DCGM <= 3.3.9
-passes from a combined ``-r medium,memtest`` run are not authoritative (ND-DET G.1.b).
+level 3 means the GPU should be replaced (HyperPod performance-debugger skill: "dcgmi diag -r 3 failing any
+test -> replace"; node-debugger triage script and NCCL diagnose script: P0; docs/sources.md#dcgm).
+Fail -> critical, Warn -> warning; one finding per node, test and GPU.  False positives: Deployment-category
+tests fail on configuration (persistence mode off, a busy GPU) rather than hardware; the message text says
+which, read it before replacing.  DCGM <= 3.3.9 passes from a combined ``-r medium,memtest`` run are not
+authoritative (node-debugger diagnostics guide § G.1.b).
 """
 
 from __future__ import annotations

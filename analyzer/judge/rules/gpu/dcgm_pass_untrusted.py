@@ -1,10 +1,10 @@
 """DCGM diagnostics all passed, but from a DCGM version whose pass is not authoritative (<= 3.3.9).
 
 What it detects: a node whose ``dcgmi diag`` results are all Pass (no Fail or Warn) while the DCGM
-version printed in the Metadata section is at or below ``max_version``.  ND-DET G.1.b and NC-DBG § 21
-say a Pass from a combined ``-r medium,memtest`` run on these versions is not to be trusted
-(rules-facts GPU-DCGM-PASS-UNTRUSTED, info).  When a memtest result is among the tests the message
-says the run combined it; otherwise it says only that a pass from such a version is not authoritative.
+version printed in the Metadata section is at or below ``max_version``.  The node-debugger diagnostics guide
+§ G.1.b and the NCCL debugging guide § 21 say a Pass from a combined ``-r medium,memtest`` run on these
+versions is not to be trusted (info; docs/sources.md#dcgm).  When a memtest result is among the tests the
+message says the run combined it; otherwise it says only that a pass from such a version is not authoritative.
 Why it matters: a GPU suspected of memory faults can be returned to service on a false "all pass";
 rerun the memtest alone, or on DCGM >= 3.3.10 / 4.x, before clearing it.
 False positives: a plain ``-r 2``/``-r 3`` run is probably fine on these versions; outputs without a

@@ -1,10 +1,12 @@
 """Corrected (single-bit) ECC errors per day of uptime: a GPU whose memory is wearing out.
 
 Why it matters: corrected errors cost nothing by themselves, but a high rate precedes uncorrectable
-errors and row-remap exhaustion (rules-facts GPU-ECC-CORR-RATE).  The rate is the volatile corrected
-count divided by host uptime in days (as PD-SNAP computes it; the volatile counter resets with the
-driver, so the rate is a lower bound).  PD-DET/PD-SNAP: 100-1,000/day = watch (warning), > 1,000/day =
-pre-failure (critical).  ND-CAT/ND-DET/ND-SKILL drain at > 100/day (rules-facts § 8): set
+errors and row-remap exhaustion (docs/sources.md#gpu-memory-errors).  The rate is the volatile corrected
+count divided by host uptime in days (as the performance-debugger snapshot script computes it; the
+volatile counter resets with the driver, so the rate is a lower bound).  Performance-debugger details
+guide and snapshot script: 100-1,000/day = watch (warning), > 1,000/day = pre-failure (critical).  The
+node-debugger skill, issue catalog and diagnostics guide drain at > 100/day
+(docs/sources.md#where-sources-disagree): set
 ``critical_per_day = 100`` in a site override to follow them.  Below one day of uptime the rate is
 not judged; a node with corrected errors gets one info finding that says so.
 """

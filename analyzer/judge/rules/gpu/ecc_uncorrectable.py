@@ -1,8 +1,9 @@
 """Uncorrectable ECC errors (volatile or aggregate) on a GPU.
 
 Why it matters: an uncorrectable error means data in GPU memory was lost; the GPU must be drained and
-replaced (rules-facts GPU-ECC-UNCORR: PD-SNAP, PD-DET, ND-CAT § 2.2).  Read from ``nvidia-smi -q``; for a
-node without it, from the ``--query-gpu`` CSV ECC columns, else the plain table's "Volatile Uncorr. ECC".
+replaced (performance-debugger snapshot script and details guide, node-debugger issue catalog § 2.2;
+docs/sources.md#gpu-memory-errors).  Read from ``nvidia-smi -q``; for a node without it, from the
+``--query-gpu`` CSV ECC columns, else the plain table's "Volatile Uncorr. ECC".
 False positives: none known; the aggregate count survives reboots, so an old event still shows: the
 finding says which counter fired.
 """

@@ -1,8 +1,9 @@
 """NVSwitch fabric not ready: Fabric Manager failed, or a GPU's fabric state is not Completed/Success.
 
 Why it matters: on NVSwitch systems (HGX H100/H200, p4d/p5 family) GPUs cannot talk over NVLink until
-Fabric Manager has programmed the switches; until then CUDA init fails or jobs hang (rules-facts
-FM-STATE: NVML-FAB, NVS-883; states Not Started -> In Progress -> Completed, status Success).
+Fabric Manager has programmed the switches; until then CUDA init fails or jobs hang (NVML API
+reference, NVIDIA/NVSentinel#883: states Not Started -> In Progress -> Completed, status Success;
+docs/sources.md#nvlink-fabric).
 A node counts as an NVSwitch system when ``nvidia-smi -q`` prints a Fabric state (not N/A) or a
 ``systemctl status nvidia-fabricmanager`` unit is loaded.  Critical: a GPU fabric state not Completed
 or status not Success; the service's own fabric log not Completed/Success; the service failed or

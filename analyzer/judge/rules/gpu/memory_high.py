@@ -4,11 +4,11 @@ What it detects: a GPU whose framebuffer use is above ``used_pct`` of its total,
 (FB Memory Usage) where the node has it, else the latest sample of the ``--query-gpu`` CSV
 (``memory.used``/``memory.total``), else the plain ``nvidia-smi`` table.  One finding per GPU.
 Why it matters: a job this close to the limit is one allocation (a longer sequence, fragmentation,
-NCCL buffers) away from CUDA out-of-memory; MFU-NODE § 3 lists it among the node checks
-(rules-facts GPU-MEM-HIGH, info).  It is a fact about the workload, not a defect of the node:
-frameworks that pre-allocate (JAX, TensorFlow, PyTorch's caching allocator after warm-up) sit at
-90-100 % by design.  Routed to the workload side (the closed owner list has no application owner;
-``io-pattern`` owns the hyperpod-mfu-debugger guides).
+NCCL buffers) away from CUDA out-of-memory; the mfu-debugger node diagnostics § 3 list it among the node
+checks (info; docs/sources.md#gpu-thermal).  It is a fact about the workload, not a defect of the node:
+frameworks that pre-allocate (JAX, TensorFlow, PyTorch's caching allocator after warm-up) sit at 90-100 % by
+design.  Routed to the workload side (the closed owner list has no application owner; ``io-pattern`` owns the
+hyperpod-mfu-debugger guides).
 """
 
 from __future__ import annotations

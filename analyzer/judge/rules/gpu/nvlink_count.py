@@ -1,7 +1,8 @@
 """A GPU reports fewer NVLink links than its peers or than its instance type has.
 
 Why it matters: a missing link is bandwidth the GPU does not have; HyperPod's deep health check
-verifies the NVLink count (rules-facts NVLINK-COUNT: NV-HV 18 links per H100/H200, AWS-DHC).  The
+verifies the NVLink count (NVIDIA health-validation NVLink checks: 18 links per H100/H200; AWS
+SageMaker HyperPod deep health checks documentation; docs/sources.md#nvlink-fabric).  The
 expected count is ``sku.toml`` ``nvlinks_per_gpu`` for the node's instance type: fewer is critical when
 that figure is ``nvlinks_verified``, else warning (A100's 12 is unverified).  Independently, a GPU is
 compared with the most common count among GPUs of the same name in the bundle set (warning).  The SKU

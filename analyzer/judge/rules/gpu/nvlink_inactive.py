@@ -2,12 +2,13 @@
 
 Why it matters: GPU-to-GPU traffic inside the node runs over NVLink; a link that is down cuts that
 GPU's bandwidth (and NCCL may fall back to slower paths or hang).  Zero inactive links are allowed
-(NV-HV ``max_inactive_nvlinks`` = 0); the action is to replace the node (rules-facts NVLINK-DOWN:
-NC-DIAG, ND-CAT § 2.4, NV-HV).  Critical whether some links are down next to active ones or all are.
-Read from ``nvidia-smi nvlink -s`` or ``dcgmi nvlink --link-status``.  Links that dcgmi marks Disabled
-(X) or Not Supported (_) are not counted.  Settling: links down on a node collected within the settle
-window after its boot (analyzer.judge.signals.boot, ``settle_minutes``) are links still training: info, with
-the boot time, not a fault (NVSentinel#1701: links are down after every boot while they train).
+(NVIDIA health-validation NVLink checks: ``max_inactive_nvlinks`` = 0); the action is to replace the node
+(NCCL diagnose script, node-debugger issue catalog § 2.4; docs/sources.md#nvlink-fabric).  Critical whether
+some links are down next to active ones or all are.  Read from ``nvidia-smi nvlink -s`` or
+``dcgmi nvlink --link-status``.  Links that dcgmi marks Disabled (X) or Not Supported (_) are not counted.
+Settling: links down on a node collected within the settle window after its boot (analyzer.judge.signals.boot,
+``settle_minutes``) are links still training: info, with the boot time, not a fault (NVIDIA/NVSentinel#1701:
+links are down after every boot while they train).
 False positives: none known on HGX systems.
 """
 

@@ -2,11 +2,12 @@
 
 Why it matters: a link that trained at a lower rate slows every collective that crosses it.  Expected
 per-link speed comes from ``sku.toml`` ``nvlink_speed_gbps`` for the node's instance type (H100/H200:
-26.562 GB/s, NV-HV); independently, a link is compared with the median speed of all active links of
-GPUs with the same product name in the bundle set (when there are enough GPUs).  A link slower than
-either by more than ``tolerance`` is reported; one finding per GPU.  The SKU figure applies only when
-the GPU name matches the SKU's ``gpu_model`` (a mislabelled node is not judged as another model).  Read from ``nvidia-smi nvlink -s``
-(dcgmi prints no speed).  False positives: none known; speeds are printed as fixed per-generation rates.
+26.562 GB/s, NVIDIA health-validation NVLink checks: docs/sources.md#nvlink-fabric); independently, a link is
+compared with the median speed of all active links of GPUs with the same product name in the bundle set (when
+there are enough GPUs).  A link slower than either by more than ``tolerance`` is reported; one finding per
+GPU.  The SKU figure applies only when the GPU name matches the SKU's ``gpu_model`` (a mislabelled node is not
+judged as another model).  Read from ``nvidia-smi nvlink -s`` (dcgmi prints no speed).  False positives: none
+known; speeds are printed as fixed per-generation rates.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """A GPU's PCIe link runs a lower generation than most GPUs of the same model in the same power state.
 
-Why it matters: a link that trained at Gen3 instead of Gen5 has a quarter of the bandwidth (rules-facts
-PCIE-DEGRADED: "gen below max", MFU-NODE).  But GPUs lower their link generation at idle by design, so
-a GPU is never judged against its own maximum: only against peers, i.e. GPUs of the same product name
-at the same performance state (P0, P8, ...) across the bundle set, when there are enough of them and a
-strict majority shares one generation.  Read from ``-q``, else the CSV (``pcie.link.gen.current``).
+Why it matters: a link that trained at Gen3 instead of Gen5 has a quarter of the bandwidth (mfu-debugger node
+diagnostics: "gen below max"; docs/sources.md#pcie).  But GPUs lower their link generation at idle by design,
+so a GPU is never judged against its own maximum: only against peers, i.e. GPUs of the same product name at
+the same performance state (P0, P8, ...) across the bundle set, when there are enough of them and a strict
+majority shares one generation.  Read from ``-q``, else the CSV (``pcie.link.gen.current``).
 False positives: a GPU switching P-state between the snapshot of two nodes; the pstate is shown.
 """
 

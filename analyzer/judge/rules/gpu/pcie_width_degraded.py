@@ -1,9 +1,9 @@
 """A GPU's PCIe link trained narrower than its maximum width (x8 where x16 is the max).
 
 Why it matters: half the lanes is half the host<->GPU bandwidth: data loading, checkpointing and
-GPUDirect RDMA to the EFA cards all slow down (rules-facts PCIE-DEGRADED: MFU-NODE, MFU-FAIL § 2).
-Unlike the link generation, the width does not drop at idle, so one snapshot is enough.  Read from
-``-q`` "GPU Link Info / Link Width", else the CSV ``pcie.link.width.*``.
+GPUDirect RDMA to the EFA cards all slow down (mfu-debugger node diagnostics, failure patterns § 2:
+docs/sources.md#pcie).  Unlike the link generation, the width does not drop at idle, so one snapshot is
+enough.  Read from ``-q`` "GPU Link Info / Link Width", else the CSV ``pcie.link.width.*``.
 False positives: none known on SXM GPUs.
 """
 

@@ -2,7 +2,8 @@
 
 Why it matters: an Ampere/Hopper GPU repairs memory rows that fail by remapping them to spares; once
 a remap fails the bad row stays in use and uncorrectable errors follow.  P0: drain and replace
-(rules-facts GPU-REMAP-FAILED: ND-DET G.1.a, ND-TRIAGE, NC-DIAG, MFU-NODE).  Read from ``nvidia-smi -q``
+(node-debugger diagnostics guide § G.1.a and triage script, NCCL diagnose script, mfu-debugger node
+diagnostics: docs/sources.md#gpu-memory-errors).  Read from ``nvidia-smi -q``
 "Remapping Failure Occurred", else ``--query-remapped-rows`` ``remapped_rows.failure``.
 False positives: none known.
 """

@@ -2,13 +2,13 @@
 
 Why it matters: each uncorrectable memory error the GPU repaired used one of a finite set of spare
 rows; the repair is complete (nothing pending, no failure), so this is history, not a defect: info.
-It is worth knowing when the same GPU later shows ECC errors or a pending remap (ND-DET, ND-TRIAGE
-print it as WARN).  Read from ``nvidia-smi -q`` "Remapped Rows / Uncorrectable Error", else the
+It is worth knowing when the same GPU later shows ECC errors or a pending remap (the node-debugger
+triage script prints it as WARN).  Read from ``nvidia-smi -q`` "Remapped Rows / Uncorrectable Error", else the
 ``--query-remapped-rows`` CSV (``remapped_rows.uncorrectable``; the last row per GPU of an ``-l``
 loop).  Both "Pending" and "Remapping Failure Occurred" must read No: a pending remap or a failure
 has its own rule (gpu.remap.pending, gpu.remap.failed).
 False positives: none; the counter is cumulative over the GPU's life.
-Reference: rules-facts § 1.1 GPU-REMAP-HISTORY (ND-DET, ND-TRIAGE).
+Reference: docs/sources.md#gpu-memory-errors (node-debugger diagnostics guide § G.1.a, triage script).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """A row remap is pending on a GPU: a bad memory row was found and is repaired only at the next reset.
 
 Why it matters: until the GPU is reset (or the node rebooted) the bad row is still in use.  P1: reboot
-to finalise; if the remap is still pending after a reboot, replace (rules-facts GPU-REMAP-PENDING,
-GPU-REMAP-STUCK: ND-DET G.1.a, ND-TRIAGE).  Read from ``nvidia-smi -q`` "Remapped Rows / Pending", else
-``--query-remapped-rows`` ``remapped_rows.pending``.  False positives: none; a single bundle cannot tell
+to finalise; if the remap is still pending after a reboot, replace (node-debugger diagnostics guide § G.1.a,
+triage script: docs/sources.md#gpu-memory-errors).  Read from ``nvidia-smi -q`` "Remapped Rows / Pending",
+else ``--query-remapped-rows`` ``remapped_rows.pending``.  False positives: none; a single bundle cannot tell
 a fresh remap from a stuck one.
 """
 

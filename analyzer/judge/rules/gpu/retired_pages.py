@@ -2,7 +2,8 @@
 
 Why it matters: a page marked for retirement is only blacklisted at the next driver reload; until then
 it can still be used and produce errors.  Treated as the older counterpart of a pending row remap:
-warning, reboot to apply (rules-facts GPU-REMAP-PENDING by analogy; NV-XID Xid 63/64).  Read from
+warning, reboot to apply (by analogy with gpu.remap.pending; NVIDIA Xid catalog, Xid 63/64;
+docs/sources.md#gpu-memory-errors).  Read from
 ``nvidia-smi -q`` "Retired Pages / Pending Page Blacklist", else ``retired_pages.pending`` in the CSV.
 False positives: none known; Ampere and later print N/A and are skipped.
 """

@@ -2,13 +2,12 @@
 
 Why it matters: a fatal SXid takes NVLink traffic through that switch down (jobs hang or fail; the
 node needs a reset and, if it recurs, a baseboard replacement); non-fatal SXids are corrected link
-events, worth knowing when they pile up (rules-facts FM-STATE / NVLINK-DOWN area; NVIDIA NVSwitch
-SXid documentation).  One finding per node, switch (PCI address) and SXid code: a Fatal event is
-critical, non-fatal ones are info and warning once they repeat, events of unknown fatality warning.
-A multi-line SXid (code line, "Severity ... Engine instance", "Data {...}") counts as one event.
-An SXid line whose switch address cannot be read (a redacted ``SXid (PCI:...)``) is judged on its node,
-the switch named as unknown.  False positives: non-fatal SXids right after boot (link training) are
-common; hence info.
+events, worth knowing when they pile up (NVIDIA Fabric Manager user guide, its NVSwitch SXid errors:
+docs/sources.md#nvlink-fabric).  One finding per node, switch (PCI address) and SXid code: a Fatal event is
+critical, non-fatal ones are info and warning once they repeat, events of unknown fatality warning.  A
+multi-line SXid (code line, "Severity ... Engine instance", "Data {...}") counts as one event.  An SXid line
+whose switch address cannot be read (a redacted ``SXid (PCI:...)``) is judged on its node, the switch named as
+unknown.  False positives: non-fatal SXids right after boot (link training) are common; hence info.
 """
 
 from __future__ import annotations

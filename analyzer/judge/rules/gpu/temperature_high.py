@@ -2,9 +2,11 @@
 
 Why it matters: a hot GPU throttles its clocks (H100: software slowdown near 88 °C, hardware slowdown
 near 92 °C), slows the whole job to its pace and, if it persists, points at cooling trouble in the
-chassis (rules-facts GPU-THERMAL).  Lines: >= 85 °C warning (PD-SNAP), >= 92 °C critical (MFU-NODE H100
-HW-throttle line); other sources say > 80 °C (ND-CAT 2.3) or 83/88 (MFU-NODE), recorded as ``alt``
-(rules-facts § 8).  Read from ``-q``, else the CSV, else the plain ``nvidia-smi`` table.
+chassis (docs/sources.md#gpu-thermal).  Lines: >= 85 °C warning (performance-debugger snapshot
+script), >= 92 °C critical (mfu-debugger node diagnostics, the H100 HW-throttle line); other sources
+say > 80 °C (node-debugger issue catalog § 2.3) or 83/88 (mfu-debugger node diagnostics), recorded as ``alt``
+(docs/sources.md#where-sources-disagree).  Read from ``-q``, else the CSV, else the plain ``nvidia-smi``
+table.
 False positives: a single snapshot during a heavy kernel can read high; compare with peers.
 """
 

@@ -6,8 +6,9 @@ every node with another pattern gets one finding that names the majority pattern
 cells that differ (a NIC column absent on one node shows as "absent").  When no pattern has a strict
 majority (two nodes, two patterns) one finding without a node lists the patterns.
 Why it matters: a GPU whose NIC sits across the socket (SYS instead of PIX) pushes its network
-traffic over the CPU interconnect; the node turns into the slow rank of every collective.  PD-SKILL § A
-lists topology differences between nodes as a cause of uneven NCCL bandwidth (rules-facts TOPO-DRIFT).
+traffic over the CPU interconnect; the node turns into the slow rank of every collective.  The HyperPod
+performance-debugger skill § A lists topology differences between nodes as a cause of uneven NCCL
+bandwidth (docs/sources.md#gpu-topology).
 Needs at least ``min_nodes`` nodes of one type.  False positives: nodes of an unknown instance type
 are not compared; a BIOS or kernel upgrade on some nodes can renumber NICs without changing the
 physical layout (the cells then move rather than change): read the differing cells.

@@ -7,8 +7,9 @@ most GPUs of the same node (one GPU cut off an NVSwitch box shows 0 NVLink peers
 7), or (c) the instance type's sku.toml entry lists NVLinks per GPU (p4d/p5/p5e/p5en/p6: NVSwitch, every
 pair NV#).  One finding per node, listing the pairs and naming the GPU(s) common to them.
 Why it matters: peer traffic that should ride NVLink goes over PCIe and the host bridge, an order of
-magnitude slower; intra-node all-reduce drags the whole job (rules-facts TOPO-PCIE-PATH: NC-DIAG,
-ND-CAT § 2.4 "should show NV links, not PHB"; route NET, NC-DBG § 14).
+magnitude slower; intra-node all-reduce drags the whole job (NCCL diagnose script;
+node-debugger issue catalog § 2.4: "should show NV links, not PHB"; NCCL debugging guide § 14;
+docs/sources.md#gpu-topology).
 False positives: a box built without NVLink (PCIe-only P40/T4/L4 cards) is not a finding: no peer,
 sibling GPU or SKU entry expects NV#.  Partial-mesh designs (DGX-1 hybrid cube-mesh, NVLink bridges
 on PCIe cards) give every GPU the same number of NVLink peers, so (b) stays quiet on them.  Nodes

@@ -19,7 +19,8 @@ redacted ``Xid (PCI:...)``, ``Xid (GPU3)``) is still judged, on the node: the fi
 unknown, or names it by the driver's number (``GPU3``, which need not be nvidia-smi's index).  False
 positives: application-class Xids (13, 31, 43, 45) usually
 come from the job's own code; they are info unless they recur on one GPU.
-Reference: NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html.
+Reference: NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html
+(docs/sources.md#xid-catalog).
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ RULE = RuleInfo(
 
 def _occurrences(code: int, events: list[dict[str, Any]]) -> int:
     """How often the Xid recurred on this GPU: its lines, or for Xid 144-150 (one fault prints a line
-    per link) its lines on the busiest link (NV-XID counts NVLink errors "on the same link")."""
+    per link) its lines on the busiest link (the NVIDIA Xid catalog counts NVLink errors "on the same
+    link")."""
     if not 144 <= code <= 150:
         return len(events)
     per_link: dict[Any, int] = {}

@@ -1,17 +1,18 @@
 """A GPU that has "fallen off the bus" (Xid 79): the PCIe link to the GPU is lost.
 
 Why it matters: the GPU no longer answers the driver and every job on the node fails.  NVIDIA's
-catalog (NV-XID) gives Xid 79 the immediate bucket RESTART_BM (restart the machine; on HyperPod a node
-reboot, which its auto-recovery does) and the investigatory bucket CONTACT_SUPPORT, so the action is
-"reboot"; only when the GPU falls off the bus again (``repeat_escalation`` Xid 79 events on the same
-GPU in one bundle: a GPU off the bus logs nothing more until it is back) does it become "replace the
-node" (rules-facts GPU-XID-79: ND-CAT § 2.1 and PD-DET say drain and replace at once; NV-XID is
-followed here).  Reported apart from ``gpu.xid`` so it stands out.  Both the Xid 79 line and the
-multi-line NVRM "fallen off the bus" message count; they are one finding per GPU, and one event when
-they come together.  An Xid 79 line whose device the log does not give as an address (a redacted ``Xid
-(PCI:...)``) is one more finding on its node, naming the GPU as unknown (or by the driver's number).
+Xid catalog gives Xid 79 the immediate bucket RESTART_BM (restart the machine; on HyperPod a node reboot,
+which its auto-recovery does) and the investigatory bucket CONTACT_SUPPORT, so the action is "reboot"; only
+when the GPU falls off the bus again (``repeat_escalation`` Xid 79 events on the same GPU in one bundle: a GPU
+off the bus logs nothing more until it is back) does it become "replace the node" (the node-debugger issue
+catalog § 2.1 and the performance-debugger details guide say drain and replace at once; NVIDIA's catalog is
+followed here: docs/sources.md#where-sources-disagree).  Reported apart from ``gpu.xid`` so it stands out.
+Both the Xid 79 line and the multi-line NVRM "fallen off the bus" message count; they are one finding per GPU,
+and one event when they come together.  An Xid 79 line whose device the log does not give as an address (a
+redacted ``Xid (PCI:...)``) is one more finding on its node, naming the GPU as unknown (or by the driver's
+number).
 False positives: none known.
-Reference: NVIDIA Xid catalog, Xid 79.
+Reference: NVIDIA Xid catalog, Xid 79 (docs/sources.md#xid-catalog).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """CPU frequency governor other than ``performance`` on a GPU node.
 
 Why it matters: with ``powersave``/``ondemand`` the host CPUs clock down between bursts, adding latency
-to kernel launches, data loading and NCCL proxy threads; PD-SKILL § A lists it as cause #4 of uneven
-NCCL bandwidth between nodes (rules-facts CPU-GOVERNOR).  One finding per node with the count of CPUs per
-governor.
-Routing: rules-facts routes this to PERF (hyperpod-performance-debugger § A, "uneven NCCL"); the closed
+to kernel launches, data loading and NCCL proxy threads; the HyperPod performance-debugger skill § A lists CPU
+frequency scaling as cause #4 of uneven NCCL bandwidth between nodes (docs/sources.md#host-kernel).  One
+finding per node with the count of CPUs per governor.
+Routing: the runbook is hyperpod-performance-debugger § A ("uneven NCCL", docs/sources.md#routes); the closed
 owner list has no performance owner, so the closest is ``nccl-network``, who owns the uneven-NCCL
 symptom this causes.  False positives: intel_pstate's ``powersave`` with HWP behaves better than the
 legacy governor, but AWS guidance for training nodes is still ``performance``.

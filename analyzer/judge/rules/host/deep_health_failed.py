@@ -12,8 +12,9 @@ label keys kept as printed):
 
 Why it matters: these labels are HyperPod's own verdict (deep health checks and the health-monitoring
 agent); a node marked for replacement or reboot should not be debugged further, and with automatic
-node recovery it will be replaced or rebooted anyway (rules-facts DEEP-HEALTH-FAILED: ND-SKILL,
-NC-DIAG; AWS docs "Resilience-related Kubernetes labels by SageMaker HyperPod").
+node recovery it will be replaced or rebooted anyway (HyperPod node-debugger skill, NCCL
+diagnose script; AWS docs "Resilience-related Kubernetes labels by SageMaker HyperPod";
+docs/sources.md#health-checks).
 False positives: labels are a snapshot taken when the bundle was collected; a node may have been
 recovered since.  Schedulable / Passed / InProgress raise nothing.
 """

@@ -1,9 +1,10 @@
 """Hung tasks: processes blocked in the kernel for more than the hung-task timeout (120 s by default).
 
 Why it matters: a task stuck in uninterruptible sleep usually waits on storage (Lustre/NFS/EBS) or a
-driver; training ranks stuck this way stall the job (rules-facts KERNEL-PANIC lists ``hung_task``:
-ND-TRIAGE, ND-DET § N).  Reported as a warning (not critical like a panic) because the node usually
-recovers when the I/O completes.  One finding per node with the count and the task names.
+driver; training ranks stuck this way stall the job (the node-debugger triage script lists ``hung_task`` with
+the panics; node-debugger diagnostics guide § N; docs/sources.md#host-kernel).  Reported as a warning (not
+critical like a panic) because the node usually recovers when the I/O completes.  One finding per node with
+the count and the task names.
 False positives: a burst during a heavy checkpoint write to a slow file system.
 """
 

@@ -1,8 +1,9 @@
 """Kernel panics, soft/hard lockups, machine-check (MCE) errors and hardware NMIs in the kernel log.
 
 Why it matters: a panic or lockup means the node crashed or stalled (every rank on it stopped); an MCE
-is the CPU or memory reporting a hardware error.  P0 (rules-facts KERNEL-PANIC: ND-TRIAGE, ND-DET § N;
-HOST-MCE: replace; HOST-NMI "NMI received": critical, § F).  One finding per node and kind, with the count and first/last time.
+is the CPU or memory reporting a hardware error.  P0 (node-debugger triage script; node-debugger diagnostics
+guide § N: machine checks mean replace, "NMI received" is critical, § F; docs/sources.md#host-kernel).  One
+finding per node and kind, with the count and first/last time.
 False positives: a lockup warning during a very long kernel operation can be benign once; a repeat
 is not.  Hung tasks are a separate, milder rule (``host.hung_task``).
 """

@@ -1,7 +1,8 @@
 """The kernel OOM killer ended processes on the node (host memory exhausted).
 
 Why it matters: an OOM kill takes out a training rank (or a daemon the node needs); the job fails and
-the cause is host memory, not the GPU (rules-facts HOST-OOM: ND-TRIAGE, ND-DET I.3, P1).  One finding
+the cause is host memory, not the GPU (node-debugger triage script, P1; node-debugger diagnostics
+guide § I.3; docs/sources.md#host-kernel).  One finding
 per node with the count and the killed processes.
 Routing: the runbook is hyperpod-node-debugger § I (Resource Exhaustion); the closed owner list has no
 "host resources" owner, so it goes to node-hardware, the owner of the node-debugger runbook.

@@ -1,10 +1,10 @@
 """PCIe Advanced Error Reporting (AER) errors in the kernel log.
 
 Why it matters: an uncorrected PCIe error on a GPU, NIC or bridge means a transaction was lost; the
-device may reset or fall off the bus (rules-facts GPU-XID-79 and PCIE-DEGRADED area: PCIe quality,
-MFU-FAIL).  Uncorrected (fatal or non-fatal) -> critical.  Corrected errors are retried by the link
-itself; only many of them on one device are reported, as info (a marginal link).  One finding per node
-and device; a device that is a GPU is named by its index.
+device may reset or fall off the bus (Linux kernel PCIe AER guide; PCIe quality in the mfu-debugger failure
+patterns; docs/sources.md#pcie).  Uncorrected (fatal or non-fatal) -> critical.  Corrected errors are retried
+by the link itself; only many of them on one device are reported, as info (a marginal link).  One finding per
+node and device; a device that is a GPU is named by its index.
 False positives: a few corrected errors after boot or a hot-plug are normal.
 """
 

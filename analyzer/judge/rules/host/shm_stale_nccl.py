@@ -4,8 +4,9 @@ What it detects: the ``ls -la /dev/shm`` part of the shm probe lists more than `
 named ``nccl-*`` (parsers/shm.py ``nccl_files``).  One finding per node with their count and size.
 Why it matters: NCCL creates these segments for intra-node transport and removes them on a clean
 exit; segments left by a killed job hold shared memory until someone deletes them, can fill /dev/shm
-and make the next job fail with "Bus error" / shm allocation errors (rules-facts STALE-NCCL-SHM:
-NC-DIAG; NC-DBG § 15, where systemd's RemoveIPC and crashed ranks are the usual causes).
+and make the next job fail with "Bus error" / shm allocation errors (NCCL diagnose script;
+NCCL debugging guide § 15, where systemd's RemoveIPC and crashed ranks are the usual causes;
+docs/sources.md#host-kernel).
 False positives: a running NCCL job owns segments with the same names; the bundle does not tell us
 whether a training process was running when it was collected, so this is only info: check for a
 running job before deleting them.

@@ -1,7 +1,8 @@
 """Fewer vCPUs online than the instance type has (p5: 96 instead of 192).
 
 Why it matters: an instance group created with ThreadsPerCore = 1 runs on half the vCPUs; data loaders
-and NCCL proxy threads compete for fewer cores (rules-facts VCPU-WRONG: ND-DET § J, ND-CAT 5.1).  The
+and NCCL proxy threads compete for fewer cores (node-debugger diagnostics guide § J, issue catalog § 5.1;
+docs/sources.md#host-kernel).  The
 count is meta.env ``nproc``; the expectation is ``sku.toml`` ``vcpus`` for the node's instance type.
 Nodes without either are not judged.  Routing: node-debugger § J (instance-group configuration), owned
 by node-hardware in the closed owner list.  False positives: a deliberate ThreadsPerCore = 1 choice.

@@ -8,10 +8,11 @@ against ``multi_node_*``.  Below the warning line -> warning.  Below the failure
 when that expectation is verified in sku.toml AND peers agree (>= min_peers other runs of the same
 instance type and scope whose median meets the warning line, so the shortfall is this run's own);
 otherwise warning, and the message says "unverified expectation".  False positives: the published
-figures disagree (rules-facts § 8: p4d ~300 vs 35-45 GB/s, p5 ~400+ vs 380-420), hence the verified
-flag; a log whose collective is not named is assumed to be all_reduce.  A 2-host run of a slow pair that
-nccl.pair.slow localised to a node is not reported here: it is listed in that node's finding.
-Reference: rules-facts § 3.1, § 1.4 NCCL-BELOW-SKU (PD-DET, PD-SKILL, MFU-NET).
+figures disagree (docs/sources.md#where-sources-disagree: p4d ~300 vs 35-45 GB/s, p5 ~400+ vs 380-420), hence
+the verified flag; a log whose collective is not named is assumed to be all_reduce.  A 2-host run of a slow
+pair that nccl.pair.slow localised to a node is not reported here: it is listed in that node's finding.
+Reference: docs/sources.md#nccl-bandwidth, docs/sources.md#instance-types (performance-debugger details guide
+and skill, mfu-debugger network guide).
 """
 
 from __future__ import annotations

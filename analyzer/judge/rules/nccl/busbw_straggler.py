@@ -7,8 +7,8 @@ its figure is below the peer median by more than mad_z scaled MADs AND by at lea
 (so that a tight band does not turn noise into findings), and only with >= min_peers peers of the
 same instance type and collective.  False positives: peers tested with other message sizes or
 settings; a bad partner drags a node's pair median only when it is in most of the node's pairs.
-Reference: rules-facts § 3.2 (straggler: node common to slow pairs), § 1.4 NCCL-SINGLE-NODE-LOW
-(NC-PERF), STRAGGLER-NODE (MFU-2C uses mean + 2 sigma on step times; median/MAD is our robust form).
+Reference: docs/sources.md#nccl-bandwidth (NCCL performance-testing guide: single-node runs; the
+mfu-debugger straggler step uses mean + 2 sigma on step times; median/MAD is our robust form).
 """
 
 from __future__ import annotations

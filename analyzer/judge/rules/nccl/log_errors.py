@@ -5,7 +5,7 @@ Why it matters: NCCL logs name the failing layer — ``unhandled system error`` 
 failed`` (EFA unusable), rendezvous and connect failures (security groups, DNS).  SYSTEM_ERROR,
 CUDA_ERROR and WATCHDOG_TIMEOUT are critical; other codes are warnings.  TCP fallback has its own rule
 (nccl.transport.tcp_fallback).  False positives: a WARN in a job that later recovered still shows —
-the count and first line say how much there was.  Reference: rules-facts § 5 (NC-ERR, NC-DIAG).
+the count and first line say how much there was.  Reference: docs/sources.md#nccl-log-patterns.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ RULE = RuleInfo(
     ),
 )
 
-#: Codes that point at hardware or a hung collective (rules-facts § 5: route HW / find the straggler).
+#: Codes that point at hardware or a hung collective (docs/sources.md#nccl-log-patterns: node hardware).
 CRITICAL_CODES = ("SYSTEM_ERROR", "CUDA_ERROR", "WATCHDOG_TIMEOUT")
 #: Informative codes and the TCP fallback (its own rule) are not errors here.
 SKIPPED_CODES = ("TCP_FALLBACK", "OFI_EFA", "NCCL_VERSION", "NCCL_VERSION_MISMATCH")  # own rules report these

@@ -5,7 +5,8 @@ about the same busbw; a pair a few percent low is worth a re-run before a long t
 are 2-host runs (the two hosts matched back to nodes), compared only within one instance type and
 collective and only with >= min_pairs pairs.  Pairs that break the drain-grade line (>= 20 % below
 the median) are left to nccl.pair.slow, which localises them.  False positives: run-to-run noise of a
-few percent; one re-run settles it.  Reference: rules-facts § 3.2 (PD-DET, citing validate_performance.sh).
+few percent; one re-run settles it.  Reference: docs/sources.md#nccl-bandwidth (performance-debugger
+details guide, citing validate_performance.sh).
 Scope: shared: a slow pair blames its link, not one node (nccl.pair.slow names a node).
 """
 

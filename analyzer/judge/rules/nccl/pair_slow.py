@@ -10,7 +10,8 @@ shares tells nothing) -> warning "link or spine"; several with no pattern -> war
 placement); a single one -> info "noise; re-run".  Every finding carries the per-node slow-pair counts.
 False positives: a node tested in few pairs cannot be told from its partner (hence the minimum count);
 confirm on the suspect with single-node tests, EFA counters and fi_ping before replacing it.
-Reference: rules-facts § 3.2 (PD-DET 20 % below median; PD-SKILL ~10 %; procedure steps 1-5 ours).
+Reference: docs/sources.md#nccl-bandwidth (performance-debugger details guide: 20 % below the median;
+performance-debugger skill: ~10 %; the localisation is ours).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ provider) when EFA or the plugin is unusable; collectives then run 10-100x slowe
 run's resolved transport (``socket``, ``ofi-tcp``) or ``TCP_FALLBACK`` log events (``NET/OFI Using
 TCP``, ``Using network Socket``).  False positives: single-node runs never use the network; the parser
 only marks ``NET/Socket : Using`` lines as a fallback when the run's transport resolved to socket.
-Reference: rules-facts § 1.3 OFI-TCP-FALLBACK, § 5 (NC-DBG § 13, NC-ERR, MFU-NET).
+Reference: docs/sources.md#aws-ofi-nccl (NCCL debugging guide § 13, NCCL error-patterns quick reference,
+mfu-debugger network guide).
 """
 
 from __future__ import annotations

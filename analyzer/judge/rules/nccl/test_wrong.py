@@ -3,8 +3,8 @@
 Why it matters: nccl-tests checks the reduced data (``validation: 1``); a non-zero ``#wrong`` means a
 collective returned corrupted data — a correctness failure, worse than low bandwidth and separate from
 it (GPU memory, NVLink or NIC corrupting payloads).  False positives: none known; ``N/A`` cells (e.g.
-alltoall) are not counted.  Reference: rules-facts § 1.4 NCCL-TEST-WRONG (ADT nccl_to_csv.py tracks the
-error columns); severity is ours.
+alltoall) are not counted.  Reference: docs/sources.md#nccl-bandwidth (nccl-tests README; the
+awsome-distributed-training nccl_to_csv.py tracks the error columns); severity is ours.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """An NCCL log shows mixed NCCL builds: 'NCCL function not found' or 'Incompatible NCCL version'.
 
 Why it matters: ranks that load different NCCL builds cannot form a communicator; the job fails at
-init or hangs.  This is the critical form of NCCL version drift (rules-facts VERSION-DRIFT-NCCL:
-warning for differing versions, critical once the log shows the mismatch; NC-DBG § 10).  The parser
-tags these lines NCCL_VERSION_MISMATCH (rules-facts § 5).  One finding per node (hosts in the log are
+init or hangs.  This is the critical form of NCCL version drift (warning for differing
+versions, critical once the log shows the mismatch; NCCL debugging guide § 10).  The parser tags these
+lines NCCL_VERSION_MISMATCH (docs/sources.md#nccl-log-patterns).  One finding per node (hosts in the log are
 matched to node bundles; an unmatched host keeps its printed name).
 False positives: none known; the lines are printed only on a failed symbol or version check.
 nccl.log.errors also lists the code among other NCCL warnings.
-Reference: rules-facts § 1.6 VERSION-DRIFT-NCCL, § 5 NCCL_VERSION_MISMATCH (NC-ERR, NC-DIAG, NC-DBG § 10).
+Reference: docs/sources.md#nccl-log-patterns, docs/sources.md#versions (NCCL error-patterns quick reference,
+NCCL diagnose script, NCCL debugging guide § 10).
 """
 
 from __future__ import annotations

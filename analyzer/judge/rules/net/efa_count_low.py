@@ -4,7 +4,8 @@ Why it matters: a missing EFA device does not stop NCCL; it silently runs at red
 ("replace the node").  Counted as distinct devices in ``efa_port`` (sysfs / ibstat / ibv_devinfo,
 preferred: fi_info can list several endpoints per card) else distinct ``fi_provider.device`` of the
 efa provider, and compared with sku.toml ``efa_devices``.  Critical when that figure is verified;
-warning when it is not (p5en: 16 per NC-DBG/NC-DIAG/TORCHX vs 32 per MFU-NET) and the message says so.
+warning when it is not (p5en: 16 per the NCCL debugging guide, NCCL diagnose script and
+torchx AWS instance table vs 32 per the mfu-debugger network guide) and the message says so.
 Only EFA devices count (``efa_port.is_efa``): a node whose RDMA capture lists only other devices
 (soft-RoCE ``rxe0``, Mellanox ``mlx5_0``) shows 0 EFA devices and the message says "no EFA device",
 naming what it has instead.
@@ -13,7 +14,8 @@ inside an EKS pod that requested fewer ``vpc.amazonaws.com/efa`` devices than th
 instance type missing from sku.toml are not judged.  A node whose RDMA probe answered "No IB devices
 found" (``probe_answer``, parsers.probe_answers) shows 0 EFA devices, that line as evidence.  A node with
 no EFA source and no such answer is not examined.
-Reference: rules-facts § 1.3 EFA-COUNT-MISMATCH, § 6 (NC-DBG § 19, NC-DIAG, MFU-NET).
+Reference: docs/sources.md#efa-devices (NCCL debugging guide § 19, NCCL diagnose script, mfu-debugger network
+guide).
 """
 
 from __future__ import annotations

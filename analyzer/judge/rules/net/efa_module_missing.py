@@ -1,14 +1,14 @@
 """EFA devices are present on a node but the efa kernel module was not found.
 
 Why it matters: without the efa module libfabric has no EFA provider and NCCL falls back to TCP
-sockets (10-100x slower) or fails at init (NC-DIAG).  Devices are "present" when the node lists an
-EFA RDMA port (efa_port, devices named as in ``efa_device_prefixes``) or libfabric reports provider
-efa (fi_provider); the module is "not found" when the versions capture says so (``modinfo: ERROR:
-Module efa not found``, or ``/sys/module/efa/version``: No such file).
+sockets (10-100x slower) or fails at init (NCCL diagnose script).  Devices are "present" when the node lists
+an EFA RDMA port (efa_port, devices named as in ``efa_device_prefixes``) or libfabric reports provider efa
+(fi_provider); the module is "not found" when the versions capture says so
+(``modinfo: ERROR: Module efa not found``, or ``/sys/module/efa/version``: No such file).
 False positives: the captures may come from different moments (module unloaded during a driver
 update).  A version of the module read from sysfs, modinfo or the collector in the same bundle
 means the module is there, and no finding is made.
-Reference: rules-facts § 1.3 EFA-MODULE-MISSING (NC-DIAG).
+Reference: docs/sources.md#efa-devices.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ devices at reduced bandwidth or falls back to TCP.  Read from sysfs ``ports/*/st
 Only EFA devices (``efa_port.is_efa``): a DOWN port of a soft-RoCE or Mellanox device is not an EFA
 port (net.efa.count_low says when a node has no EFA device at all).
 False positives: a capture taken while the driver was still loading (INIT right after boot).
-Reference: rules-facts § 1.3 EFA-PORT-DOWN (MFU-NET, MFU-2C: anything other than ``4: ACTIVE``).
+Reference: docs/sources.md#efa-devices (mfu-debugger network guide and straggler step: anything other than
+``4: ACTIVE``).
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
 Why it matters: receive errors and transmit discards on an EFA port mean packets are lost or dropped;
 EFA recovers them, but the retransmissions slow every collective that crosses this node, which makes
-it a straggler before anything fails (rules-facts EFA-PORT-ERRORS: MFU-NET, MFU-2C: non-zero ->
-warning).  Read from sysfs ``ports/*/counters/port_rcv_errors`` and ``port_xmit_discards``.
+it a straggler before anything fails (mfu-debugger network guide and straggler step: non-zero -> warning;
+docs/sources.md#efa-devices).  Read from sysfs ``ports/*/counters/port_rcv_errors`` and
+``port_xmit_discards``.
 False positives: the counters are cumulative since the driver loaded; a few errors on a node up for
 months matter less than many on a fresh one (the message gives the numbers, ``host_uptime`` has the age).
 """

@@ -11,7 +11,8 @@ stderr with nothing on stdout (how ``fi_info`` prints it, exit 61) is read from 
 probe's timeout is a warning (the provider could not be listed).  A node with no fi_info output and no
 answer is not examined: the instance type alone is never the evidence.  False positives: ``fi_info -p tcp`` captures (only the
 requested provider is listed); a container without the EFA device plugin (then it is a real problem
-for jobs in that container).  Reference: rules-facts § 1.3 EFA-PROVIDER-MISSING (NC-DIAG, ND-CAT 1.2).
+for jobs in that container).  Reference: docs/sources.md#efa-devices (NCCL diagnose script, node-debugger
+issue catalog § 1.2).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ found", or "unknown"), on an instance type with EFA devices.  Software inside a 
 visible from the host, so a host-side absence alone is not a defect: warning, and the message says
 so.  Critical when an NCCL log of that node shows the TCP fallback (a TCP_FALLBACK line, or a run
 whose transport resolved to socket / ofi-tcp).
-Reference: rules-facts § 1.3 OFI-PLUGIN-MISSING (NC-DIAG, MFU-NET), OFI-TCP-FALLBACK (NC-DBG § 13).
+Reference: docs/sources.md#aws-ofi-nccl (NCCL diagnose script, mfu-debugger network guide; NCCL debugging
+guide § 13 for the TCP fallback).
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Several instance types in one bundle set.
 
 Why it matters: one communicator over mixed types (p5 with p4d, or p5 with p5e) runs at the pace of the
-slowest network and can fail with 'unable to find a working algorithm' (NC-DBG § 19); uneven NCCL
-bandwidth lists it as cause 3 (PD-SKILL § A).  Peer comparisons in the other rules stay within one
-type, so this finding is the only place the mix shows.
+slowest network and can fail with 'unable to find a working algorithm' (NCCL debugging guide § 19); uneven
+NCCL bandwidth lists it as cause 3 (HyperPod performance-debugger skill § A).  Peer comparisons in the other
+rules stay within one type, so this finding is the only place the mix shows.
 False positives: a controller/login node of another type collected with the workers, or separate
 jobs analysed together.
-Reference: rules-facts § 1.3 MIXED-INSTANCES.
+Reference: docs/sources.md#placement.
 Scope: shared: the mix is a property of the node set, not a fault of one node.
 """
 

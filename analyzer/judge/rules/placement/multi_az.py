@@ -1,11 +1,12 @@
 """Nodes of one bundle set in more than one Availability Zone.
 
 Why it matters: traffic between AZs crosses the regional network: collectives slow down by an order
-of magnitude and EFA does not span AZs at all (PD-SNAP flags it "BAD"; PD-DET, PD-SKILL).  Zone ids
+of magnitude and EFA does not span AZs at all (the performance-debugger snapshot script flags it "BAD";
+its details guide and skill agree).  Zone ids
 (use1-az1) are compared when every node has one, else zone names (names map to different ids per
 account, but all nodes of one cluster share an account).
 False positives: a bundle set that mixes nodes of two different clusters on purpose.
-Reference: rules-facts § 1.5 PLACEMENT-MULTI-AZ.
+Reference: docs/sources.md#placement.
 Scope: shared: placement is a property of the node set, not a fault of one node.
 """
 

@@ -1,10 +1,11 @@
 """Nodes of one bundle set in more than one placement group.
 
 Why it matters: a cluster placement group keeps instances close in the network; nodes split across
-groups talk over longer paths and pairwise bandwidth turns uneven (PD-SNAP, PD-DET).  Nodes without any
+groups talk over longer paths and pairwise bandwidth turns uneven (performance-debugger snapshot
+script and details guide).  Nodes without any
 group are left to placement.no_pg.
 False positives: deliberately separate jobs analysed together.
-Reference: rules-facts § 1.5 PLACEMENT-MULTI-PG.
+Reference: docs/sources.md#placement.
 Scope: shared: placement is a property of the node set, not a fault of one node.
 """
 

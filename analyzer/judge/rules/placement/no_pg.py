@@ -1,14 +1,14 @@
 """Training nodes without a placement group.
 
 Why it matters: without a cluster placement group EC2 gives no proximity guarantee; on-demand nodes
-may land far apart in the network (MFU-NET § 5, CD-CAP).  Only nodes whose instance metadata was
-read are judged (an instance id in meta.env, IMDS placement facts, or the node's entry in an ``aws ec2
-describe-instance-topology`` export, which prints GroupName only for an instance in a group): without
-them an absent group is unknown, not absent, and the node is named as not examined.  A single node
-needs no placement group.
+may land far apart in the network (mfu-debugger network guide § 5, cluster-debugger capacity-planning guide).
+Only nodes whose instance metadata was read are judged (an instance id in meta.env, IMDS placement facts, or
+the node's entry in an ``aws ec2 describe-instance-topology`` export, which prints GroupName only for an
+instance in a group): without them an absent group is unknown, not absent, and the node is named as not
+examined.  A single node needs no placement group.
 False positives: HyperPod training-plan or UltraServer capacity may be placed close together without a
 named group; placement.spread then tells whether the nodes really are spread.
-Reference: rules-facts § 1.5 PLACEMENT-NO-PG.
+Reference: docs/sources.md#placement.
 Scope: shared: placement is a property of the node set, not a fault of one node.
 """
 

@@ -3,16 +3,16 @@
 Why it matters: EC2 reports, per instance, the network nodes above it (layer 1 = top, the last layer =
 the node the instance plugs into).  Nodes under different last-layer network nodes are normal for a
 large job (info); nodes that already differ at a higher layer are far apart and their pairwise
-bandwidth turns uneven (warning; PD-SKILL "systemic topology issues").  Nodes in several UltraServers
-leave the NVLink domain (info).  From Slurm topology.conf, nodes under several leaf switches are listed
-(info).  Layers come from meta.env ``network_node_layers``, the node's own placement probe
-(``topology.k8s.aws/network-node-layer-N`` labels, describe-instance-topology), or a cluster-level
-export naming several nodes (``kubectl get nodes -o json``, ``aws ec2 describe-instance-topology`` in
-the cluster's extra/), each entry mapped to its node by instance id, node name, hostname or private
-address; entries naming no analyzed node are counted in the finding (``export_entries_ignored``), and
-nodes that no source places are named as not examined.
+bandwidth turns uneven (warning; HyperPod performance-debugger skill: "systemic topology issues").  Nodes in
+several UltraServers leave the NVLink domain (info).  From Slurm topology.conf, nodes under several leaf
+switches are listed (info).  Layers come from meta.env ``network_node_layers``, the node's own placement probe
+(``topology.k8s.aws/network-node-layer-N`` labels, describe-instance-topology), or a cluster-level export
+naming several nodes (``kubectl get nodes -o json``, ``aws ec2 describe-instance-topology`` in the cluster's
+extra/), each entry mapped to its node by instance id, node name, hostname or private address; entries naming
+no analyzed node are counted in the finding (``export_entries_ignored``), and nodes that no source places are
+named as not examined.
 False positives: none known; the finding is a fact for the pairwise-bandwidth reading.
-Reference: rules-facts § 1.5, § 3.2 step 4.
+Reference: docs/sources.md#placement, docs/sources.md#nccl-bandwidth (localising slow pairs).
 Scope: shared: placement is a property of the node set, not a fault of one node.
 """
 

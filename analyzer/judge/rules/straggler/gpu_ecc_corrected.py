@@ -1,13 +1,14 @@
 """A node whose corrected-ECC rate (errors per day of uptime) is far above its same-type peers.
 
 Why it matters: a rising rate of corrected (single-bit) errors is the early sign of a failing HBM
-stack (PD-DET: > 1,000/day pre-failure; ND-CAT: > 100/day drain) and the corrections themselves cost
-time.  The rate is the node's worst GPU volatile corrected count divided by host uptime in days;
-nodes up for less than ``min_uptime_s`` are left out (PD-SNAP skips them too).  The absolute lines
-belong to the GPU rules; this one only says the node is out of line with its peers.
+stack (performance-debugger details guide: > 1,000/day pre-failure; node-debugger issue catalog: > 100/day
+drain) and the corrections themselves cost time.  The rate is the node's worst GPU volatile corrected count
+divided by host uptime in days; nodes up for less than ``min_uptime_s`` are left out (the performance-debugger
+snapshot script skips them too).  The absolute lines belong to the GPU rules; this one only says the node is
+out of line with its peers.
 False positives: the volatile counter resets at driver reload, not only at boot, so a reloaded driver
 under-counts (never over-counts) the rate.
-Reference: rules-facts § 1.1 GPU-ECC-CORR-RATE, § 3.2.
+Reference: docs/sources.md#peer-comparisons, docs/sources.md#gpu-memory-errors.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 
 Why it matters: under the same job every node's GPUs draw about the same power.  A node drawing far
 less is doing less work (power brake, throttled clocks, a rank waiting on others); one drawing far
-more than its peers runs hotter and is next to throttle (MFU-2C: compare power draw after SM clocks).
-Both sides are reported; ``direction`` says which.  The node's GPU furthest from the peers is not
+more than its peers runs hotter and is next to throttle (mfu-debugger straggler step: compare power draw after
+SM clocks).  Both sides are reported; ``direction`` says which.  The node's GPU furthest from the peers is not
 known in advance, so the node value is its lowest GPU for 'low' and highest for 'high'.
 False positives: idle nodes, or a snapshot taken between steps; confirm with a second capture.
-Reference: rules-facts § 3.2 (MFU-2C), § 1.1 GPU-THROTTLE.
+Reference: docs/sources.md#peer-comparisons, docs/sources.md#gpu-thermal.
 """
 
 from __future__ import annotations

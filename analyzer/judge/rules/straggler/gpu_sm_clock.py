@@ -1,12 +1,13 @@
 """A node whose slowest GPU runs its SM clock well below the other nodes of its instance type.
 
 Why it matters: collectives run at the pace of the slowest rank; a GPU held at a low SM clock (thermal
-or power brake, a stuck application clock) makes its whole node a straggler (MFU-FAIL § 2 example
-1,200 vs 1,800 MHz; MFU-2C compares SM clocks after CPU).  The node's lowest GPU clock is compared with
-its peers' band (median +/- k x MAD, at least ``min_nodes`` nodes of the same instance type).
+or power brake, a stuck application clock) makes its whole node a straggler (mfu-debugger failure patterns
+§ 2: 1,200 vs 1,800 MHz; the mfu-debugger straggler step compares SM clocks after CPU).  The node's lowest GPU
+clock is compared with its peers' band (median +/- k x MAD, at least ``min_nodes`` nodes of the same instance
+type).
 False positives: a node that is idle while its peers train (not running the job, or waiting at a
 barrier) shows idle clocks; a snapshot catches one moment, so confirm with a second capture.
-Reference: rules-facts § 1.1 GPU-CLOCK-LOW, § 3.2 (MFU-2C).
+Reference: docs/sources.md#peer-comparisons.
 """
 
 from __future__ import annotations

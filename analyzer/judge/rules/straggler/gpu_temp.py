@@ -1,11 +1,12 @@
 """A node whose hottest GPU runs well above the other nodes of its instance type.
 
 Why it matters: a GPU hotter than its peers under the same load has poorer cooling and throttles
-first (H100: 88 C software, 92 C hardware slowdown, MFU-NODE); peers are a better yardstick than one
-absolute line because inlet temperatures differ between halls (rules-facts § 8 lists four
-conflicting absolute lines).  The node's hottest GPU is compared with its peers' band.
+first (H100: 88 C software, 92 C hardware slowdown: mfu-debugger node diagnostics); peers are a better
+yardstick than one absolute line because inlet temperatures differ between halls (the sources give four
+conflicting absolute lines: docs/sources.md#where-sources-disagree).  The node's hottest GPU is compared with
+its peers' band.
 False positives: a node that just started a job while its peers idle, or the reverse.
-Reference: rules-facts § 1.1 GPU-THERMAL, § 3.2 (MFU-2C).
+Reference: docs/sources.md#peer-comparisons, docs/sources.md#gpu-thermal.
 """
 
 from __future__ import annotations

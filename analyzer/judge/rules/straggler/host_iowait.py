@@ -2,11 +2,11 @@
 
 Why it matters: nodes of one job read the same data; a node that waits on I/O much longer than its
 peers (a slow local disk, a bad FSx client mount, a hot OST) becomes the job's straggler even when
-the file system as a whole has headroom (PD-SNAP iowait; MFU-2C compares nodes).  The node value is
-its mean %iowait over the interval reports of ``iostat -c`` (the first, since-boot report is
-excluded).
+the file system as a whole has headroom (performance-debugger snapshot script: iowait; the mfu-debugger
+straggler step compares nodes).  The node value is its mean %iowait over the interval reports of ``iostat -c``
+(the first, since-boot report is excluded).
 False positives: a node that was running a checkpoint write when its bundle was taken.
-Reference: rules-facts § 1.7 FS-IOWAIT, § 3.2 (MFU-2C).
+Reference: docs/sources.md#peer-comparisons, docs/sources.md#local-storage.
 Explained by the FSx/EBS/Lustre saturation rules and fs.verdict: when one fires, iowait is its symptom.
 """
 

@@ -1,15 +1,16 @@
 """The CUDA toolkit on a node is newer than the CUDA version its NVIDIA driver supports.
 
 Why it matters: a toolkit newer than the driver's maximum fails at the first CUDA call ('CUDA driver
-version is insufficient') or silently loses features (ND-DET § E, VC-SH).  The driver's maximum comes
-from the nvidia-smi 'CUDA Version' field; when only the driver version is known, the series table of
-rules-facts § 6 (VC-SKILL) gives it.  A newer *major* version cannot run at all: critical.  A newer
-*minor* of the same major is a warning: NVIDIA's minor-version compatibility lets most 12.x
-applications run on any 12.x-capable driver, except for features that need the newer driver (PTX JIT).
-A node with a toolkit but no driver version read (no nvidia-smi, no loaded module) gets one info
-finding saying it was not judged, rather than an [OK].  False positives: the host toolkit (/usr/local/cuda, nvcc) may not be what the training container
-uses; containers that ship the cuda-compat forward-compatibility package run newer CUDA on purpose.
-Reference: rules-facts § 1.6 CUDA-DRIVER-COMPAT and § 6 version table.
+version is insufficient') or silently loses features (node-debugger diagnostics guide § E, version-checker
+script).  The driver's maximum comes from the nvidia-smi 'CUDA Version' field; when only the driver version is
+known, the series table of the HyperPod version-checker skill gives it (docs/sources.md#versions).  A newer
+*major* version cannot run at all: critical.  A newer *minor* of the same major is a warning: NVIDIA's
+minor-version compatibility lets most 12.x applications run on any 12.x-capable driver, except for features
+that need the newer driver (PTX JIT).  A node with a toolkit but no driver version read (no nvidia-smi, no
+loaded module) gets one info finding saying it was not judged, rather than an [OK].  False positives: the host
+toolkit (/usr/local/cuda, nvcc) may not be what the training container uses; containers that ship the
+cuda-compat forward-compatibility package run newer CUDA on purpose.
+Reference: docs/sources.md#versions.
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
 """Software and firmware versions that differ between nodes of one instance type.
 
 Why it matters: nodes of one job must run the same driver, CUDA, NCCL, aws-ofi-nccl, EFA installer,
-libfabric, kernel and VBIOS; EFA/OFI drift alone can cost 10-30 % of pairwise bandwidth (PD-DET) and
-mixed NCCL builds fail with 'Incompatible NCCL version' (NC-DBG § 10).  The EFA path is compared at
-each layer a bundle shows: the installer, the efa kernel driver (``efa_module``: ``modinfo efa``,
-``/sys/module/efa/version``, dkms), the libfabric library and the libfabric efa provider itself
-(``efa_provider``: the ``version:`` fi_info prints per provider entry, 111.0 / 121.0 / 201.0; a node
-whose entries disagree shows them joined, ``111.0,121.0``).  One finding per instance type
-and component names the majority value and every deviating node.  Each component is compared within
-one source (the one most nodes report), so 'modinfo 2.17.3g' is never set against 'dkms 2.17.3'.
-A component found on some hosts but not on others is reported as info and not counted as drift: NCCL,
-the OFI plugin and CUDA often live only inside the training container, where a host probe cannot see
-them.
-Reference: rules-facts § 1.6 VERSION-DRIFT-*, § 1.3 EFA-FW-DRIFT; hyperpod-version-checker.
+libfabric, kernel and VBIOS; EFA/OFI drift alone can cost 10-30 % of pairwise bandwidth (performance-debugger
+details guide) and mixed NCCL builds fail with 'Incompatible NCCL version' (NCCL debugging guide § 10).  The
+EFA path is compared at each layer a bundle shows: the installer, the efa kernel driver (``efa_module``:
+``modinfo efa``, ``/sys/module/efa/version``, dkms), the libfabric library and the libfabric efa provider
+itself (``efa_provider``: the ``version:`` fi_info prints per provider entry, 111.0 / 121.0 / 201.0; a node
+whose entries disagree shows them joined, ``111.0,121.0``).  One finding per instance type and component names
+the majority value and every deviating node.  Each component is compared within one source (the one most nodes
+report), so 'modinfo 2.17.3g' is never set against 'dkms 2.17.3'.  A component found on some hosts but not on
+others is reported as info and not counted as drift: NCCL, the OFI plugin and CUDA often live only inside the
+training container, where a host probe cannot see them.
+Reference: docs/sources.md#versions; hyperpod-version-checker.
 """
 
 from __future__ import annotations

@@ -1,15 +1,15 @@
 """The aws-ofi-nccl plugin on a node does not match the EFA installer release it runs with.
 
-Why it matters: the plugin is built against one libfabric/EFA generation; VC-SKILL's pairing table
-gives EFA installer 1.29+ with aws-ofi-nccl v1.7.3+, 1.26-1.28 with v1.7.0-v1.7.2 and 1.20-1.25 with
-v1.6.0+.  A plugin outside its installer's range loads but can fail at init or fall back to slower
-paths; EFA/OFI mismatches are a known source of uneven NCCL bandwidth (PD-DET).
-Both versions come from the node's versions capture (``efa_installer``; ``ofi_nccl`` from the
-installer's package list, the plugin library, or the NCCL log line).  Installer releases the table
-does not cover (< 1.20) and unparseable versions are not judged.
-False positives: the table is VC-SKILL's recommendation (1.29+ row marked "recommended"); a newer
-plugin than the 1.26-1.28 row names may work.  A plugin inside the training container is not seen.
-Reference: rules-facts § 1.6 EFA-OFI-PAIRING (VC-SKILL).
+Why it matters: the plugin is built against one libfabric/EFA generation; the HyperPod version-checker skill's
+pairing table gives EFA installer 1.29+ with aws-ofi-nccl v1.7.3+, 1.26-1.28 with v1.7.0-v1.7.2 and 1.20-1.25
+with v1.6.0+.  A plugin outside its installer's range loads but can fail at init or fall back to slower paths;
+EFA/OFI mismatches are a known source of uneven NCCL bandwidth (performance-debugger details guide).  Both
+versions come from the node's versions capture (``efa_installer``; ``ofi_nccl`` from the installer's package
+list, the plugin library, or the NCCL log line).  Installer releases the table does not cover (< 1.20) and
+unparseable versions are not judged.
+False positives: the table is the version-checker skill's recommendation (1.29+ row marked "recommended"); a
+newer plugin than the 1.26-1.28 row names may work.  A plugin inside the training container is not seen.
+Reference: docs/sources.md#versions.
 """
 
 from __future__ import annotations

@@ -1,15 +1,14 @@
 """NCCL on a node is older than the lowest release recommended for its CUDA major version.
 
-Why it matters: VC-SKILL recommends NCCL 2.18+ with CUDA 12.x and 2.12+ with CUDA 11.x; older NCCL
-builds miss the fixes and transports the CUDA generation needs (NVLS, EFA plugin API) and are a
-common cause of init failures and slow collectives after an image upgrade.
-CUDA comes from the toolkit the node reports (software_version ``cuda``: nvcc, /usr/local/cuda); when
-there is none, from the highest CUDA the driver supports (nvidia-smi "CUDA Version") — the finding
-says which (``cuda_from``).  One finding per node and NCCL version below the line.  CUDA majors the
-table does not list (10.x, 13.x) are not judged.
+Why it matters: the HyperPod version-checker skill recommends NCCL 2.18+ with CUDA 12.x and 2.12+ with CUDA
+11.x; older NCCL builds miss the fixes and transports the CUDA generation needs (NVLS, EFA plugin API) and are
+a common cause of init failures and slow collectives after an image upgrade.  CUDA comes from the toolkit the
+node reports (software_version ``cuda``: nvcc, /usr/local/cuda); when there is none, from the highest CUDA the
+driver supports (nvidia-smi "CUDA Version") — the finding says which (``cuda_from``).  One finding per node
+and NCCL version below the line.  CUDA majors the table does not list (10.x, 13.x) are not judged.
 False positives: the host NCCL may not be the one the training container uses; with only the
 driver's maximum CUDA, the NCCL may have been built for an older CUDA major on purpose.
-Reference: rules-facts § 1.6 NCCL-CUDA-MIN (VC-SKILL).
+Reference: docs/sources.md#versions.
 """
 
 from __future__ import annotations

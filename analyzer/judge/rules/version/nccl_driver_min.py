@@ -1,14 +1,14 @@
 """The NVIDIA driver on a GPU node is older than the branch current NCCL needs (major < 525).
 
-Why it matters: NC-DIAG flags drivers below the 525 branch for NCCL; 525 is also the first branch
-that runs CUDA 12.x (VC-SKILL), which every NCCL 2.18+ build and current training image targets.  An
-older driver fails at NCCL init or forces an old NCCL/CUDA stack.
+Why it matters: the HyperPod NCCL diagnose script flags drivers below the 525 branch for NCCL; 525 is also the
+first branch that runs CUDA 12.x (HyperPod version-checker skill), which every NCCL 2.18+ build and current
+training image targets.  An older driver fails at NCCL init or forces an old NCCL/CUDA stack.
 Scope: judged on every GPU node (any node that reports a driver version), not only where NCCL was
 found on the host: NCCL usually ships inside the training container, where a host probe cannot see
 it.  The finding says whether NCCL was seen on the host (``nccl_on_host``).  When one node reports
 several driver versions, the oldest is judged.
 False positives: a node that never runs NCCL (single-GPU inference) does not need 525.
-Reference: rules-facts § 1.6 NCCL-DRIVER-MIN (NC-DIAG).
+Reference: docs/sources.md#versions.
 """
 
 from __future__ import annotations
