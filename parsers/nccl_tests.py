@@ -78,7 +78,8 @@ off, as printed (``[1,0]<stdout>:`` mangled, an unknown tag), else null.
 host and run): ``line`` int, ``run`` int, ``host`` str (the log line's host, else a pdsh/kubectl tag),
 ``level`` str (INFO/WARN/ERROR; ERROR = a non-NCCL line matching an error pattern), ``code`` str,
 ``message`` str, ``prefix`` str (what the line printed before its ``host:pid:tid [dev]``, as printed:
-``[2026-01-05 08:14:03]``, a launcher or job tag, a log pipeline's stamp; else null).  Codes follow rules-facts §5: TCP_FALLBACK, OFI_EFA, NCCL_VERSION, WATCHDOG_TIMEOUT,
+``[2026-01-05 08:14:03]``, a launcher or job tag, a log pipeline's stamp; else null).  Codes follow
+docs/sources.md#nccl-log-patterns: TCP_FALLBACK, OFI_EFA, NCCL_VERSION, WATCHDOG_TIMEOUT,
 TIMEOUT_RENDEZVOUS, SYSTEM_ERROR, CUDA_ERROR, CONNECT_FAIL, CONN_REFUSED, EFA_INIT_FAIL, OFI_LOAD_FAIL,
 RDMA_REG_FAIL, TEST_FAILURE, ... and WARN for any other warning.  ``NET/Socket : Using`` lines count as
 TCP_FALLBACK only when the run's transport resolved to socket.
@@ -210,7 +211,8 @@ _LIB_CODE = re.compile(r"nccl-library=(\d{5,})")
 _PROVIDER = re.compile(r"NET/OFI (?:Using provider:?|Selected [Pp]rovider is:?)\s*(\S+)")
 _NETWORK = re.compile(r"Using network (AWS Libfabric|Libfabric|Socket|IB)\b", re.IGNORECASE)
 _VIA = re.compile(r"via NET/(AWS Libfabric|Libfabric|OFI|Socket|IB)\b", re.IGNORECASE)
-#: (pattern, code) — first match wins; substrings from rules-facts §5, matched case-insensitively.
+#: (pattern, code) — first match wins; substrings from docs/sources.md#nccl-log-patterns, matched
+#: case-insensitively.
 _ERRORS = tuple(
     (re.compile(p, re.IGNORECASE), c)
     for p, c in (
