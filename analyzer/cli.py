@@ -233,7 +233,7 @@ def _warn_inputs(summary) -> None:  # type: ignore[no-untyped-def]
     for line in snapshot_notes(summary):
         click.echo(f"hptriage: note: {line}", err=True)
     for u in summary.unread_inputs:
-        click.echo(f"hptriage: warning: not read: {u['path']}: {u['reason']}", err=True)
+        click.echo(f"hptriage: warning: not read: {u.path}: {u.reason}", err=True)
     for d in summary.duplicates:
         click.echo(f"hptriage: warning: {d['path']} is identical to {d['same_as']}: analyzed once", err=True)
     for c in summary.node_conflicts:
@@ -632,7 +632,7 @@ def ingest(
         results = run_ingest(list(paths), db_path, jobs, _settings(config), None if quiet else _progress())
     unread = [u for r in results for u in r.unread]
     for u in unread:
-        click.echo(f"hptriage: warning: not read: {u['path']}: {u['reason']}", err=True)
+        click.echo(f"hptriage: warning: not read: {u.path}: {u.reason}", err=True)
     for r in results:
         where = f" (cluster {r.cluster}, {r.folder})" if len(results) > 1 else ""
         click.echo(

@@ -51,7 +51,7 @@ def analyze(
         con = connect(str(db_path) if db_path else None)
         summary = load_inputs(con, workdir, paths=paths, jobs=jobs, progress=progress)
         if not summary.nodes:
-            unread = [(u["path"], u["reason"]) for u in summary.unread_inputs]
+            unread = [(u.path, u.reason) for u in summary.unread_inputs]
             raise no_usable_bundle(unread or con.execute("SELECT file, error FROM parse_problems").fetchall())
         if on_loaded is not None:
             on_loaded(summary)

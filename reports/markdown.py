@@ -60,9 +60,7 @@ def render(data: ReportData) -> str:
         out += [f"- `{c['rule']}`: {c['message']}" for c in v.cluster_wide]
         out.append("")
     out += _listed("Given but not judged", list(v.notes))
-    out += _listed(
-        "Inputs that could not be read", [f"`{u['path']}`: {u['reason']}" for u in v.unread_inputs]
-    )
+    out += _listed("Inputs that could not be read", [f"`{u.path}`: {u.reason}" for u in v.unread_inputs])
     out += _listed(
         "Rules that failed to run",
         [f"`{e['rule']}` ({_cell(e['title'])}): {_cell(e['reason'])}" for e in v.rule_errors],

@@ -196,7 +196,7 @@ def _verdict(out: _Writer, data: ReportData, verbose: bool) -> None:
         out.add(f"{len(v.unread_inputs)} input(s) could not be read:", tag="[CONCERN]", colour="yellow")
         rows = v.unread_inputs if verbose else v.unread_inputs[:10]
         for u in rows:
-            out.add(f"{u['path']}: {u['reason']}", indent=6)
+            out.add(f"{u.path}: {u.reason}", indent=6)
         if len(rows) < len(v.unread_inputs):
             out.add(f"... and {len(v.unread_inputs) - len(rows)} more: see -v or --json", indent=6)
     if v.rule_errors:

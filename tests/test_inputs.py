@@ -40,7 +40,7 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
 
 
 def _unread(summary: LoadSummary) -> dict[str, str]:
-    return {u["path"]: u["reason"] for u in summary.unread_inputs}
+    return {u.path: u.reason for u in summary.unread_inputs}
 
 
 def _sha256(path: Path) -> str:
@@ -196,7 +196,7 @@ def test_extra_is_not_a_bundle_but_is_read(tmp_path: Path) -> None:
     # its files are still read as cluster-level inputs
     assert con.execute("SELECT count(*) FROM nccl_run WHERE node IS NULL").fetchone()[0] > 0
     # a loose file beside the bundles is accounted for (ignored), not a problem
-    assert summary.ignored == [{"path": str(cluster / "README.txt"), "reason": summary.ignored[0]["reason"]}]
+    assert [i.path for i in summary.ignored] == [str(cluster / "README.txt")]
     assert summary.unread_inputs == []
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer import __version__
 from analyzer.errors import no_usable_bundle
+from analyzer.intake.records import UnreadInput
 
 if TYPE_CHECKING:
     import duckdb
@@ -67,7 +68,7 @@ class IngestResult:
     bundles_known: int = 0
     nodes: list[str] = field(default_factory=list)
     findings: int = 0
-    unread: list[dict[str, str]] = field(default_factory=list)
+    unread: list[UnreadInput] = field(default_factory=list)
     cluster: str = ""  # the cluster and folder the snapshot holds
     folder: str = ""
 
@@ -182,9 +183,7 @@ def ingest(
                 result.cluster, result.folder = part.cluster, part.folder
                 results.append(result)
         if not results:
-            unread = [(u["path"], u["reason"]) for u in found.unread] or [
-                (str(p), "no bundle read") for p in paths
-            ]
+            unread = [(u.path, u.reason) for u in found.unread] or [(str(p), "no bundle read") for p in paths]
             raise no_usable_bundle(unread)
         results[0].unread = list(found.unread) + results[0].unread
         return results

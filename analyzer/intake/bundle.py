@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analyzer.intake.meta import Meta
+from analyzer.intake.records import IgnoredFile, UnreadInput
 from analyzer.intake.safe_read import Limits, Refusal, extract_tree, iter_dir, iter_tar, safe_member_name
 
 TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
@@ -93,8 +94,8 @@ class Discovery:
     nodes: list[NodeSource] = field(default_factory=list)
     extras: list[ExtraSource] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, problem)
-    unread: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
-    ignored: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
+    unread: list[UnreadInput] = field(default_factory=list)
+    ignored: list[IgnoredFile] = field(default_factory=list)
     duplicates: list[dict[str, str]] = field(default_factory=list)  # {"path", "same_as"}
     #: (tarball location, {"path", "sha256_file", "status", "expected", "actual", "reason"})
     checksums: list[tuple[Path, dict[str, str | None]]] = field(default_factory=list)
@@ -109,7 +110,7 @@ class Discovery:
     def refuse(self, path: str, reason: str) -> None:
         """An input (or a member of one) that was not read: a parse problem and an unread input."""
         self.problems.append((path, reason))
-        self.unread.append({"path": path, "reason": reason})
+        self.unread.append(UnreadInput(path, reason))
 
     def file_digest(self, path: Path) -> str:
         if path not in self._digests:
@@ -147,7 +148,7 @@ def discover(inputs: list[Path], workdir: Path, limits: Limits) -> Discovery:
             )
     for path, display in given_checksums:
         if path.with_name(path.name.removesuffix(CHECKSUM_SUFFIX)) not in found._checked:
-            found.ignored.append({"path": display, "reason": "checksum file whose tarball was not given"})
+            found.ignored.append(IgnoredFile(display, "checksum file whose tarball was not given"))
     return found
 
 
@@ -182,7 +183,7 @@ def _discover(
             return
         if depth >= MAX_DEPTH:
             found.ignored.append(
-                {"path": display, "reason": f"directory more than {MAX_DEPTH} levels deep: not searched"}
+                IgnoredFile(display, f"directory more than {MAX_DEPTH} levels deep: not searched")
             )
             return
         try:
@@ -201,7 +202,7 @@ def _discover(
                 _discover(child, child_display, workdir, limits, found, depth + 1, folder, (display, path))
             elif not _checksum_of_tarball(child):  # a .sha256 is checked with its tarball
                 found.ignored.append(
-                    {"path": child_display, "reason": "not a bundle (no directory with meta.env, no .tar.gz)"}
+                    IgnoredFile(child_display, "not a bundle (no directory with meta.env, no .tar.gz)")
                 )
         return
     if is_tarball(path):
@@ -333,11 +334,6 @@ def strip_top(name: str) -> str:
     """Drop the single top-level directory of a node tarball."""
     head, sep, rest = name.partition("/")
     return rest if sep else name
-
-
-def classify_tar(path: Path) -> str:
-    """'node', 'cluster', or a sentence saying why the tarball is neither."""
-    return peek_tar(path).shape
 
 
 def peek_tar(path: Path) -> TarPeek:

@@ -38,7 +38,7 @@ import multiprocessing
 import os
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
@@ -57,6 +57,7 @@ from analyzer.intake.bundle import (
 )
 from analyzer.intake.meta import KNOWN_META, Meta, parse_meta
 from analyzer.intake.read_node import NodeData, bundle_id_for, read_extra, read_node_safely
+from analyzer.intake.records import IgnoredFile, UnreadInput
 from analyzer.intake.safe_read import Limits
 from analyzer.store.tables import CORE_TABLES, BatchWriter
 
@@ -81,16 +82,16 @@ class LoadSummary:
     problems: int = 0
     #: cluster-wide extra/ folders read: {"bundle_id", "node": "", "source", "type": "cluster"}
     extras: list[dict[str, str]] = field(default_factory=list)
-    #: {"path", "reason"}: inputs, or members of them, that were not read
-    unread_inputs: list[dict[str, str]] = field(default_factory=list)
+    #: inputs, or members of them, that were not read
+    unread_inputs: list[UnreadInput] = field(default_factory=list)
     #: {"path", "same_as"}: inputs identical to one analyzed (analyzed once)
     duplicates: list[dict[str, str]] = field(default_factory=list)
     #: {"node", "bundles": [{"path", "shown_as", "collected_at"}, ...]}: different bundles, one node
     node_conflicts: list[dict[str, Any]] = field(default_factory=list)
     #: {"path", "sha256_file", "status": ok|mismatch|unreadable, "expected", "actual", "reason"}
     checksums: list[dict[str, str | None]] = field(default_factory=list)
-    #: {"path", "reason"}: loose files beside the bundles that are no bundle (a README), not read
-    ignored: list[dict[str, str]] = field(default_factory=list)
+    #: loose files beside the bundles that are no bundle (a README), not read
+    ignored: list[IgnoredFile] = field(default_factory=list)
     #: the parts read, each judged on its own: {"cluster", "folder", "collected_at", "nodes",
     #: "bundle_ids"} (bundle_ids: its node bundles and extra/ folders)
     parts: list[dict[str, Any]] = field(default_factory=list)
@@ -192,10 +193,8 @@ def load(
         for source, data in chunk.items:
             if source is None:  # a share of a cluster's extra/ folder
                 if data.failed:
-                    data.unread.append({"path": data.display, "reason": f"reading failed: {data.failed}"})
-                    writer.add(
-                        "parse_problems", "", None, [_problem(data.display, data.unread[-1]["reason"])]
-                    )
+                    data.unread.append(UnreadInput(data.display, f"reading failed: {data.failed}"))
+                    writer.add("parse_problems", "", None, [_problem(data.display, data.unread[-1].reason)])
                     summary.problems += 1
                 _store(writer, data, summary, is_node=False)
                 continue
@@ -204,10 +203,10 @@ def load(
                 data = _reread_as_unique(source, data, limits, taken, summary, by_display)
             if data.failed:
                 reason = f"reading failed: {data.failed}"
-                summary.unread_inputs.append({"path": source.display, "reason": reason})
+                summary.unread_inputs.append(UnreadInput(source.display, reason))
                 writer.add("parse_problems", "", None, [_problem(source.display, reason)])
                 summary.problems += 1
-                _issues(writer, "", None, "unread", [{"path": source.display, "reason": reason}])
+                _issues(writer, "", None, "unread", summary.unread_inputs[-1:])
             else:
                 taken.add(data.node)
                 _store(writer, data, summary, cluster=cluster_of.get(source.location))
@@ -237,14 +236,20 @@ def load(
     if account:
         _issues(writer, "", None, "unread", found.unread)
     _issues(writer, "", None, "ignored", summary.ignored)
-    _issues(writer, "", None, "duplicate", summary.duplicates)
+    writer.add(
+        "input_issue",
+        "",
+        None,
+        [_issue(d["path"], "duplicate", same_as=d["same_as"]) for d in summary.duplicates],
+    )
     for conflict in summary.node_conflicts:
         claim = f"{len(conflict['bundles'])} different bundles claim node {conflict['node']!r}"
         for b in conflict["bundles"]:
-            reason = f"{claim}; this one is shown as {b['shown_as']!r}"
-            entry = {"path": b["path"], "reason": reason}
+            row = _issue(
+                b["path"], "node-conflict", reason=f"{claim}; this one is shown as {b['shown_as']!r}"
+            )
             bundle_id = by_display.get(b["path"], ("", ""))[0]
-            _issues(writer, bundle_id, b["shown_as"], "node-conflict", [entry])
+            writer.add("input_issue", bundle_id, b["shown_as"], [row])
     writer.flush()
     return summary
 
@@ -672,13 +677,20 @@ def _store(
 
 
 def _issues(
-    writer: BatchWriter, bundle_id: str, node: str | None, issue: str, entries: list[dict[str, str]]
+    writer: BatchWriter,
+    bundle_id: str,
+    node: str | None,
+    issue: str,
+    entries: Sequence[UnreadInput] | Sequence[IgnoredFile],
 ) -> None:
-    rows = [
-        {"path": e["path"], "issue": issue, "reason": e.get("reason"), "same_as": e.get("same_as")}
-        for e in entries
-    ]
-    writer.add("input_issue", bundle_id, node, rows)
+    writer.add("input_issue", bundle_id, node, [_issue(e.path, issue, reason=e.reason) for e in entries])
+
+
+def _issue(
+    path: str, issue: str, *, reason: str | None = None, same_as: str | None = None
+) -> dict[str, object]:
+    """A row of the input_issue table."""
+    return {"path": path, "issue": issue, "reason": reason, "same_as": same_as}
 
 
 def _node_row(display: str, meta: dict[str, str], cluster: str | None = None) -> dict[str, object]:

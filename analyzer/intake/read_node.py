@@ -15,6 +15,7 @@ from typing import Any
 import parsers
 from analyzer.intake.bundle import NodeSource, node_name, strip_top
 from analyzer.intake.meta import ManifestRow, Meta, parse_manifest, parse_meta
+from analyzer.intake.records import UnreadInput
 from analyzer.intake.safe_read import Limits, Refusal, iter_dir, iter_tar
 from analyzer.store.tables import rows_to_arrow
 from parsers._base import CollectorError, NoData, ParseError, long_line
@@ -43,9 +44,9 @@ class NodeData:
     parts: dict[str, list[Any]] = field(default_factory=dict)
     #: id(part) -> the node its rows carry instead of ``node`` (a node's output found in extra/)
     part_nodes: dict[int, str] = field(default_factory=dict)
-    #: {"path", "reason"} for what was not read: refused members (``bundle.tar.gz!member``, or
-    #: ``dir/member``) and the rest of a damaged or over-cap bundle
-    unread: list[dict[str, str]] = field(default_factory=list)
+    #: what was not read: refused members (``bundle.tar.gz!member``, or ``dir/member``) and the rest of
+    #: a damaged or over-cap bundle
+    unread: list[UnreadInput] = field(default_factory=list)
     failed: str = ""  # set when reading the bundle raised: nothing of it was stored
 
     def to_arrow(self) -> None:
@@ -89,10 +90,10 @@ def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None)
     for r in refusals:
         reader.problem(strip_top(r.path) if source.is_tar else r.path, None, f"member refused: {r.reason}")
         member = f"{source.display}!{r.path}" if source.is_tar else f"{source.display.rstrip('/')}/{r.path}"
-        reader.data.unread.append({"path": member, "reason": f"member refused: {r.reason}"})
+        reader.data.unread.append(UnreadInput(member, f"member refused: {r.reason}"))
     for e in errors:
         reader.problem("", None, e)
-        reader.data.unread.append({"path": source.display, "reason": e})
+        reader.data.unread.append(UnreadInput(source.display, e))
     reader.data.to_arrow()
     return reader.data
 
@@ -135,11 +136,11 @@ def read_extra(
     for r in refusals:
         reader.problem(f"{prefix}/{r.path}", None, f"member refused: {r.reason}")
         reader.data.unread.append(
-            {"path": f"{display.rstrip('/')}/{r.path}", "reason": f"member refused: {r.reason}"}
+            UnreadInput(f"{display.rstrip('/')}/{r.path}", f"member refused: {r.reason}")
         )
     for e in errors:
         reader.problem(f"{prefix}/", None, e)
-        reader.data.unread.append({"path": display, "reason": e})
+        reader.data.unread.append(UnreadInput(display, e))
     reader.data.to_arrow()
     return reader.data
 
@@ -303,8 +304,8 @@ class _NodeReader:
             return
         try:
             module = parsers.module_for(kind)
-            row = (self.manifest or {}).get(name)
-            command = row.command if row is not None and row.command not in (None, "", "-") else None
+            probe = (self.manifest or {}).get(name)
+            command = probe.command if probe is not None and probe.command not in (None, "", "-") else None
             # the command line tells the layout (csv,noheader fields), else the file's name (df-H.txt)
             result = parsers.parse(kind, text, command=command, filename=name)
             tables = result.tables

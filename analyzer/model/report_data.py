@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -90,7 +89,7 @@ def gather(
             "node_conflicts": summary.node_conflicts,
             "checksums": summary.checksums,
             "extras": summary.extras,
-            "ignored": summary.ignored,
+            "ignored": [i.as_dict() for i in summary.ignored],
         },
     )
     if charts:
@@ -114,4 +113,22 @@ def not_examined(coverage: Coverage) -> list[dict[str, str]]:
 def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict[str, Any]]:
     cur = con.execute(sql)
     names = [d[0] for d in cur.description]
-    return [json.loads(json.dumps(dict(zip(names, r, strict=False)), default=str)) for r in cur.fetchall()]
+    return [{name: _plain(value) for name, value in zip(names, r, strict=True)} for r in cur.fetchall()]
+
+
+def _plain(value: object) -> object:
+    """A value of a row as the JSON report carries it: text, numbers, booleans and None as they are,
+    lists and maps value by value, anything else (a timestamp, a decimal) as its ``str()``
+    (``2026-01-05 10:00:00``).
+
+    >>> from datetime import datetime
+    >>> _plain([datetime(2026, 1, 5, 10), (1, None), {2: 1.5}])
+    ['2026-01-05 10:00:00', [1, None], {'2': 1.5}]
+    """
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return str(value)

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from analyzer.intake.records import UnreadInput
 from analyzer.judge.findings import Finding, Outcome, Severity
 from analyzer.model.sections import section_of
 
@@ -59,7 +60,7 @@ class Verdict:
     ranked_nodes: int  # how many nodes had a concern (worst_nodes keeps the first TOP_NODES)
     counts: dict[str, int]
     cluster_wide: list[dict[str, Any]] = field(default_factory=list)
-    unread_inputs: list[dict[str, Any]] = field(default_factory=list)
+    unread_inputs: list[UnreadInput] = field(default_factory=list)
     not_examined: list[dict[str, Any]] = field(default_factory=list)
     #: what was given but not judged, in words (older snapshots of a cluster: compare them with diff)
     notes: list[str] = field(default_factory=list)
@@ -75,7 +76,7 @@ class Verdict:
             "ranked_nodes": self.ranked_nodes,
             "counts": self.counts,
             "cluster_wide": self.cluster_wide,
-            "unread_inputs": self.unread_inputs,
+            "unread_inputs": [u.as_dict() for u in self.unread_inputs],
             "not_examined": self.not_examined,
             "notes": self.notes,
         }
@@ -139,7 +140,7 @@ def compute(
     outcomes: Sequence[Outcome],
     nodes: Sequence[dict[str, Any]],
     rules: dict[str, RuleScope] | None = None,
-    unread_inputs: Sequence[dict[str, Any]] = (),
+    unread_inputs: Sequence[UnreadInput] = (),
     not_examined: Sequence[dict[str, Any]] = (),
 ) -> Verdict:
     """The verdict over one analysis: status, sections to read, worst nodes, cluster-wide causes."""

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from analyzer.judge.findings import Evidence, Finding, Outcome, Route, Severity
+from analyzer.model.records import UnreadInput
 from analyzer.model.report_data import ReportData
 from analyzer.model.verdict import Verdict
 from reports.render import render_html
@@ -75,7 +76,7 @@ def test_incomplete_never_reads_as_no_concerns() -> None:
         worst_nodes=[],
         ranked_nodes=0,
         counts={"critical": 0, "warning": 0, "info": 0},
-        unread_inputs=[{"path": "n2.tar.gz", "reason": "not a gzip file"}],
+        unread_inputs=[UnreadInput("n2.tar.gz", "not a gzip file")],
         not_examined=[{"node": "n2", "what": "kernel log (dmesg / journalctl -k)"}],
     )
     outcomes = [
