@@ -39,3 +39,51 @@ def make_tar(src_dir: Path, dest: Path, arcname: str | None = None) -> Path:
     with tarfile.open(dest, "w:gz") as tar:
         tar.add(src_dir, arcname=arcname or src_dir.name)
     return dest
+
+
+# --- "tested" means run and asserted: see tests/rule_record.py and tests/rules/test_every_rule_asserted.py
+
+LAST = "test_every_rule_asserted.py"
+#: set by pytest_collection_modifyitems: why this session cannot judge every rule, "" when it can
+PARTIAL = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):  # type: ignore[no-untyped-def]
+    from tests import rule_record
+
+    rule_record.current = item.nodeid
+    try:
+        yield
+    finally:
+        rule_record.current = None
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        from tests import rule_record
+
+        rule_record.settle(report.nodeid, report.passed)
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    if items:
+        items[0].config.stash[PARTIAL] = f"{len(items)} tests deselected"
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Run the every-rule check after every other test, and say whether all rule tests were selected."""
+    last = [i for i in items if i.path.name == LAST]
+    items[:] = [i for i in items if i.path.name != LAST] + last
+    if not last or config.stash.get(PARTIAL, ""):
+        return
+    rules_dir = ROOT / "tests" / "rules"
+    wanted = {p for p in rules_dir.glob("test_*.py") if p.name != LAST}
+    missing = sorted(p.name for p in wanted - {i.path for i in items})
+    narrowed = [a for a in config.args if "::" in a]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        config.stash[PARTIAL] = f"rule test modules not selected: {shown}"
+    elif narrowed:
+        config.stash[PARTIAL] = f"single tests selected: {', '.join(narrowed)}"

@@ -14,6 +14,7 @@ from analyzer.judge.findings import Finding, Outcome
 from analyzer.judge.rules import load_rules
 from analyzer.judge.settings import Settings, load_settings
 from analyzer.store.tables import connect
+from tests import rule_record
 from tests.conftest import fixture_text
 
 HEADER = "path\tkind\texit_code\tduration_s\tbytes\tsha256\tcommand\tnote\n"
@@ -62,10 +63,16 @@ class Result:
     con: Any
 
     def of(self, rule: str) -> list[Finding]:
+        """The findings of a rule (noted for tests/rules/test_every_rule_asserted.py when the rule ran)."""
+        if rule in self.outcomes:
+            rule_record.note(rule)
         return [f for f in self.findings if f.rule == rule]
 
     def outcome(self, rule: str) -> str:
-        return self.outcomes[rule].outcome
+        """pass, fail, skipped or error (noted for tests/rules/test_every_rule_asserted.py)."""
+        outcome = self.outcomes[rule].outcome
+        rule_record.note(rule)
+        return outcome
 
 
 def analyze(path: Path, settings: Settings | None = None) -> Result:
