@@ -2,17 +2,62 @@
 
 from __future__ import annotations
 
+import functools
+import importlib
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-needs_pdf = pytest.mark.skipif(
+_needs_poppler = pytest.mark.skipif(
     shutil.which("pdftotext") is None or shutil.which("pdftoppm") is None,
     reason="poppler-utils (pdftotext, pdftoppm) not installed",
 )
+
+PANGO = "apt-get install libpango-1.0-0 libpangoft2-1.0-0"
+
+
+def weasyprint_problem(importer: Callable[[str], ModuleType] = importlib.import_module) -> str | None:
+    """Why WeasyPrint cannot write a PDF here, or None when it renders a one-line page.
+
+    ``import weasyprint`` raises OSError when its native libraries (Pango, via cffi) are missing; a
+    library that loads but cannot lay out text fails on the first page instead.
+    """
+    try:
+        weasyprint = importer("weasyprint")
+    except ImportError as exc:
+        return f"WeasyPrint is not installed ({exc})"
+    except OSError as exc:
+        return f"WeasyPrint's native libraries are missing ({exc}); install Pango: {PANGO}"
+    try:
+        pdf = weasyprint.HTML(string="<p>hptriage</p>").write_pdf()
+    except Exception as exc:  # noqa: BLE001 - any failure of the native stack means no PDF
+        return (
+            f"WeasyPrint cannot render a one-line page ({type(exc).__name__}: {exc}); install Pango: {PANGO}"
+        )
+    if not pdf or not pdf.startswith(b"%PDF"):
+        return "WeasyPrint rendered a one-line page but wrote no PDF"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _problem_here() -> str | None:
+    return weasyprint_problem()
+
+
+@pytest.fixture
+def weasyprint_works() -> None:
+    if problem := _problem_here():
+        pytest.skip(problem)
+
+
+def needs_pdf(test: Callable[..., None]) -> Callable[..., None]:
+    """A test that reads a PDF: skipped, with the reason, without poppler-utils or a working WeasyPrint."""
+    return _needs_poppler(pytest.mark.usefixtures("weasyprint_works")(test))
 
 
 def _pdf(rendered: dict[str, Path]) -> Path:
@@ -84,3 +129,31 @@ def test_letter_paper(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     info = subprocess.run(["pdfinfo", str(pdf)], capture_output=True, text=True).stdout
     assert "612 x 792 pts (letter)" in info
+
+
+@pytest.mark.parametrize(
+    ("error", "says"),
+    [
+        (
+            OSError("cannot load library 'libpango-1.0-0': libpango-1.0-0: cannot open shared object file"),
+            "Pango",
+        ),
+        (ImportError("No module named 'weasyprint'"), "not installed"),
+    ],
+)
+def test_missing_weasyprint_libraries_give_a_reason(error: Exception, says: str) -> None:
+    def importer(name: str) -> ModuleType:
+        raise error
+
+    reason = weasyprint_problem(importer)
+    assert reason and says in reason and str(error) in reason
+
+
+def test_a_library_that_cannot_render_gives_a_reason() -> None:
+    class Broken:
+        class HTML:
+            def __init__(self, string: str) -> None:
+                raise OSError("no font configuration")
+
+    reason = weasyprint_problem(lambda name: Broken)  # type: ignore[arg-type,return-value]
+    assert reason and "cannot render a one-line page" in reason and "no font configuration" in reason
