@@ -9,18 +9,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-_SIZE_UNITS = {
-    "": 1,
-    "B": 1,
-    "K": 1024,
-    "M": 1024**2,
-    "G": 1024**3,
-    "T": 1024**4,
-    "P": 1024**5,
-    "E": 1024**6,
-}
-
-_SIZE = re.compile(r"^\s*([0-9]+(?:[.,][0-9]+)?)\s*([KMGTPE]?)(?:i?B)?\s*$", re.IGNORECASE)
 _NUMBER = re.compile(r"^[-+]?(?:\d+(?:[.,]\d*)?|[.,]\d+)(?:[eE][-+]?\d+)?$")
 
 #: Values NVIDIA tools print where a number is not available.
@@ -82,23 +70,6 @@ def leading_number(value: str | None) -> float | None:
         return None
     m = re.match(r"\s*([-+]?\d+(?:[.,]\d+)?)", value)
     return to_float(m.group(1)) if m else None
-
-
-def human_to_bytes(value: str | None) -> int | None:
-    """Turn a human size ('1.2T', '970.8M', '4.0K', '512') into bytes, powers of 1024.
-
-    >>> human_to_bytes("1.1T"), human_to_bytes("970.8M"), human_to_bytes("0"), human_to_bytes("-")
-    (1209462790553, 1017957580, 0, None)
-    """
-    if value is None:
-        return None
-    m = _SIZE.match(value)
-    if not m:
-        return None
-    number = to_float(m.group(1))
-    if number is None:
-        return None
-    return int(number * _SIZE_UNITS[m.group(2).upper()])
 
 
 def percent(value: str | None) -> float | None:

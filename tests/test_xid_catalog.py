@@ -12,7 +12,6 @@ from analyzer.judge.xid_catalog import (
     NVLINK5_DECODE,
     assess,
     decode_nvlink5,
-    event_severity,
     xid_entry,
 )
 
@@ -105,12 +104,12 @@ def test_45_alone_restarts_fabric_manager() -> None:
 
 def test_154_takes_the_action_it_names() -> None:
     msg = "GPU recovery action changed from 0x0 (None) to {}"
-    assert event_severity(154, msg.format("0x2 (Node Reboot Required)")) == C
-    assert event_severity(154, msg.format("0x1 (GPU Reset Required)")) == C
+    assert assess(154, msg.format("0x2 (Node Reboot Required)")).severity == C
+    assert assess(154, msg.format("0x1 (GPU Reset Required)")).severity == C
     assert assess(154, msg.format("0x4 (Drain and Reset)")).action.startswith("drain the node's jobs")
-    assert event_severity(154, msg.format("0x3 (Drain P2P)")) == W
+    assert assess(154, msg.format("0x3 (Drain P2P)")).severity == W
     assert (
-        event_severity(154, "GPU recovery action changed from 0x2 (Node Reboot Required) to 0x0 (None)") == I
+        assess(154, "GPU recovery action changed from 0x2 (Node Reboot Required) to 0x0 (None)").severity == I
     )
 
 

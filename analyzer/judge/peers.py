@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from statistics import median, quantiles
+from statistics import median
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -83,8 +83,7 @@ class Outlier:
 def median_mad(values: Sequence[float]) -> tuple[float, float]:
     """The median of some values and their MAD scaled to a standard deviation (x ``MAD_SCALE``).
 
-    The one median/MAD of the project: :func:`band_of` and the NCCL rules use it (:func:`bands` does
-    the same in SQL).
+    The one median/MAD of the project: the NCCL rules use it (:func:`bands` does the same in SQL).
 
     >>> median_mad([10.0, 10.0, 10.0, 10.0, 30.0])
     (10.0, 0.0)
@@ -95,23 +94,6 @@ def median_mad(values: Sequence[float]) -> tuple[float, float]:
         raise ValueError("no values")
     mid = median(values)
     return mid, median(abs(v - mid) for v in values) * MAD_SCALE
-
-
-def band_of(
-    values: Sequence[float], *, k: float, min_delta: float = 0.0, rel_delta: float = 0.0, group: str = ""
-) -> Band:
-    """The band of a list of values (pure Python; used for tests and small lists).
-
-    The 10th and 90th percentiles interpolate linearly, as DuckDB's ``quantile_cont`` does.
-
-    >>> b = band_of([10, 10, 10, 10, 30], k=3.5, min_delta=2)
-    >>> (b.median, b.mad, b.low, b.high, b.p10, b.p90)
-    (10.0, 0.0, 8.0, 12.0, 10.0, 22.0)
-    """
-    ordered = sorted(float(v) for v in values)
-    med, mad = median_mad(ordered)
-    deciles = quantiles(ordered, n=10, method="inclusive") if len(ordered) > 1 else ordered * 9
-    return _band(group, len(ordered), med, mad, deciles[0], deciles[-1], k, min_delta, rel_delta)
 
 
 def bands(

@@ -989,15 +989,3 @@ def worst(assessments: Iterable[Assessment]) -> Assessment:
     if best is None:
         raise ValueError("no assessments")
     return best
-
-
-def event_severity(code: int, message: str | None) -> Severity:
-    """The catalog severity, refined by what one event's text says (Xid 154 names its action;
-    Xid 144-150 carry a decodable sub-code).
-
-    >>> event_severity(154, "GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)").value
-    'critical'
-    >>> event_severity(154, "GPU recovery action changed from 0x0 (None) to 0x0 (None)").value
-    'info'
-    """
-    return assess(code, message).severity
