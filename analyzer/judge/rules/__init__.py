@@ -15,12 +15,20 @@ from types import ModuleType
 AREAS: tuple[str, ...] = ("gpu", "host", "net", "nccl", "straggler", "version", "placement", "fs", "bundle")
 
 
+class MissingRuleArea(ImportError):
+    """A rule area of AREAS has no package: its rules would silently not run (a broken install)."""
+
+
 def builtin_names() -> list[str]:
+    """The built-in rule modules of every area, in report order; an area without its package is an
+    error, never a smaller set of rules."""
     names: list[str] = []
     for area in AREAS:
         package = f"analyzer.judge.rules.{area}"
         if importlib.util.find_spec(package) is None:
-            continue
+            raise MissingRuleArea(
+                f"rule area {area!r} is missing: no package {package} (reinstall hptriage)", name=package
+            )
         names.extend(f"{package}.{name}" for name in importlib.import_module(package).RULES)
     return names
 
