@@ -15,9 +15,9 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -31,6 +31,13 @@ from analyzer.errors import (
     UsageProblem,
     no_usable_bundle,
 )
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without the analysis stack
+    import duckdb
+
+    from analyzer.intake.load import LoadSummary
+    from analyzer.judge.settings import Settings
+    from analyzer.model.report_data import ReportData
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -51,12 +58,17 @@ class _Group(click.Group):
     or argument, as click finds it) 2, an HptriageError its own, anything else 4 (internal; the
     traceback only with --debug)."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # noqa: D102
-        argv = kwargs.get("args", args[0] if args else None)
-        debug = "--debug" in (sys.argv[1:] if argv is None else list(argv))
-        kwargs.pop("standalone_mode", None)
+    def main(  # noqa: D102
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,  # always False below: errors are shown here
+        **extra: Any,
+    ) -> Any:
+        debug = "--debug" in (sys.argv[1:] if args is None else list(args))
         try:
-            code = super().main(*args, standalone_mode=False, **kwargs)
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as exc:
             where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             click.echo(f"hptriage: error: {_one_line(exc.format_message())}{where}", err=True)
@@ -206,6 +218,7 @@ def analyze(
         limit = SEVERITY_ORDER.index(fail_on)
         if any(SEVERITY_ORDER.index(f.severity.value) <= limit for f in data.findings):
             ctx.exit(EXIT_FINDINGS)
+    assert data.verdict is not None  # ReportData computes it when it is not given
     if data.verdict.unread_inputs:
         ctx.exit(EXIT_UNREAD_INPUT)
 
@@ -226,7 +239,7 @@ def _user_errors(ctx: click.Context, *usage: type[Exception]) -> Iterator[None]:
         raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
 
 
-def _warn_inputs(summary) -> None:  # type: ignore[no-untyped-def]
+def _warn_inputs(summary: LoadSummary) -> None:
     """Say on stderr what the loader did with inputs the user may not expect (results stay on stdout)."""
     from analyzer.pipeline import snapshot_notes
 
@@ -241,7 +254,7 @@ def _warn_inputs(summary) -> None:  # type: ignore[no-untyped-def]
         click.echo(f"hptriage: warning: several bundles claim node {c['node']}: {shown}", err=True)
 
 
-def _settings(config: Path | None):  # type: ignore[no-untyped-def]
+def _settings(config: Path | None) -> Settings:
     from analyzer.judge.settings import SettingsError, load_settings
 
     try:
@@ -253,14 +266,14 @@ def _settings(config: Path | None):  # type: ignore[no-untyped-def]
         raise UsageProblem(f"cannot read --config {config}: {why}") from exc
 
 
-def _run_analysis(  # type: ignore[no-untyped-def]
+def _run_analysis(
     paths: list[Path],
     db_path: Path | None,
     jobs: int | None,
-    settings,
+    settings: Settings,
     charts: bool = False,
     quiet: bool = False,
-):
+) -> ReportData:
     from analyzer.pipeline import analyze
 
     if db_path is not None and db_path.exists():
@@ -306,7 +319,7 @@ def _replaceable(db_path: Path) -> None:
         )
 
 
-def _progress():  # type: ignore[no-untyped-def]
+def _progress() -> Callable[[int, int], None] | None:
     """A progress bar on stderr while bundles are read (nodes done / total, nodes/s, time left), only
     on a terminal."""
     if not sys.stderr.isatty():
@@ -643,7 +656,7 @@ def ingest(
         ctx.exit(EXIT_UNREAD_INPUT)
 
 
-def _open_store(db_path: Path):  # type: ignore[no-untyped-def]
+def _open_store(db_path: Path) -> duckdb.DuckDBPyConnection:
     from analyzer.history.ingest import StoreError, open_store
 
     try:
@@ -695,7 +708,7 @@ def history(
     click.echo(history_text(data, verbose), nl=False)
 
 
-def _known_node(con, db_path: Path, node: str) -> None:  # type: ignore[no-untyped-def]
+def _known_node(con: duckdb.DuckDBPyConnection, db_path: Path, node: str) -> None:
     """An unknown --node is an error naming it and a few nodes the store does hold."""
     import difflib
 
@@ -735,16 +748,19 @@ def diff(ctx: click.Context, old: str, new: str, db_path: Path | None, json_out:
     from analyzer.history.query import resolve_snapshot
     from reports.history import diff_text, dumps
 
-    work = Path(tempfile.mkdtemp(prefix="hptriage-diff-")) if db_path is None else None
+    work: Path | None = None
+    if db_path is None:  # two bundles or cluster folders: each becomes a snapshot of a scratch store
+        work = Path(tempfile.mkdtemp(prefix="hptriage-diff-"))
+        store = work / "diff.duckdb"
+    else:
+        store = db_path
     try:
         with _user_errors(ctx, StoreError, LookupError):
-            if work is not None:  # two bundles or cluster folders: each becomes a snapshot of a scratch store
-                db_path = work / "diff.duckdb"
+            if work is not None:
                 a, b = (
-                    _one_snapshot(p, run_ingest([Path(p)], db_path, None, _settings(None)))
-                    for p in (old, new)
+                    _one_snapshot(p, run_ingest([Path(p)], store, None, _settings(None))) for p in (old, new)
                 )
-            con = _open_store(db_path)  # type: ignore[arg-type]
+            con = _open_store(store)
             if work is None:
                 a, b = resolve_snapshot(con, old), resolve_snapshot(con, new)
             data = query(con, a, b)

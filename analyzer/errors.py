@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import IO, Any
+
 import click
 
 EXIT_OK = 0
@@ -18,7 +20,7 @@ class HptriageError(click.ClickException):
 
     exit_code = EXIT_INTERNAL
 
-    def show(self, file=None) -> None:  # type: ignore[no-untyped-def]
+    def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"hptriage: error: {self.format_message()}", err=True)
 
 

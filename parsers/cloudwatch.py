@@ -561,7 +561,7 @@ def _shorthand(part: str) -> dict[str, Any]:
     query: dict[str, Any] = {"Id": get("Id")}
     if expression := get("Expression"):
         return {**query, "Expression": expression}
-    metric = {"Namespace": get("Namespace"), "MetricName": get("MetricName")}
+    metric: dict[str, Any] = {"Namespace": get("Namespace"), "MetricName": get("MetricName")}
     metric["Dimensions"] = [{"Name": n, "Value": v} for n, v in dims]
     return {**query, "MetricStat": {"Metric": metric, "Period": get("Period"), "Stat": get("Stat")}}
 
@@ -665,7 +665,7 @@ def _add(
     if ts is None:
         result.issue(line, raw or str(ts_raw), "timestamp not understood")
         return
-    row = {"line": line, "ts": ts, **{k: _text(info.get(k)) for k in _INFO_KEYS}}
+    row: dict[str, Any] = {"line": line, "ts": ts, **{k: _text(info.get(k)) for k in _INFO_KEYS}}
     number = float(value) if isinstance(value, (int, float)) else None
     row["value"] = number if number is not None and math.isfinite(number) else None
     row["period_s"] = to_int(row["period_s"])

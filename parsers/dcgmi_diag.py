@@ -306,7 +306,7 @@ def _row(st: dict[str, Any], no: int, raw: str, body: str, result: ParseResult) 
 
 
 def _results(st: dict[str, Any], no: int, res: re.Match[str], printed: str) -> None:
-    gpus = [int(g) for g in re.findall(r"\d+", res.group(3) or "")]
+    gpus: list[int | None] = [int(g) for g in re.findall(r"\d+", res.group(3) or "")]
     for gpu in gpus or [None]:
         _add(st, no, gpu, res.group(1), printed)
 

@@ -234,7 +234,10 @@ def candidate_lines(lines: list[str]) -> list[int]:
         except (UnicodeError, pa.ArrowException):  # text that is not valid UTF-8: the loop below
             pass
         else:
-            return pc.indices_nonzero(pc.match_substring_regex(column, _CANDIDATE_RE2)).to_pylist()
+            found: list[int] = pc.indices_nonzero(
+                pc.match_substring_regex(column, _CANDIDATE_RE2)
+            ).to_pylist()
+            return found
     return [i for i, line in enumerate(lines) if any(k in line for k in CANDIDATE_KEYS)]
 
 
@@ -367,12 +370,12 @@ def _continues(event: dict[str, Any], body: str, m: re.Match[str] | None) -> boo
         return False
     stamp = _stamp(m) if m else {"ts_raw": None, "uptime_s": None}
     if event["uptime_s"] is not None and stamp["uptime_s"] is not None:
-        return abs(stamp["uptime_s"] - event["uptime_s"]) < 0.05
-    return stamp["ts_raw"] == event["ts_raw"]
+        return bool(abs(stamp["uptime_s"] - event["uptime_s"]) < 0.05)
+    return bool(stamp["ts_raw"] == event["ts_raw"])
 
 
 def _is_fallen(ev: dict[str, Any]) -> bool:
-    return ev["event_type"] == "fallen_off_bus" or (ev["event_type"] == "xid" and ev["xid"] == 79)
+    return bool(ev["event_type"] == "fallen_off_bus" or (ev["event_type"] == "xid" and ev["xid"] == 79))
 
 
 def _one_event_per_fault(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -389,11 +392,10 @@ def _one_event_per_fault(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         gpu = (ev["pci"], ev["gpu_index"])
         i = last.get(gpu)
-        prev = out[i] if i is not None else None
         if (
-            prev is not None
-            and ev["line"] - prev["line"] <= _FALLEN_WINDOW
-            and prev["event_type"] != ev["event_type"]
+            i is not None
+            and ev["line"] - out[i]["line"] <= _FALLEN_WINDOW
+            and out[i]["event_type"] != ev["event_type"]
         ):
             if ev["event_type"] == "xid":  # the Xid line wins: replace the text event in place
                 out[i] = ev

@@ -544,6 +544,10 @@ def _fm_time(stamp: str) -> str | None:
     year, clock = (a, b) if ":" in b else (b, a)
     mon = _month(month)
     try:
-        return datetime(int(year), mon or 0, int(day), *map(int, clock.split(":"))).isoformat()
+        numbers = [int(x) for x in clock.split(":")]
+        if len(numbers) > 4:  # datetime() takes hour, minute, second, microsecond
+            return None
+        hour, minute, second, micro = (*numbers, 0, 0, 0)[:4]
+        return datetime(int(year), mon or 0, int(day), hour, minute, second, micro).isoformat()
     except (TypeError, ValueError):
         return None

@@ -96,7 +96,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import Cleaned, clean_lines, to_float
@@ -145,9 +145,9 @@ _DEV_COLS: dict[str, tuple[str, float]] = {
     "rareq_sz": ("rareq_sz_kb", 1), "wareq_sz": ("wareq_sz_kb", 1), "areq_sz": ("areq_sz_kb", 1),
     "avgrq_sz": ("areq_sz_kb", 0.5), "svctm": ("svctm_ms", 1), "pct_util": ("util_pct", 1),
 }  # fmt: skip
-_DEV = ("device", "tps", "r_s", "w_s", "d_s", "f_s", "rkb_s", "wkb_s", "dkb_s", "rrqm_s", "wrqm_s")
-_DEV += ("r_await_ms", "w_await_ms", "d_await_ms", "f_await_ms", "await_ms", "aqu_sz")
-_DEV += ("rareq_sz_kb", "wareq_sz_kb", "areq_sz_kb", "svctm_ms", "util_pct")
+_DEV = ("device", "tps", "r_s", "w_s", "d_s", "f_s", "rkb_s", "wkb_s", "dkb_s", "rrqm_s", "wrqm_s",
+        "r_await_ms", "w_await_ms", "d_await_ms", "f_await_ms", "await_ms", "aqu_sz",
+        "rareq_sz_kb", "wareq_sz_kb", "areq_sz_kb", "svctm_ms", "util_pct")  # fmt: skip
 #: Device columns under the tool's own name (and unit), as printed; names shared with _DEV are
 #: the same column (same value, same unit).
 _DEV_RAW: dict[str, tuple[str, str]] = {
@@ -303,8 +303,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                 continue
             _next(st, "cpu")
             st["ts"] = stamp or st["ts"]
-            row = _cpu_row(_report_row(no, st, host), dict(zip(cols, values, strict=True)))
-            result.add("iostat_cpu", row)
+            cpu = _cpu_row(_report_row(no, st, host), dict(zip(cols, values, strict=True)))
+            result.add("iostat_cpu", cpu)
         elif first in ("Device:", "Device"):
             _next(st, "dev")
             st["header"] = [_key(t) for t in tokens[1:]]
@@ -316,11 +316,11 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             continue
         elif st["header"] is not None:
             st["ts"] = stamp or st["ts"]
-            row = _device(no, tokens, st["header"], st, host)
-            if row is None:
+            device = _device(no, tokens, st["header"], st, host)
+            if device is None:
                 result.issue(no, raw_lines[index], f"expected a device name and {len(st['header'])} numbers")
             else:
-                result.add("iostat_device", row)
+                result.add("iostat_device", device)
         else:
             result.issue(no, raw_lines[index], "line outside any iostat block (banner, avg-cpu, Device)")
     if not (result.rows("iostat_host") or result.rows("iostat_cpu") or result.rows("iostat_device")):
@@ -479,14 +479,15 @@ def _device(
 ) -> dict[str, Any] | None:
     if len(tokens) != len(header) + 1 or _NUM.match(tokens[0]):
         return None
-    values = _numbers(tokens[1:])
-    if None in values:
+    numbers = _numbers(tokens[1:])
+    if None in numbers:
         return None
+    values = cast("list[float]", numbers)  # none of them None; the whole counts become int below
     plan = _PLANS.get(tuple(header)) or _plan(header)
     for i in plan.ints:  # counts (kB_read ...) must be whole numbers
-        if not values[i].is_integer():  # type: ignore[union-attr]
+        if not values[i].is_integer():
             return None
-        values[i] = int(values[i])  # type: ignore[arg-type]
+        values[i] = int(values[i])
     base = st.get("_base")
     if base is None or base[0] != (st["report"], st["ts"], st["y"], st["boot"], st["banner"], host):
         report = _report_row(None, st, host)
@@ -496,7 +497,7 @@ def _device(
     row = {**base[1], "line": no, "device": tokens[0]}
     row.update(zip(header, values, strict=True))  # every printed column under its own name...
     for i, column, factor in plan.norm:  # ...the normalised ones beside
-        row[column] = values[i] if factor == 1 else round(values[i] * factor, 6)  # type: ignore[operator]
+        row[column] = values[i] if factor == 1 else round(values[i] * factor, 6)
     if plan.extra:  # columns this parser does not know: in extra, not as columns
         row["extra"] = json.dumps({header[i]: values[i] for i in plan.extra})
         for i in plan.extra:

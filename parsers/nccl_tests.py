@@ -580,8 +580,8 @@ class _State:
             col = _LEAD[name]
             row[col] = to_int(cell) if col in ("size_bytes", "count", "root") else cell
         if row["size_bytes"] is None or row["count"] is None:
-            cells = f"size {tokens[0]!r}, count {tokens[1]!r}"
-            self.result.issue(no, raw, f"line looks like a result row but does not parse: {cells}")
+            lead_cells = f"size {tokens[0]!r}, count {tokens[1]!r}"
+            self.result.issue(no, raw, f"line looks like a result row but does not parse: {lead_cells}")
             return False
         for side, cells, last in (("oop", rest[0:4], run.last[0]), ("ip", rest[4:8], run.last[1])):
             values = [to_float(c) for c in cells]

@@ -306,7 +306,9 @@ def _gpu_block(block: list[tuple[int, str, list[str]]], header: list[list[str]],
             result.issue(line_no, line, "not a GPU block of the nvidia-smi table")
         return
     row: dict[str, Any] = {name: None for name, _ in _GPU_COLUMNS}
-    row["line"], extra, errors = no, {}, []
+    row["line"] = no
+    extra: dict[str, Any] = {}
+    errors: list[str] = []
     for r, (line_no, line, cells) in enumerate(block):
         for c, value in enumerate(cells):
             label = _labels(header, r, c)

@@ -218,7 +218,7 @@ def _add(
     state: str | None,
     host: str | None = None,
 ) -> dict[str, Any]:
-    row = {"line": no, "gpu": None, "gpu_name": None, "uuid": None, "nvswitch_id": None}
+    row: dict[str, Any] = {"line": no, "gpu": None, "gpu_name": None, "uuid": None, "nvswitch_id": None}
     row.update({k: v for k, v in gpu.items() if k != "source"})
     row.update({"link": link, "speed_gbps": speed, "state": state, "source": gpu["source"]})
     row.update({"extra": "{}", "host": host})

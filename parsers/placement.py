@@ -478,8 +478,8 @@ def _json_item(item: dict[str, Any], line_at: Callable[..., int], facts: _Facts,
 def _k8s_node(item: dict[str, Any], meta: dict[str, Any], line_at: Callable[..., int], facts: _Facts) -> None:
     node = str(meta["name"]) if meta.get("name") else None
     facts.add(line_at("metadata", "name"), "node_name", node, "k8s-node", node)
-    spec = item.get("spec") if isinstance(item.get("spec"), dict) else {}
-    status = item.get("status") if isinstance(item.get("status"), dict) else {}
+    spec: dict[str, Any] = item["spec"] if isinstance(item.get("spec"), dict) else {}
+    status: dict[str, Any] = item["status"] if isinstance(item.get("status"), dict) else {}
     provider = str(spec.get("providerID", ""))
     if provider:
         facts.provider(line_at("spec", "providerID"), provider, node)
@@ -508,10 +508,13 @@ def _k8s_node(item: dict[str, Any], meta: dict[str, Any], line_at: Callable[...,
         if isinstance(cond, dict) and cond.get("type"):
             facts.add(line_at("status", "conditions", str(cond["type"])), cond["type"], cond.get("status"),
                       "k8s-condition", node)  # fmt: skip
-    for where, part in (("metadata", meta), ("spec", spec)):  # uid, creationTimestamp, podCIDR, unschedulable
+    for section, part in (
+        ("metadata", meta),
+        ("spec", spec),
+    ):  # uid, creationTimestamp, podCIDR, unschedulable
         for key, value in part.items():
             if key not in ("name", "providerID") and isinstance(value, (str, int, float, bool)):
-                facts.add(line_at(where, key), key, value, "k8s-node", node)
+                facts.add(line_at(section, key), key, value, "k8s-node", node)
 
 
 def _item_offsets(body: str, start: int, array: str | None, count: int) -> list[int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
+from types import ModuleType
 from typing import Any
 
 #: Node count above which per-node bar charts show only the worst and best ends.
@@ -23,7 +24,8 @@ _LINE_STYLES = {
 }
 
 
-def _plt():  # type: ignore[no-untyped-def]
+def _plt() -> ModuleType:
+    """matplotlib.pyplot, set up for SVG (imported on first use: only the HTML and PDF reports draw)."""
     import matplotlib
 
     matplotlib.use("svg")
@@ -212,7 +214,9 @@ def grid(
             for j in range(len(columns)):
                 if np.isfinite(data[i, j]):
                     r, g, b, _ = colours(norm(data[i, j]))
-                    box = {"facecolor": "white", "edgecolor": "none", "pad": 0.8} if (i, j) in cells else None
+                    label_box = (
+                        {"facecolor": "white", "edgecolor": "none", "pad": 0.8} if (i, j) in cells else None
+                    )
                     ax.text(
                         j,
                         i,
@@ -220,8 +224,8 @@ def grid(
                         ha="center",
                         va="center",
                         fontsize=6,
-                        color="black" if box or 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white",
-                        bbox=box,
+                        color="black" if label_box or 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white",
+                        bbox=label_box,
                         zorder=4,
                     )
     for row, column in marked:

@@ -12,6 +12,7 @@ SCHEMA_ID = "hptriage/findings/v1"
 
 
 def document(data: ReportData) -> dict[str, Any]:
+    assert data.verdict is not None  # ReportData computes it when it is not given
     return {
         "schema": SCHEMA_ID,
         "tool_version": __version__,

@@ -1,13 +1,26 @@
-"""The types the code declares hold: every parser module keeps the one parse contract."""
+"""The types the code declares hold: mypy finds nothing in analyzer/, parsers/ and reports/ (with the
+settings of pyproject.toml's [tool.mypy]), and every parser module keeps the one parse contract."""
 
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pytest
 
 import parsers
 from parsers._registered import MODULES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_mypy_finds_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = pytest.importorskip(
+        "mypy.api", reason="mypy is not installed (scripts/bootstrap.py --test installs it)"
+    )
+    monkeypatch.chdir(ROOT)  # pyproject.toml's [tool.mypy] and the .mypy_cache beside it
+    out, err, status = api.run(["analyzer", "parsers", "reports"])
+    assert status == 0, out + err
 
 
 def test_the_typed_registry_is_the_registry() -> None:

@@ -5,8 +5,11 @@ python -m analyzer.docgen.schema > docs/schema.md
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import parsers
 from analyzer.store.tables import _SQL_TYPES, CORE_TABLES, FINDINGS_DDL
+from parsers._base import Column
 
 
 def render() -> str:
@@ -98,7 +101,7 @@ def _history() -> list[str]:
     ]
 
 
-def _table(name: str, origin: str, cols) -> list[str]:  # type: ignore[no-untyped-def]
+def _table(name: str, origin: str, cols: Iterable[Column]) -> list[str]:
     lines = [f"### {name}", "", f"From {origin}.", "", "| column | type | meaning |", "|---|---|---|"]
     for c in cols:
         lines.append(f"| `{c.name}` | {_SQL_TYPES[c.type]} | {c.doc} |")

@@ -60,7 +60,7 @@ def export(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, Any]:
             query = _BY_SNAPSHOT.format(table=table)
         else:  # bundle, snapshot: their own columns say
             query = _own(table, columns)
-        rows = con.execute(f"SELECT count(*) FROM ({query})").fetchone()[0]  # type: ignore[index]
+        rows = con.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0]
         doc["tables"][table] = {
             "rows": rows,
             "columns": _types(con, query),

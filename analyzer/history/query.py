@@ -30,7 +30,7 @@ def _has(con: duckdb.DuckDBPyConnection, table: str) -> bool:
     return bool(
         con.execute(
             "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table]
-        ).fetchone()[0]  # type: ignore[index]
+        ).fetchall()[0][0]
     )
 
 
@@ -48,7 +48,8 @@ def history(
     """Per node: findings by fingerprint with first/last/times seen, recurring Xids per GPU, corrected-ECC
     rate per day across bundles, retired pages and row remaps growing, busbw per run over time, software
     version changes; repeat offenders (most findings seen more than once) first."""
-    where, params = [], []
+    where: list[str] = []
+    params: list[str | datetime] = []
     if node:
         where.append("f.node = ?")
         params.append(node)

@@ -292,8 +292,8 @@ def _group(found: Discovery, plan: Plan, limits: Limits) -> None:
     """Parts (cluster x folder) and, per cluster, snapshots (see the module docstring)."""
     in_folder: dict[str, Counter[str]] = defaultdict(Counter)
     for i in plan.kept:
-        if plan.named[i]:
-            in_folder[found.nodes[i].folder][plan.named[i]] += 1  # type: ignore[index]
+        if name := plan.named[i]:
+            in_folder[found.nodes[i].folder][name] += 1
 
     def cluster_of(folder: str) -> str:
         named = in_folder.get(folder)
@@ -346,7 +346,8 @@ def _group(found: Discovery, plan: Plan, limits: Limits) -> None:
 def _snapshots(parts: list[Part], members: list[int]) -> list[list[int]]:
     """One cluster's parts grouped into snapshots, oldest first; a part with no collection time joins
     the newest."""
-    timed = [n for n in members if parts[n].last is not None]
+    spans = {n: span for n in members if (span := _span(parts[n])) is not None}
+    timed = list(spans)
     root = {n: n for n in timed}
 
     def find(n: int) -> int:
@@ -356,21 +357,26 @@ def _snapshots(parts: list[Part], members: list[int]) -> list[list[int]]:
 
     for x, a in enumerate(timed):
         for b in timed[x + 1 :]:
-            pa, pb = parts[a], parts[b]
-            gap = max(pa.first, pb.first) - min(pa.last, pb.last)  # type: ignore[operator,type-var]
-            if not pa.names & pb.names and gap <= SNAPSHOT_GAP:
+            (first_a, last_a), (first_b, last_b) = spans[a], spans[b]
+            gap = max(first_a, first_b) - min(last_a, last_b)
+            if not parts[a].names & parts[b].names and gap <= SNAPSHOT_GAP:
                 root[find(b)] = find(a)
     snaps: dict[int, list[int]] = defaultdict(list)
     for n in timed:
         snaps[find(n)].append(n)
-    ordered = sorted(snaps.values(), key=lambda snap: (max(parts[n].last for n in snap), snap[0]))  # type: ignore[type-var]
-    untimed = [n for n in members if parts[n].last is None]
+    ordered = sorted(snaps.values(), key=lambda snap: (max(spans[n][1] for n in snap), snap[0]))
+    untimed = [n for n in members if n not in spans]
     if untimed:
         if ordered:
             ordered[-1] = sorted(ordered[-1] + untimed)
         else:
             ordered = [untimed]
     return ordered
+
+
+def _span(part: Part) -> tuple[datetime, datetime] | None:
+    """When the part's nodes were collected, the earliest and the latest; None when no meta.env said."""
+    return (part.first, part.last) if part.first is not None and part.last is not None else None
 
 
 def _not_judged(plan: Plan) -> list[dict[str, Any]]:
@@ -383,12 +389,12 @@ def _not_judged(plan: Plan) -> list[dict[str, Any]]:
                 {
                     "cluster": cluster,
                     "folders": [plan.parts[n].folder for n in snap],
-                    "collected_at": _iso(max(plan.parts[n].last for n in snap)),  # type: ignore[type-var]
+                    "collected_at": _iso(max(span[1] for n in snap if (span := _span(plan.parts[n])))),
                     "nodes": sum(len(plan.parts[n].nodes) for n in snap),
                     "newest": {
                         "folders": [plan.parts[n].folder for n in newest],
                         "collected_at": _iso(
-                            max((plan.parts[n].last for n in newest if plan.parts[n].last), default=None)
+                            max((span[1] for n in newest if (span := _span(plan.parts[n]))), default=None)
                         ),
                     },
                 }
@@ -450,7 +456,7 @@ def _name(found: Discovery, plan: Plan, chosen: list[int], summary: LoadSummary)
                         {
                             "path": found.nodes[i].display,
                             "shown_as": shown[i],
-                            "collected_at": metas[i].get("collected_at") if metas[i] is not None else None,
+                            "collected_at": (metas[i] or Meta()).get("collected_at"),
                         }
                         for i in group
                     ],

@@ -63,7 +63,7 @@ class HostIndex:
         self.exact: dict[str, set[str]] = {}
         self.by_key: dict[str, set[str]] = {}
         for item in nodes:
-            names = (
+            names: list[str | None] = (
                 [item]
                 if isinstance(item, str)
                 else [item.get("node"), item.get("hostname"), *(item.get("aliases") or ())]

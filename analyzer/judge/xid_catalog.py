@@ -958,7 +958,7 @@ def assess(
     elif nvlink is not None:
         if nvlink["immediate"] is not None:
             immediate, investigatory = nvlink["immediate"], nvlink["investigatory"]
-            severity, action = IMMEDIATE[immediate]
+            severity, action = IMMEDIATE[nvlink["immediate"]]
             tail = INVESTIGATORY.get(investigatory or "", "")
             if tail:
                 action = f"{action}; if it recurs: {tail}"
@@ -966,7 +966,7 @@ def assess(
             severity, base = IMMEDIATE["RESET_GPU"]
             action = f"{base}: the driver printed Fatal and the payload is not in NVIDIA's decode table"
     recurring = repeat is not None and count >= repeat
-    if recurring and investigatory not in (None, *_NO_FOLLOW_UP) and not entry.unused:
+    if recurring and investigatory is not None and investigatory not in _NO_FOLLOW_UP and not entry.unused:
         tail = INVESTIGATORY.get(investigatory, "") or "investigate"
         head = action.split("; if it recurs:")[0]
         if severity == C and investigatory in _HARDWARE_INVESTIGATION:

@@ -93,10 +93,10 @@ def sick_gpus(findings: list[Finding]) -> tuple[set[tuple[str, int]], set[str]]:
     """The (node, gpu) cells with a critical/warning finding, and the nodes with a GPU or host concern."""
     from analyzer.model.sections import section_of
 
-    concerns = [f for f in findings if f.node and f.severity.value in ("critical", "warning")]
-    cells = {(f.node, int(f.gpu)) for f in concerns if f.gpu is not None}
-    nodes = {f.node for f in concerns if section_of(f.rule) == "C"}
-    return cells, nodes  # type: ignore[return-value]
+    concerns = [(f.node, f) for f in findings if f.node and f.severity.value in ("critical", "warning")]
+    cells = {(node, int(f.gpu)) for node, f in concerns if f.gpu is not None}
+    nodes = {node for node, f in concerns if section_of(f.rule) == "C"}
+    return cells, nodes
 
 
 def temperature_scale(settings: Settings, con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
@@ -254,10 +254,10 @@ def busbw_bars(ctx: Context, settings: Settings, findings: list[Finding]) -> lis
         per_node: dict[str, list[float]] = defaultdict(list)
         types: Counter[str] = Counter()
         for run in runs:
-            if run.scope != scope:
+            if run.scope != scope or run.busbw is None:
                 continue
             for member in set(run.members):
-                per_node[member].append(run.busbw)  # type: ignore[arg-type]
+                per_node[member].append(run.busbw)
             if run.instance_type:
                 types[run.instance_type] += 1
         if not per_node:

@@ -84,6 +84,18 @@ def test_pcie_path_fires_when_peers_of_the_same_type_have_nvlink(tmp_path: Path)
     assert f.gpu is None and f.params["peer_nodes"] == 2
 
 
+def test_pcie_path_fires_for_every_node_of_several_on_pcie(tmp_path: Path) -> None:
+    """Each node is judged against the same tally of its peers (the first one flagged used to replace
+    the tally, so the rule failed on the second)."""
+    good = {f"good-{i}": typed(topo(DGX), "p3dn.24xlarge") for i in range(3)}
+    bad = {f"pcie-{i}": typed(topo(DGX, {"NV12": "PXB"}), "p3dn.24xlarge") for i in range(2)}
+    found = run(tmp_path, good | bad).of("gpu.topo.pcie_path")
+    assert [(f.node, f.params["expected_from"]) for f in found] == [
+        ("pcie-0", ["peers"]),
+        ("pcie-1", ["peers"]),
+    ]
+
+
 def test_pcie_path_fires_on_an_nvswitch_sku_without_peers(tmp_path: Path) -> None:
     res = run(tmp_path, {"lonely": typed(topo(DELLA, {"NV18": "PHB"}), "p5.48xlarge")})
     [f] = res.of("gpu.topo.pcie_path")

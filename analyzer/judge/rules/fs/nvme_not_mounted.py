@@ -95,4 +95,4 @@ def _holder(seen: list[dict[str, Any]], path: str) -> dict[str, Any] | None:
             or path.startswith(s["mountpoint"].rstrip("/") + "/")
         )
     ]
-    return max(above, key=lambda s: len(s["mountpoint"]), default=None)
+    return max(above, key=lambda s: len(s["mountpoint"])) if above else None

@@ -98,7 +98,18 @@ def check(ctx: Context) -> Iterable[Finding]:
             )  # fmt: skip
 
 
-def _no_majority(ctx, itype, members, patterns, lines) -> Finding:  # type: ignore[no-untyped-def]
+#: a node: (bundle id, node name); its GPU-NIC links: (GPU, NIC) -> link class, and -> (file, line)
+Node = tuple[str, str]
+Pattern = tuple[tuple[tuple[str, str], str], ...]
+
+
+def _no_majority(
+    ctx: Context,
+    itype: str,
+    members: list[Node],
+    patterns: dict[Node, Pattern],
+    lines: dict[Node, dict[tuple[str, str], tuple[str, int]]],
+) -> Finding:
     distinct = list(dict.fromkeys(patterns[m] for m in sorted(members, key=lambda x: x[1])))
     by_pattern = [sorted(m[1] for m in members if patterns[m] == p) for p in distinct]
     return RULE.finding(

@@ -103,15 +103,15 @@ def check(ctx: Context) -> Iterable[Finding]:
             continue
         common = sorted(set.intersection(*(set(p) for p, _, _ in bad)))
         gpu = common[0] if len(common) == 1 and len(bad) > 1 else None
-        listed = [f"GPU{a}-GPU{b} {r['link']}" for (a, b), r, _ in bad]
+        shown = [f"GPU{a}-GPU{b} {r['link']}" for (a, b), r, _ in bad]
         reasons = sorted({w for _, _, w in bad})
         yield RULE.finding(
             node=node,
             gpu=gpu,
             message=f"{node} ({itype}): {len(bad)} GPU pair(s) connect over PCIe where NVLink is expected "
-            f"({', '.join(reasons)}): {', '.join(listed[:8])}{' ...' if len(listed) > 8 else ''}"
+            f"({', '.join(reasons)}): {', '.join(shown[:8])}{' ...' if len(shown) > 8 else ''}"
             + (f"; GPU {gpu} is in every one" if gpu is not None else ""),
-            params={"instance_type": itype, "pairs": listed, "count": len(bad), "expected_from": reasons,
+            params={"instance_type": itype, "pairs": shown, "count": len(bad), "expected_from": reasons,
                     "common_gpu": gpu, "usual_nvlink_peers": usual, "peer_nodes": n_peers},
             evidence=list(dict.fromkeys(ctx.evidence(r["source_file"], r["line"]) for _, r, _ in bad))[:8],
             bundle_id=bundle_id,

@@ -173,13 +173,13 @@ def _read(ctx: Context) -> Placement:
         names = [name, *(f["value"] for f in facts if f["key"] in _NAME_KEYS + _ADDRESS_KEYS)]
         # an EC2 topology entry is named by its InstanceId, printed as is (docs use i-1111111111example)
         instance_ids = [name, *(f["value"] for f in facts if f["key"] == "instance_id")]
-        instance_ids += [i for n in names if (i := instance_id(n))]
-        node = find(names, instance_ids)
-        if node is None:
+        instance_ids += [iid for n in names if (iid := instance_id(n))]
+        match = find(names, instance_ids)
+        if match is None:
             exports.ignored.append(name)
             continue
         for f in facts:
-            _add(ctx, nodes[node], f)
+            _add(ctx, nodes[match], f)
     _slurm(ctx, index, nodes, exports)
     return Placement(list(nodes.values()), exports)
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from functools import partial
 
 from analyzer.judge.engine import Context, RuleInfo
-from analyzer.judge.findings import Finding, Route, Severity
+from analyzer.judge.findings import Evidence, Finding, Route, Severity
 from analyzer.judge.rules.placement._placement import NodePlacement, describe, group_by, read, spread_finding
 
 RULE = RuleInfo(
@@ -108,10 +109,14 @@ def _layers(nodes: list[NodePlacement], unplaced: list[str], exports: dict[str, 
             ordered,
             f"network_node_layer_{layer}",
             severity=severity,
-            evidence_of=lambda p, n=layer: p.layers[n][1],
+            evidence_of=partial(_layer_evidence, layer),
             not_examined=unplaced,
             layer=layer,
             depth=depth,
             **exports,
         )
         return  # the highest layer that differs says it; lower layers differ as a consequence
+
+
+def _layer_evidence(layer: int, p: NodePlacement) -> Evidence:
+    return p.layers[layer][1]

@@ -54,9 +54,10 @@ def check(ctx: Context) -> Iterable[Finding]:
         if parse_version(r["version"]) is not None:
             per_node.setdefault((r["bundle_id"], r["node"]), {}).setdefault(r["component"], []).append(r)
     for (bundle_id, node), comps in sorted(per_node.items(), key=lambda kv: kv[0][1]):
-        cuda = (comps.get("cuda") or comps.get("cuda_driver_max") or [None])[0]
-        if cuda is None or "nccl" not in comps:
+        found = comps.get("cuda") or comps.get("cuda_driver_max")
+        if not found or "nccl" not in comps:
             continue
+        cuda = found[0]
         basis = "CUDA toolkit" if cuda["component"] == "cuda" else "driver's maximum CUDA"
         cuda_key = parse_version(cuda["version"]) or ()
         minimum = table.get(cuda_key[0])
