@@ -12,10 +12,8 @@
 from __future__ import annotations
 
 import ast
-import io
 import re
 import sys
-import tokenize
 from pathlib import Path
 
 import pytest
@@ -44,13 +42,6 @@ CITATION = re.compile(
 #: Where the rule holds: the shipped code, its thresholds and templates, and the documents.
 SCANNED = ("analyzer", "parsers", "reports", "docs")
 SUFFIXES = {".py", ".toml", ".md", ".j2", ".json", ".css", ".txt"}
-#: Files whose string constants (not their comments and docstrings) may still hold a tag, and why.
-#: A data change that reaches findings regenerates tests/fixtures/generated (scripts/regenerate_fixtures.py)
-#: in the same commit; test_pending_files_still_hold_a_tag fails once the file is clean, so the entry goes.
-PENDING = {
-    "analyzer/judge/xid_catalog.py": "the Xid catalog's source notes (XidEntry.source) reach findings as "
-    "params.catalog_source, which the kept results compare byte for byte",
-}
 ANCHOR = re.compile(r"sources\.md#([A-Za-z0-9_-]+)")
 ISSUE = re.compile(r"\b[\w.-]+/[\w.-]+#\d+\b")
 OURS = re.compile(r"(?:^|[;:.,(]\s*)ours\b")
@@ -65,16 +56,6 @@ def _files() -> list[Path]:
             if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts
         ]
     return out
-
-
-def _comments_and_docstrings(text: str) -> str:
-    parts = [
-        t.string for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT
-    ]
-    for node in ast.walk(ast.parse(text)):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            parts.append(ast.get_docstring(node, clean=False) or "")
-    return "\n".join(parts)
 
 
 def _section(page: str, anchor: str) -> str:
@@ -124,16 +105,8 @@ def _threshold_sources() -> list[tuple[str, str]]:
 def test_no_file_cites_a_source_the_repository_does_not_explain(path: Path) -> None:
     rel = str(path.relative_to(ROOT))
     text = path.read_text(encoding="utf-8")
-    if rel in PENDING:
-        text = _comments_and_docstrings(text)
     hits = sorted({m.group(0) for m in CITATION.finditer(text)})
     assert not hits, f"{rel} cites {hits}: name the source in words and cite docs/sources.md#<anchor>"
-
-
-@pytest.mark.parametrize("rel", sorted(PENDING))
-@pytest.mark.xfail(strict=True, reason="pending: see PENDING")
-def test_pending_files_still_hold_a_tag(rel: str) -> None:
-    assert not CITATION.search((ROOT / rel).read_text(encoding="utf-8")), PENDING[rel]
 
 
 def test_every_cited_anchor_exists() -> None:

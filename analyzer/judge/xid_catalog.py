@@ -139,7 +139,7 @@ class XidEntry:
     action: str
     immediate: str | None = None  # the catalog's immediate bucket; None where it gives none
     investigatory: str | None = None  # the catalog's investigatory bucket; None where none
-    source: str = "NV-XID"
+    source: str = "NVIDIA Xid catalog"
     unused: bool = False
 
 
@@ -299,7 +299,7 @@ _NL5_UNIFORM: dict[int, tuple[str, str]] = {
     if len(pairs := {(r.immediate, r.investigatory) for r in NVLINK5_DECODE if r.xid == code}) == 1
 }
 
-_NV = "NV-XID"
+_NV = "NVIDIA Xid catalog"
 _ALL7 = "HW/DRV/APP/SYSMEM/BUS/THERM/FB"
 _GSP = "HW/DRV/SYSMEM/BUS/THERM/FB"
 
@@ -331,7 +331,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "DRV/SYSMEM/BUS/THERM/FB",
         "RESTART_APP",
         "CHECK_APP/CUDA",
-        "NV-XID (trigger text: mostly PCIe quality, not the application)",
+        "NVIDIA Xid catalog (trigger text: mostly PCIe quality, not the application)",
     ),
     ((37,), "driver firmware error", "-", "IGNORE", "CHECK_APP/CUDA", _NV),
     ((38,), "driver firmware error (FECS watchdog timeout)", "DRV", "IGNORE", "CONTACT_SUPPORT", _NV),
@@ -344,7 +344,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "DRV/APP",
         "WORKFLOW_XID_45",
         "RESTART_FM if solo, else IGNORE",
-        "NV-XID (WORKFLOW_XID_45: solo RESTART_FM, not solo IGNORE)",
+        "NVIDIA Xid catalog (WORKFLOW_XID_45: solo RESTART_FM, not solo IGNORE)",
     ),
     ((46,), "GPU stopped processing (GPU timeout)", "DRV", "RESET_GPU", "CONTACT_SUPPORT", _NV),
     (
@@ -353,7 +353,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "HW",
         "WORKFLOW_XID_48",
         "WORKFLOW_XID_48",
-        "NV-XID (WORKFLOW_XID_48: solo RESET_GPU, with 63/64 DRAIN_AND_RESET)",
+        "NVIDIA Xid catalog (WORKFLOW_XID_48: solo RESET_GPU, with 63/64 DRAIN_AND_RESET)",
     ),
     (
         (54,),
@@ -385,7 +385,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "HW/DRV/BUS",
         "WORKFLOW_NVLINK_ERR",
         "CONTACT_SUPPORT",
-        "NV-XID (register bits of WORKFLOW_NVLINK_ERR not decoded here)",
+        "NVIDIA Xid catalog (register bits of WORKFLOW_NVLINK_ERR not decoded here)",
     ),
     ((78,), "vGPU start error", "DRV", "UPDATE_SWFW", "UPDATE_SWFW", _NV),
     ((79,), "GPU has fallen off the bus", "HW/DRV/SYSMEM/BUS/THERM", "RESTART_BM", "CONTACT_SUPPORT", _NV),
@@ -402,19 +402,26 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "HW/DRV/FB",
         "RESTART_APP",
         "IGNORE (sympathetic)",
-        "NV-XID (trigger text: reset the GPU when convenient)",
+        "NVIDIA Xid catalog (trigger text: reset the GPU when convenient)",
     ),
     ((95,), "uncontained memory error", "HW/DRV/FB", "RESET_GPU", "IGNORE (sympathetic)", _NV),
     ((96, 97, 98), "NVDEC5-7 error", "HW/DRV", "RESTART_APP", "CONTACT_SUPPORT", _NV),
     (tuple(range(99, 106)), "NVJPG1-7 error", "HW/DRV", "RESTART_APP", "CONTACT_SUPPORT", _NV),
-    ((106,), "SMBPBI test message", "-", "IGNORE", "IGNORE", "NV-XID (no cause class in our sources)"),
+    (
+        (106,),
+        "SMBPBI test message",
+        "-",
+        "IGNORE",
+        "IGNORE",
+        "NVIDIA Xid catalog (no cause class in our sources)",
+    ),
     (
         (107,),
         "SMBPBI test message (silent)",
         "-",
         "IGNORE",
         "IGNORE",
-        "NV-XID (no cause class in our sources)",
+        "NVIDIA Xid catalog (no cause class in our sources)",
     ),
     (
         (108,),
@@ -422,7 +429,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "IGNORE",
         "XID_137_FLOW",
-        "NV-XID (no cause class in our sources)",
+        "NVIDIA Xid catalog (no cause class in our sources)",
     ),
     ((109,), "context-switch timeout", _ALL7, "RESET_GPU", "CONTACT_SUPPORT", _NV),
     (
@@ -431,7 +438,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "RESET_GPU",
         "INVESTIGATE_SW",
-        "NV-XID (trigger text: uncommon unless hardware fails; cold reset, vendor if it persists)",
+        "NVIDIA Xid catalog (trigger text: uncommon unless hardware fails; cold reset, vendor if it persists)",
     ),
     ((119,), "GSP RPC timeout", _GSP, "RESET_GPU", "INVESTIGATE_SW", _NV),
     ((120,), "GSP error", _GSP, "RESET_GPU", "INVESTIGATE_SW", _NV),
@@ -441,7 +448,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "HW/BUS",
         "IGNORE",
         "CONTACT_SUPPORT",
-        "NV-XID (trigger text: no operational impact; reset at a service window to retrain the link)",
+        "NVIDIA Xid catalog (trigger text: no operational impact; reset at a service window to retrain the link)",
     ),
     (
         tuple(range(126, 136)),
@@ -469,7 +476,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "CONTACT_SUPPORT",
         None,
-        "NV-XID (no investigatory bucket given; no cause class in our sources)",
+        "NVIDIA Xid catalog (no investigatory bucket given; no cause class in our sources)",
     ),
     ((143,), "GPU initialization error", "HW/DRV/FB", "RESET_GPU", "CONTACT_SUPPORT", _NV),
     (
@@ -478,7 +485,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "WORKFLOW_NVLINK5_ERR",
         "WORKFLOW_NVLINK5_ERR",
-        "NV-XID + XID 144-150 Decode",
+        "NVIDIA Xid catalog + XID 144-150 Decode",
     ),
     (
         (145,),
@@ -486,7 +493,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "WORKFLOW_NVLINK5_ERR",
         "WORKFLOW_NVLINK5_ERR",
-        "NV-XID + XID 144-150 Decode",
+        "NVIDIA Xid catalog + XID 144-150 Decode",
     ),
     (
         (146,),
@@ -494,7 +501,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "WORKFLOW_NVLINK5_ERR",
         "WORKFLOW_NVLINK5_ERR",
-        "NV-XID + XID 144-150 Decode",
+        "NVIDIA Xid catalog + XID 144-150 Decode",
     ),
     (
         (147,),
@@ -502,7 +509,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "WORKFLOW_NVLINK5_ERR",
         "WORKFLOW_NVLINK5_ERR",
-        "NV-XID + XID 144-150 Decode",
+        "NVIDIA Xid catalog + XID 144-150 Decode",
     ),
     (
         (148,),
@@ -510,7 +517,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "WORKFLOW_NVLINK5_ERR",
         "WORKFLOW_NVLINK5_ERR",
-        "NV-XID + XID 144-150 Decode",
+        "NVIDIA Xid catalog + XID 144-150 Decode",
     ),
     (
         (149,),
@@ -518,7 +525,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "WORKFLOW_NVLINK5_ERR",
         "WORKFLOW_NVLINK5_ERR",
-        "NV-XID + XID 144-150 Decode",
+        "NVIDIA Xid catalog + XID 144-150 Decode",
     ),
     (
         (150,),
@@ -526,7 +533,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "WORKFLOW_NVLINK5_ERR",
         "WORKFLOW_NVLINK5_ERR",
-        "NV-XID + XID 144-150 Decode (every 150 row: RESET_GPU / CONTACT_SUPPORT, fatal)",
+        "NVIDIA Xid catalog + XID 144-150 Decode (every 150 row: RESET_GPU / CONTACT_SUPPORT, fatal)",
     ),
     ((151,), "key rotation error (confidential computing)", "-", "RESTART_VM", "CONTACT_SUPPORT", _NV),
     (
@@ -535,7 +542,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "IGNORE",
         "CONTACT_SUPPORT",
-        "NV-XID (applies to none of A100/H100/B100/GB200; no cause class in our sources)",
+        "NVIDIA Xid catalog (applies to none of A100/H100/B100/GB200; no cause class in our sources)",
     ),
     (
         (153,),
@@ -543,7 +550,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "IGNORE",
         "CONTACT_SUPPORT",
-        "NV-XID (applies to none of A100/H100/B100/GB200; no cause class in our sources)",
+        "NVIDIA Xid catalog (applies to none of A100/H100/B100/GB200; no cause class in our sources)",
     ),
     (
         (154,),
@@ -551,7 +558,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "XID_154",
         "N/A",
-        "NV-XID (informational; names the action)",
+        "NVIDIA Xid catalog (informational; names the action)",
     ),
     (
         (155,),
@@ -568,7 +575,7 @@ _ROWS: list[tuple[tuple[int, ...], str, str, str, str | None, str]] = [
         "-",
         "IGNORE",
         "CONTACT_SUPPORT",
-        "NV-XID (trigger text: no repair possible; workloads run but the Xid may come again)",
+        "NVIDIA Xid catalog (trigger text: no repair possible; workloads run but the Xid may come again)",
     ),
     ((158,), "GPU fatal timeout", "-", "RESET_GPU", "CONTACT_SUPPORT", _NV),
     ((159,), "CHI non-data error (C2C-linked GPUs)", "-", "CHECK_UVM", "SYMPATHETIC_REPORT_SOLO", _NV),
@@ -585,7 +592,7 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         "-",
         I,
         "no action needed",
-        "NV-XID gives no bucket and no trigger text; ours: info (the capability came back)",
+        "NVIDIA Xid catalog gives no bucket and no trigger text; ours: info (the capability came back)",
     ),
     (
         163,
@@ -594,7 +601,7 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         I,
         "no GPU reset needed; resolve the thermal events if power smoothing is wanted; if it timed out, "
         "reload the driver or reset the GPU",
-        "NV-XID gives no bucket; action from its trigger text",
+        "NVIDIA Xid catalog gives no bucket; action from its trigger text",
     ),
     (
         164,
@@ -602,7 +609,7 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         "-",
         I,
         "monitor power swings; expect to replace the GPU if power smoothing is wanted",
-        "NV-XID gives no bucket; action from its trigger text",
+        "NVIDIA Xid catalog gives no bucket; action from its trigger text",
     ),
     (
         165,
@@ -610,7 +617,7 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         "-",
         W,
         "power swings will occur: replace the GPU if they are not acceptable",
-        "NV-XID gives no bucket; action from its trigger text",
+        "NVIDIA Xid catalog gives no bucket; action from its trigger text",
     ),
     (
         166,
@@ -618,7 +625,7 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         "-",
         W,
         "contact support (NVIDIA: applies to confidential-computing mode only)",
-        "NV-XID gives no bucket; trigger text: CC mode only; ours: warning (unexpected outside CC)",
+        "NVIDIA Xid catalog gives no bucket; trigger text: CC mode only; ours: warning (unexpected outside CC)",
     ),
     (
         167,
@@ -626,7 +633,7 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         "HW/BUS",
         C,
         f"restart the machine ({_REBOOT}); contact support if it recurs",
-        "NV-XID gives no bucket and no text; ours: critical as MODAL-XID flags it, acted on like Xid 79",
+        "NVIDIA Xid catalog gives no bucket and no text; ours: critical as the Modal GPU health guide flags it, acted on like Xid 79",
     ),
     (
         168,
@@ -634,7 +641,7 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         "HW",
         W,
         "enable ECC (to allow row remapping) or reboot with a shifted WPR",
-        "NV-XID gives no bucket; action from its trigger text (seen only with ECC disabled)",
+        "NVIDIA Xid catalog gives no bucket; action from its trigger text (seen only with ECC disabled)",
     ),
     (
         169,
@@ -642,8 +649,8 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         "HW/DRV",
         C,
         f"reset the GPU ({_REBOOT}); contact support if it recurs",
-        "NV-XID gives no bucket and no text; ours: as Xid 62 (micro-controller halt: RESET_GPU), "
-        "MODAL-XID flags it critical",
+        "NVIDIA Xid catalog gives no bucket and no text; ours: as Xid 62 (micro-controller halt: RESET_GPU), "
+        "the Modal GPU health guide flags it critical",
     ),
     (
         170,
@@ -651,7 +658,7 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         "-",
         W,
         "contact support (NVIDIA: applies to confidential-computing mode only)",
-        "NV-XID gives no bucket; trigger text: CC mode only; ours: warning (unexpected outside CC)",
+        "NVIDIA Xid catalog gives no bucket; trigger text: CC mode only; ours: warning (unexpected outside CC)",
     ),
     (
         171,
@@ -659,7 +666,7 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         "HW",
         C,
         f"follow the Xid 48 it details: reset the GPU ({_REBOOT})",
-        "NV-XID gives no bucket; trigger text: additional to Xid 48; ours: WORKFLOW_XID_48",
+        "NVIDIA Xid catalog gives no bucket; trigger text: additional to Xid 48; ours: WORKFLOW_XID_48",
     ),
     (
         172,
@@ -668,7 +675,7 @@ _NO_BUCKET: list[tuple[int, str, str, Severity, str, str]] = [
         C,
         f"follow the Xid 48 it details: reset the GPU ({_REBOOT}); check the SRAM error-threshold flag "
         "and follow the RMA flow if it is set",
-        "NV-XID gives no bucket; trigger text: additional to Xid 48; ours: WORKFLOW_XID_48 (SRAM path)",
+        "NVIDIA Xid catalog gives no bucket; trigger text: additional to Xid 48; ours: WORKFLOW_XID_48 (SRAM path)",
     ),
 ]
 
@@ -774,7 +781,7 @@ def _build() -> dict[int, XidEntry]:
             _UNUSED_ACTION,
             UNUSED,
             "N/A",
-            "NV-XID: Unused (CONTACT_SUPPORT / N/A)",
+            "NVIDIA Xid catalog: Unused (CONTACT_SUPPORT / N/A)",
             unused=True,
         )
     return dict(sorted(out.items()))
@@ -802,7 +809,7 @@ def xid_entry(code: int) -> XidEntry:
             "contact support (on HyperPod: open an AWS support case with this bundle)",
             None,
             None,
-            "not in NV-XID",
+            "not in NVIDIA Xid catalog",
         ),
     )
 

@@ -106,7 +106,7 @@ def test_codes_missing_from_the_old_catalog_are_known(bundle: Result) -> None:
     for c in (106, 107, 108, 142, 152, 153, 166, 170):
         f = one(bundle, f"x{c}", c)
         assert "not in" not in f.message, (c, f.message)
-        assert f.params["catalog_source"].startswith("NV-XID"), c
+        assert f.params["catalog_source"].startswith("NVIDIA Xid catalog"), c
     assert one(bundle, "x106", 106).severity == Severity.INFO  # SMBPBI test message: IGNORE / IGNORE
 
 
