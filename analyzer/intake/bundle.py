@@ -33,6 +33,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analyzer.intake import foreign
 from analyzer.intake.meta import Meta
 from analyzer.intake.records import IgnoredFile, UnreadInput
 from analyzer.intake.safe_read import Limits, Refusal, extract_tree, iter_dir, iter_tar, safe_member_name
@@ -198,7 +199,7 @@ def _discover(
             if _is_extra(child):
                 if not _seen_before(child, child_display, found):
                     found.extras.append(ExtraSource(child, child_display, folder=folder or ""))
-            elif child.is_dir() or child.is_symlink() or is_tarball(child):
+            elif child.is_dir() or child.is_symlink() or is_tarball(child) or foreign.detect(child):
                 _discover(child, child_display, workdir, limits, found, depth + 1, folder, (display, path))
             elif not _checksum_of_tarball(child):  # a .sha256 is checked with its tarball
                 found.ignored.append(
@@ -229,7 +230,38 @@ def _discover(
         else:
             found.refuse(display, peek.shape)
         return
+    kind = foreign.detect(path)
+    if kind is not None:
+        _convert_foreign(kind, path, display, workdir, limits, found, folder, parent)
+        return
+    claimed = foreign.named_like(path)
+    if claimed is not None:
+        found.refuse(display, f"named like an {claimed} log, but its content is not one (no report header)")
+        return
     found.refuse(display, "not a bundle: expected a directory or a .tar.gz")
+
+
+def _convert_foreign(
+    kind: str,
+    path: Path,
+    display: str,
+    workdir: Path,
+    limits: Limits,
+    found: Discovery,
+    folder: str | None,
+    parent: tuple[str, Path] | None,
+) -> None:
+    """A file another tool wrote (analyzer.intake.foreign), laid out as a node bundle under workdir."""
+    dest = workdir / f"foreign-{len(list(workdir.iterdir())):04d}" / "node"
+    converted = foreign.convert(kind, path, dest, limits)
+    for problem in converted.problems:
+        found.problems.append((display, problem))
+    if converted.node_dir is None:
+        found.refuse(display, converted.reason)
+        return
+    holder = folder or _holder(found, path, parent)
+    found.nodes.append(NodeSource(converted.node_dir, False, display, folder=holder))
+    found.heads[converted.node_dir] = Head(_read_meta(converted.node_dir, limits))
 
 
 def _is_extra(child: Path) -> bool:

@@ -25,6 +25,11 @@ if TYPE_CHECKING:
     import duckdb
 
 
+#: How a manifest row says its kind is one the input type cannot carry (a foreign input such as an
+#: nvidia-bug-report: analyzer.intake.foreign): the kind is not examined on that node, for that reason.
+NOT_CARRIED = "not carried by"
+
+
 @cache
 def producers() -> dict[str, frozenset[str]]:
     """table -> the kinds whose parser fills it (from the one kinds registry)."""

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analyzer.judge.coverage import Coverage
+from analyzer.judge.coverage import NOT_CARRIED, Coverage
 from analyzer.judge.engine import RuleModule
 from analyzer.judge.findings import Finding, Outcome
 from analyzer.judge.settings import Settings, load_settings
@@ -100,13 +100,20 @@ def gather(
 
 
 def not_examined(coverage: Coverage) -> list[dict[str, str]]:
-    """Per node, the core inputs (analyzer.model.verdict.CORE_INPUTS) it lacks."""
+    """Per node, the core inputs (analyzer.model.verdict.CORE_INPUTS) it lacks, and the kinds its input
+    type cannot carry (a foreign input's manifest rows noted 'not carried by ...')."""
     out = []
     for what, requirements in CORE_INPUTS.items():
         have: set[str] = set()
         for req in requirements:
             have |= coverage.nodes_with(req) or set()
         out += [{"node": node, "what": what} for node in coverage.nodes if node not in have]
+    # kinds the node's input type cannot carry (manifest note 'not carried by <source>'): named with why
+    for node, kind, note in coverage.con.execute(
+        "SELECT DISTINCT node, kind, note FROM probe WHERE NOT coalesce(present, false) "
+        f"AND note LIKE '{NOT_CARRIED}%' AND kind IS NOT NULL ORDER BY node, kind"
+    ).fetchall():
+        out.append({"node": node, "what": f"{kind} ({note})", "reason": note})
     return sorted(out, key=lambda r: (r["node"], r["what"]))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 
+from analyzer.judge.coverage import NOT_CARRIED
 from analyzer.judge.engine import Context, RuleInfo
 from analyzer.judge.findings import Finding, Route, Severity
 
@@ -41,7 +42,9 @@ def check(ctx: Context) -> Iterable[Finding]:
     min_share = ctx.threshold(RULE, "peer_kind_share")
     nodes = ctx.rows("SELECT bundle_id, node FROM node ORDER BY node")
     probes = ctx.rows(
-        "SELECT bundle_id, path, kind, exit_code, line FROM probe WHERE node IS NOT NULL AND node <> '' ORDER BY line"
+        "SELECT bundle_id, path, kind, exit_code, line FROM probe WHERE node IS NOT NULL AND node <> '' "
+        # a kind a foreign input cannot carry is no failed probe: the verdict lists it as not examined
+        f"AND coalesce(note, '') NOT LIKE '{NOT_CARRIED}%' ORDER BY line"
     )
     files = ctx.rows(
         "SELECT bundle_id, path, kind, status, source_file FROM file WHERE node IS NOT NULL AND node <> '' ORDER BY path"
