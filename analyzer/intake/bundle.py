@@ -211,7 +211,10 @@ def _discover(
         if _duplicate_tarball(path, display, found):
             return
         peek = peek_tar(path)
-        if peek.shape == "node":
+        kind = foreign.detect_tarball(path) if peek.shape != "node" else None
+        if kind is not None:  # a tarball another tool wrote (the EKS log collector's)
+            _convert_foreign(kind, path, display, workdir, limits, found, folder, parent)
+        elif peek.shape == "node":
             holder = folder or _holder(found, path, parent)
             found.nodes.append(NodeSource(path, True, display, folder=holder))
             found.heads[path] = Head(peek.meta, peek.top)
@@ -254,6 +257,8 @@ def _convert_foreign(
     """A file another tool wrote (analyzer.intake.foreign), laid out as a node bundle under workdir."""
     dest = workdir / f"foreign-{len(list(workdir.iterdir())):04d}" / "node"
     converted = foreign.convert(kind, path, dest, limits)
+    for r in converted.refusals:
+        found.refuse(f"{display}!{r.path}", f"member refused: {r.reason}")
     for problem in converted.problems:
         found.problems.append((display, problem))
     if converted.node_dir is None:

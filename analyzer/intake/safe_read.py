@@ -69,6 +69,8 @@ def iter_tar(
                         errors.append(f"more than {limits.max_members} members; the rest was not read")
                         return
                     name = safe_member_name(info.name)
+                    if name is None and info.isdir() and info.name.rstrip("/") == ".":
+                        continue  # the top of 'tar -C dir .': nothing to read
                     if name is None:
                         refusals.append(Refusal(info.name, "unsafe name (absolute path or '..')"))
                         continue

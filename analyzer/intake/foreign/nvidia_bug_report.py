@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from analyzer.intake.safe_read import Limits
+from analyzer.intake.safe_read import Limits, Refusal
 
 SOURCE = "nvidia-bug-report"
 SEPARATOR = "_" * 44
@@ -66,6 +66,8 @@ class Converted:
     node_dir: Path | None
     problems: list[str] = field(default_factory=list)
     reason: str = ""
+    #: members of an archive that were not read (unsafe name, link, caps): each an unread input
+    refusals: list[Refusal] = field(default_factory=list)
 
 
 def looks_like(head: bytes) -> bool:

@@ -1,0 +1,220 @@
+"""The EKS log collector's tarball (awslabs/amazon-eks-ami ``log-collector-script/linux/eks-log-collector.sh``)
+as a node bundle.
+
+The script gathers everything under ``/tmp/eks-log-collector`` in fixed folders (``kernel``, ``system``,
+``storage``, ``var_log``, ``networking``, ``gpu``...) and packs it with ``tar --create --gzip
+--directory=/tmp/eks-log-collector .`` as ``eks_<instance-id>_<YYYY-mm-dd_HHMM-UTC>_<version>.tar.gz``,
+so every member starts with ``./``.  The files read here:
+
+- ``kernel/dmesg.human.current`` (``dmesg --ctime``), else ``kernel/dmesg.current`` (``dmesg``): kind
+  ``dmesg``; ``kernel/uname.txt`` (``uname -a``): the host name;
+- ``system/instance-id.txt``, ``system/availability-zone.txt``, ``system/region.txt`` (from IMDS);
+- ``gpu/nvidia-bug-report.log.gz`` (``nvidia-bug-report.sh --output-file .../nvidia-bug-report.log``,
+  which appends ``.gz``): read by :mod:`~analyzer.intake.foreign.nvidia_bug_report`, decoded with the
+  same caps, for ``nvidia-smi --query``, ``/proc/driver/nvidia/version``, nvlink and Fabric Manager.
+
+``storage/mounts.txt`` holds ``mount`` and ``df --human-readable`` one after the other in one file,
+which no parser of ours reads as one kind: it is left out, and ``mounts`` / ``df`` are noted so.
+
+The tarball is recognised by its member layout: no ``meta.env``, every member inside the script's own
+folders, and at least one of the files only it writes (``system/script-params.txt``,
+``system/instance-id.txt``, ``kernel/dmesg.current``, ``kernel/dmesg.human.current``).  Members are
+read with :func:`analyzer.intake.safe_read.iter_tar` (no links, no ``..``, the size and ratio caps); a
+refused member is an unread input with its reason, and is never written.
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+import zlib
+from datetime import datetime, timezone
+from pathlib import Path
+
+import analyzer.intake.foreign.nvidia_bug_report as nbr
+from analyzer.intake.foreign.nvidia_bug_report import Converted
+from analyzer.intake.safe_read import Limits, Refusal, iter_tar, safe_member_name
+
+SOURCE = "eks-log-collector"
+NOT_CARRIED_NOTE = "not carried by the EKS log collector"
+#: the script's COMMON_DIRECTORIES (plus what later versions add at the top)
+FOLDERS = frozenset(
+    {
+        "kernel",
+        "modinfo",
+        "system",
+        "docker",
+        "containerd",
+        "storage",
+        "var_log",
+        "networking",
+        "sandbox-image",
+        "ipamd",
+        "sysctls",
+        "kubelet",
+        "nodeadm",
+        "cni",
+        "gpu",
+    }
+)
+#: files only the collector writes; one of them must be there
+SIGNATURE = frozenset(
+    {
+        "system/script-params.txt",
+        "system/instance-id.txt",
+        "kernel/dmesg.current",
+        "kernel/dmesg.human.current",
+    }
+)
+BUG_REPORT = "gpu/nvidia-bug-report.log.gz"
+WANTED = frozenset(
+    {
+        "kernel/dmesg.human.current",
+        "kernel/dmesg.current",
+        "kernel/uname.txt",
+        "system/instance-id.txt",
+        "system/availability-zone.txt",
+        "system/region.txt",
+        BUG_REPORT,
+    }
+)
+#: kinds of our bundles the script never collects in a form hptriage reads
+NOT_CARRIED = tuple(k for k in nbr.NOT_CARRIED if k not in ("df", "mounts"))
+MOUNTS_NOTE = (
+    "not carried by the EKS log collector in a form hptriage reads "
+    "(storage/mounts.txt holds mount and df -h together)"
+)
+_GPU_KINDS = ("nvidia-smi-q", "versions", "nvidia-smi-nvlink", "fabricmanager")
+_NAME = re.compile(r"^eks_(?P<iid>[^_]*)_(?P<date>\d{4}-\d\d-\d\d_\d{4})-UTC_(?P<ver>[^_]+)\.t(?:ar\.)?gz$")
+_MAX_PEEK = 20000
+
+
+def detect(path: Path) -> bool:
+    """Whether a tarball is the EKS log collector's, by its member names (headers only, as a stream)."""
+    signature = False
+    seen = 0
+    try:
+        with tarfile.open(path, mode="r|*") as archive:
+            for n, info in enumerate(archive):
+                if n > _MAX_PEEK:
+                    break
+                name = safe_member_name(info.name)
+                if name is None:
+                    continue  # an unsafe name is refused on reading; the layout decides here
+                parts = name.split("/")
+                if name == "meta.env" or parts[-1] == "meta.env":
+                    return False
+                if len(parts) == 1 and not info.isdir():
+                    return False  # the script writes nothing at the top
+                if parts[0] not in FOLDERS:
+                    return False
+                seen += 1
+                signature = signature or name in SIGNATURE
+    except (tarfile.TarError, EOFError, zlib.error, OSError):
+        pass  # damaged: decided on what was seen; reading reports the damage
+    return signature and seen > 1
+
+
+def convert(path: Path, dest: Path, limits: Limits) -> Converted:
+    """Write the tarball at ``path`` as a node bundle under ``dest`` (a private work directory)."""
+    refusals: list[Refusal] = []
+    errors: list[str] = []
+    files: dict[str, bytes] = {}
+    for name, data in iter_tar(path, limits, refusals, errors):
+        if name in WANTED and name not in files:
+            files[name] = data
+    problems = list(errors)
+    found: dict[str, tuple[str, str]] = {}
+    facts: dict[str, str] = {}
+    for name, command in (
+        ("kernel/dmesg.human.current", "dmesg --ctime"),
+        ("kernel/dmesg.current", "dmesg"),
+    ):
+        if name in files and "dmesg" not in found:
+            found["dmesg"] = (command, files[name].decode("utf-8", "replace"))
+    if BUG_REPORT in files:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        nested = dest.parent / "nvidia-bug-report.log.gz"
+        nested.write_bytes(files[BUG_REPORT])
+        try:
+            text, nested_problems = nbr.decode(nested, limits)
+        except (OSError, ValueError) as exc:
+            problems.append(f"{BUG_REPORT} not readable: {exc}")
+        else:
+            problems.extend(f"{BUG_REPORT}: {p}" for p in nested_problems)
+            blocks = nbr.split_blocks(text)
+            if blocks and nbr.START in blocks[0].text:
+                facts.update({f"bug_report_{k}": v for k, v in nbr.header_facts(blocks[0]).items()})
+                for kind, value in nbr.pick(blocks).items():
+                    found.setdefault(kind, value)
+            else:
+                problems.append(f"{BUG_REPORT} is not an nvidia-bug-report log (no report header)")
+        finally:
+            nested.unlink()
+    elif not any(r.path == BUG_REPORT for r in refusals):
+        problems.append(f"no {BUG_REPORT} in the tarball (no NVIDIA driver on the node, or it was cut)")
+    if not found:
+        reason = "EKS log collector tarball without a kernel log or an nvidia-bug-report hptriage reads"
+        return Converted(None, problems, "; ".join([reason, *errors]), refusals)
+    facts.update(_facts(path, files))
+    node = (
+        facts.get("hostname")
+        or facts.get("bug_report_hostname")
+        or facts.get("instance_id")
+        or path.name.split(".")[0]
+    )
+    dest.mkdir(parents=True)
+    (dest / "cmd").mkdir()
+    rows = ["path\tkind\texit_code\tduration_s\tbytes\tsha256\tcommand\tnote"]
+    for kind, (command, body) in sorted(found.items()):
+        data = body.encode("utf-8")
+        (dest / "cmd" / f"{kind}.txt").write_bytes(data)
+        rows.append(f"cmd/{kind}.txt\t{kind}\t0\t-\t{len(data)}\t-\t{_cell(command)}\t{SOURCE}")
+    for kind in NOT_CARRIED + tuple(k for k in ("dmesg", *_GPU_KINDS) if k not in found):
+        rows.append(f"cmd/{kind}.txt\t{kind}\t-\t-\t-\t-\t-\t{NOT_CARRIED_NOTE}")
+    for kind in ("df", "mounts"):
+        rows.append(f"cmd/{kind}.txt\t{kind}\t-\t-\t-\t-\t-\t{MOUNTS_NOTE}")
+    (dest / "manifest.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    meta = {"bundle_format": "1", "node": node, "source": SOURCE, "source_file": path.name, **facts}
+    (dest / "meta.env").write_text("".join(f"{k}={_cell(v)}\n" for k, v in meta.items()), encoding="utf-8")
+    return Converted(dest, problems, refusals=refusals)
+
+
+def _facts(path: Path, files: dict[str, bytes]) -> dict[str, str]:
+    """hostname (``uname -a``), instance_id, availability_zone, region, and from the tarball's name the
+    collection time (the script names it with ``date --utc``) and the script's version."""
+    facts: dict[str, str] = {}
+    uname = _first_line(files.get("kernel/uname.txt"))
+    if uname and len(uname.split()) > 1:
+        facts["hostname"] = uname.split()[1]
+    for key, name in (
+        ("instance_id", "system/instance-id.txt"),
+        ("availability_zone", "system/availability-zone.txt"),
+        ("region", "system/region.txt"),
+    ):
+        value = _first_line(files.get(name))
+        if value:
+            facts[key] = value
+    if m := _NAME.match(path.name):
+        facts.setdefault("instance_id", m.group("iid"))
+        facts["collector_version"] = m.group("ver")
+        try:
+            when = datetime.strptime(m.group("date"), "%Y-%m-%d_%H%M").replace(tzinfo=timezone.utc)
+        except ValueError:
+            pass
+        else:
+            facts["collected_at"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    if not facts.get("instance_id"):
+        facts.pop("instance_id", None)
+    return facts
+
+
+def _first_line(data: bytes | None) -> str:
+    if not data:
+        return ""
+    text = data.decode("utf-8", "replace").strip()
+    return text.splitlines()[0].strip() if text else ""
+
+
+def _cell(value: str) -> str:
+    return re.sub(r"[\t\r\n]+", " ", value).strip()[:4000]
