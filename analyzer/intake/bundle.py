@@ -38,7 +38,7 @@ from analyzer.intake.meta import Meta
 from analyzer.intake.records import IgnoredFile, UnreadInput
 from analyzer.intake.safe_read import Limits, Refusal, extract_tree, iter_dir, iter_tar, safe_member_name
 
-TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.xz", ".txz", ".tar.bz2", ".tbz2")
 CHECKSUM_SUFFIX = ".sha256"
 MAX_DEPTH = 3
 MAX_META_BYTES = 1024 * 1024
@@ -179,6 +179,10 @@ def _discover(
             found.nodes.append(NodeSource(path, False, display, folder=holder))
             found.heads[path] = Head(_read_meta(path, limits))
             return
+        kind = foreign.detect(path)
+        if kind is not None:  # a folder another tool wrote (the HyperPod issue report's)
+            _convert_foreign(kind, path, display, workdir, limits, found, folder, parent)
+            return
         if depth == 0 and path.name == "extra":
             found.extras.append(ExtraSource(path, display, folder=_holder(found, path, None)))
             return
@@ -199,7 +203,9 @@ def _discover(
             if _is_extra(child):
                 if not _seen_before(child, child_display, found):
                     found.extras.append(ExtraSource(child, child_display, folder=folder or ""))
-            elif child.is_dir() or child.is_symlink() or is_tarball(child) or foreign.detect(child):
+            elif (
+                child.is_dir() or child.is_symlink() or is_tarball(child) or foreign.detect(child) is not None
+            ):
                 _discover(child, child_display, workdir, limits, found, depth + 1, folder, (display, path))
             elif not _checksum_of_tarball(child):  # a .sha256 is checked with its tarball
                 found.ignored.append(
@@ -211,7 +217,7 @@ def _discover(
         if _duplicate_tarball(path, display, found):
             return
         peek = peek_tar(path)
-        kind = foreign.detect_tarball(path) if peek.shape != "node" else None
+        kind = foreign.detect(path) if peek.shape != "node" else None
         if kind is not None:  # a tarball another tool wrote (the EKS log collector's)
             _convert_foreign(kind, path, display, workdir, limits, found, folder, parent)
         elif peek.shape == "node":
@@ -239,7 +245,7 @@ def _discover(
         return
     claimed = foreign.named_like(path)
     if claimed is not None:
-        found.refuse(display, f"named like an {claimed} log, but its content is not one (no report header)")
+        found.refuse(display, f"named like an {claimed} input, but its content is not one")
         return
     found.refuse(display, "not a bundle: expected a directory or a .tar.gz")
 
@@ -254,19 +260,45 @@ def _convert_foreign(
     folder: str | None,
     parent: tuple[str, Path] | None,
 ) -> None:
-    """A file another tool wrote (analyzer.intake.foreign), laid out as a node bundle under workdir."""
-    dest = workdir / f"foreign-{len(list(workdir.iterdir())):04d}" / "node"
+    """An input another tool wrote (analyzer.intake.foreign), laid out under workdir as node bundles
+    (and extra/ folders for its cluster-wide files).  An input of several nodes (a HyperPod issue
+    report) is a cluster folder of its own; one of one node belongs where it lies."""
+    dest = workdir / f"foreign-{len(list(workdir.iterdir())):04d}"
     converted = foreign.convert(kind, path, dest, limits)
     for r in converted.refusals:
         found.refuse(f"{display}!{r.path}", f"member refused: {r.reason}")
     for problem in converted.problems:
         found.problems.append((display, problem))
-    if converted.node_dir is None:
-        found.refuse(display, converted.reason)
+    if not converted.nodes and not converted.extras:
+        found.refuse(display, converted.reason or f"{kind}: nothing hptriage reads in it")
         return
-    holder = folder or _holder(found, path, parent)
-    found.nodes.append(NodeSource(converted.node_dir, False, display, folder=holder))
-    found.heads[converted.node_dir] = Head(_read_meta(converted.node_dir, limits))
+    if folder:
+        holder = folder
+    elif len(converted.nodes) > 1 or converted.extras:
+        holder = _folder(found, display)
+    else:
+        holder = _holder(found, path, parent)
+    for node_dir in converted.nodes:
+        found.nodes.append(
+            NodeSource(node_dir, False, _node_display(display, node_dir, converted), folder=holder)
+        )
+        found.heads[node_dir] = Head(_read_meta(node_dir, limits))
+    for extra in converted.extras:
+        found.extras.append(ExtraSource(extra, f"{display}!extra", folder=holder))
+
+
+def _node_display(display: str, node_dir: Path, converted: foreign.Converted) -> str:
+    """How one node of a foreign input is named to the user: the input, and for an input of several
+    nodes the member it came from (meta.env ``source_file``)."""
+    if len(converted.nodes) == 1:
+        return display
+    try:
+        for line in (node_dir / "meta.env").read_text(encoding="utf-8").splitlines():
+            if line.startswith("source_file="):
+                return f"{display}!{line.partition('=')[2]}"
+    except OSError:
+        pass
+    return f"{display}!{node_dir.name}"
 
 
 def _is_extra(child: Path) -> bool:

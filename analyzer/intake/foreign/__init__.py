@@ -1,47 +1,61 @@
 """Inputs users already have, written by other tools, read as node bundles (see docs/inputs.md).
 
-Each reader detects its input by content and lays it out as a node bundle under the analysis work
-directory (``meta.env``, ``manifest.tsv``, ``cmd/<kind>.txt``), so every parser and rule reads it
-unchanged: NVIDIA's ``nvidia-bug-report.log(.gz)`` and the EKS log collector's tarball.
+Each reader is a module with ``SOURCE`` (the input type's name), ``detect(path) -> bool`` (by content:
+a file, a directory or an archive, whatever shape its input has) and ``convert(path, dest, limits) ->
+Converted``, which lays the input out under ``dest`` (a new private work directory) as node bundles
+and cluster-wide extra/ folders (:mod:`analyzer.intake.foreign.layout`), so every parser and rule
+reads it unchanged.  A reader may also have ``NAMED``, a pattern of the file names its input goes by,
+so a file named like one but holding something else is refused with a clear reason.
+
+Readers are tried in :data:`READERS` order; an input that holds others (an EKS collector tarball holds
+an nvidia-bug-report) is detected by its own layout before the reader of what it holds.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import ModuleType
 
 from analyzer.intake.foreign import eks_log_collector, nvidia_bug_report
-from analyzer.intake.foreign.nvidia_bug_report import Converted
+from analyzer.intake.foreign.layout import Converted
 from analyzer.intake.safe_read import Limits
 
-__all__ = ["Converted", "convert", "detect", "detect_tarball", "named_like"]
+__all__ = ["READERS", "Converted", "convert", "detect", "named_like", "sources"]
 
-_NAMED = re.compile(r"nvidia-bug-report.*\.log(\.gz)*$", re.I)
+#: every reader, in the order they are tried
+READERS: tuple[ModuleType, ...] = (eks_log_collector, nvidia_bug_report)
 
 
 def detect(path: Path) -> str | None:
-    """The foreign input type of a file ('nvidia-bug-report'), or None."""
-    if path.is_file() and not path.is_symlink() and nvidia_bug_report.detect(path):
-        return nvidia_bug_report.SOURCE
-    return None
-
-
-def detect_tarball(path: Path) -> str | None:
-    """The foreign input type of a tarball that is no bundle of ours ('eks-log-collector'), or None."""
-    if path.is_file() and not path.is_symlink() and eks_log_collector.detect(path):
-        return eks_log_collector.SOURCE
+    """The foreign input type of a file, directory or archive ('nvidia-bug-report', ...), or None.
+    Links are never followed."""
+    if path.is_symlink() or not path.exists():
+        return None
+    for reader in READERS:
+        if reader.detect(path):
+            return str(reader.SOURCE)
     return None
 
 
 def named_like(path: Path) -> str | None:
     """The input type a file's name claims, whatever its content: to refuse it with a clear reason."""
-    return nvidia_bug_report.SOURCE if _NAMED.search(path.name) else None
+    for reader in READERS:
+        pattern: re.Pattern[str] | None = getattr(reader, "NAMED", None)
+        if pattern is not None and pattern.search(path.name):
+            return str(reader.SOURCE)
+    return None
+
+
+def sources() -> list[str]:
+    """The foreign input types read, in the order they are tried."""
+    return [str(reader.SOURCE) for reader in READERS]
 
 
 def convert(kind: str, path: Path, dest: Path, limits: Limits) -> Converted:
-    """Write the foreign input at ``path`` as a node bundle under ``dest``."""
-    if kind == nvidia_bug_report.SOURCE:
-        return nvidia_bug_report.convert(path, dest, limits)
-    if kind == eks_log_collector.SOURCE:
-        return eks_log_collector.convert(path, dest, limits)
+    """Lay the foreign input at ``path`` out under ``dest`` (created; must not exist yet)."""
+    for reader in READERS:
+        if kind == reader.SOURCE:
+            converted: Converted = reader.convert(path, dest, limits)
+            return converted
     raise ValueError(f"unknown foreign input type {kind!r}")

@@ -32,7 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import analyzer.intake.foreign.nvidia_bug_report as nbr
-from analyzer.intake.foreign.nvidia_bug_report import Converted
+from analyzer.intake.foreign.layout import Converted, NodeLayout, Output, write_node
 from analyzer.intake.safe_read import Limits, Refusal, iter_tar, safe_member_name
 
 SOURCE = "eks-log-collector"
@@ -116,7 +116,7 @@ def detect(path: Path) -> bool:
 
 
 def convert(path: Path, dest: Path, limits: Limits) -> Converted:
-    """Write the tarball at ``path`` as a node bundle under ``dest`` (a private work directory)."""
+    """Write the tarball at ``path`` as a node bundle under ``dest`` (a new private work directory)."""
     refusals: list[Refusal] = []
     errors: list[str] = []
     files: dict[str, bytes] = {}
@@ -124,38 +124,27 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         if name in WANTED and name not in files:
             files[name] = data
     problems = list(errors)
-    found: dict[str, tuple[str, str]] = {}
+    outputs: list[Output] = []
     facts: dict[str, str] = {}
     for name, command in (
         ("kernel/dmesg.human.current", "dmesg --ctime"),
         ("kernel/dmesg.current", "dmesg"),
     ):
-        if name in files and "dmesg" not in found:
-            found["dmesg"] = (command, files[name].decode("utf-8", "replace"))
+        if name in files and not any(o.kind == "dmesg" for o in outputs):
+            outputs.append(Output("dmesg", files[name].decode("utf-8", "replace"), command, note=SOURCE))
     if BUG_REPORT in files:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        nested = dest.parent / "nvidia-bug-report.log.gz"
-        nested.write_bytes(files[BUG_REPORT])
-        try:
-            text, nested_problems = nbr.decode(nested, limits)
-        except (OSError, ValueError) as exc:
-            problems.append(f"{BUG_REPORT} not readable: {exc}")
+        report = nbr.read_bytes(files[BUG_REPORT], limits)
+        if isinstance(report, str):
+            problems.append(f"{BUG_REPORT}: {report}")
         else:
-            problems.extend(f"{BUG_REPORT}: {p}" for p in nested_problems)
-            blocks = nbr.split_blocks(text)
-            if blocks and nbr.START in blocks[0].text:
-                facts.update({f"bug_report_{k}": v for k, v in nbr.header_facts(blocks[0]).items()})
-                for kind, value in nbr.pick(blocks).items():
-                    found.setdefault(kind, value)
-            else:
-                problems.append(f"{BUG_REPORT} is not an nvidia-bug-report log (no report header)")
-        finally:
-            nested.unlink()
+            problems.extend(f"{BUG_REPORT}: {p}" for p in report.problems)
+            facts.update({f"bug_report_{k}": v for k, v in report.facts.items()})
+            outputs.extend(o for o in report.outputs if o.kind not in {x.kind for x in outputs})
     elif not any(r.path == BUG_REPORT for r in refusals):
         problems.append(f"no {BUG_REPORT} in the tarball (no NVIDIA driver on the node, or it was cut)")
-    if not found:
+    if not outputs:
         reason = "EKS log collector tarball without a kernel log or an nvidia-bug-report hptriage reads"
-        return Converted(None, problems, "; ".join([reason, *errors]), refusals)
+        return Converted(problems=problems, reason="; ".join([reason, *errors]), refusals=refusals)
     facts.update(_facts(path, files))
     node = (
         facts.get("hostname")
@@ -163,21 +152,12 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         or facts.get("instance_id")
         or path.name.split(".")[0]
     )
-    dest.mkdir(parents=True)
-    (dest / "cmd").mkdir()
-    rows = ["path\tkind\texit_code\tduration_s\tbytes\tsha256\tcommand\tnote"]
-    for kind, (command, body) in sorted(found.items()):
-        data = body.encode("utf-8")
-        (dest / "cmd" / f"{kind}.txt").write_bytes(data)
-        rows.append(f"cmd/{kind}.txt\t{kind}\t0\t-\t{len(data)}\t-\t{_cell(command)}\t{SOURCE}")
-    for kind in NOT_CARRIED + tuple(k for k in ("dmesg", *_GPU_KINDS) if k not in found):
-        rows.append(f"cmd/{kind}.txt\t{kind}\t-\t-\t-\t-\t-\t{NOT_CARRIED_NOTE}")
-    for kind in ("df", "mounts"):
-        rows.append(f"cmd/{kind}.txt\t{kind}\t-\t-\t-\t-\t-\t{MOUNTS_NOTE}")
-    (dest / "manifest.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    meta = {"bundle_format": "1", "node": node, "source": SOURCE, "source_file": path.name, **facts}
-    (dest / "meta.env").write_text("".join(f"{k}={_cell(v)}\n" for k, v in meta.items()), encoding="utf-8")
-    return Converted(dest, problems, refusals=refusals)
+    layout = NodeLayout(node, SOURCE, path.name, facts)
+    for output in outputs:
+        layout.add(output)
+    layout.not_carried(NOT_CARRIED + ("dmesg", *_GPU_KINDS), NOT_CARRIED_NOTE)
+    layout.not_carried(("df", "mounts"), MOUNTS_NOTE)
+    return Converted([write_node(dest / "node", layout)], problems=problems, refusals=refusals)
 
 
 def _facts(path: Path, files: dict[str, bytes]) -> dict[str, str]:
@@ -214,7 +194,3 @@ def _first_line(data: bytes | None) -> str:
         return ""
     text = data.decode("utf-8", "replace").strip()
     return text.splitlines()[0].strip() if text else ""
-
-
-def _cell(value: str) -> str:
-    return re.sub(r"[\t\r\n]+", " ", value).strip()[:4000]

@@ -19,15 +19,20 @@ file systems, I/O) get manifest rows with no file and the note ``not carried by 
 
 from __future__ import annotations
 
+import io
 import re
 import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import BinaryIO
 
-from analyzer.intake.safe_read import Limits, Refusal
+from analyzer.intake.foreign.layout import Converted, NodeLayout, Output, write_node
+from analyzer.intake.safe_read import Limits
 
 SOURCE = "nvidia-bug-report"
+#: the names such reports go by (a file named so but holding something else is refused with that reason)
+NAMED = re.compile(r"nvidia-bug-report.*\.log(\.gz)*$", re.I)
 SEPARATOR = "_" * 44
 START = "Start of NVIDIA bug report log file"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -57,17 +62,6 @@ class Block:
 
     header: str
     text: str
-
-
-@dataclass
-class Converted:
-    """The node bundle written for one report, or why none was."""
-
-    node_dir: Path | None
-    problems: list[str] = field(default_factory=list)
-    reason: str = ""
-    #: members of an archive that were not read (unsafe name, link, caps): each an unread input
-    refusals: list[Refusal] = field(default_factory=list)
 
 
 def looks_like(head: bytes) -> bool:
@@ -102,15 +96,26 @@ def decode(path: Path, limits: Limits) -> tuple[str, list[str]]:
     Raises OSError when the file cannot be read, ValueError when nothing of it decodes."""
     size = path.stat().st_size
     with open(path, "rb") as fh:
-        first = fh.read(2)
+        return decode_stream(fh, size, limits)
+
+
+def decode_bytes(data: bytes, limits: Limits) -> tuple[str, list[str]]:
+    """:func:`decode` of a report held in memory (a member of an archive)."""
+    return decode_stream(io.BytesIO(data), len(data), limits)
+
+
+def decode_stream(fh: BinaryIO, size: int, limits: Limits) -> tuple[str, list[str]]:
+    """:func:`decode` of an open binary stream of ``size`` bytes, read from its start."""
+    first = fh.read(2)
+    fh.seek(0)
     if first != GZIP_MAGIC:
         if size > limits.max_file_bytes:
             raise ValueError(f"{size} bytes, over the {limits.max_file_bytes}-byte cap per file")
-        return path.read_bytes().decode("utf-8", "replace"), []
-    return _gunzip_members(path, size, limits)
+        return fh.read().decode("utf-8", "replace"), []
+    return _gunzip_members(fh, size, limits)
 
 
-def _gunzip_members(path: Path, size: int, limits: Limits) -> tuple[str, list[str]]:
+def _gunzip_members(fh: BinaryIO, size: int, limits: Limits) -> tuple[str, list[str]]:
     problems: list[str] = []
     kept: list[bytes] = []  # members decoded whole
     current: list[bytes] = []  # the member being decoded
@@ -118,40 +123,43 @@ def _gunzip_members(path: Path, size: int, limits: Limits) -> tuple[str, list[st
     total = members = 0
     d = zlib.decompressobj(wbits=31)
     pending = b""
-    with open(path, "rb") as fh:
-        while True:
-            data = pending or fh.read(_CHUNK)
-            pending = b""
-            if not data:
-                if started:
-                    problems.append(f"the last gzip member ({members + 1}) is cut (a killed run?): not read")
-                break
-            started = True
-            try:
-                out = d.decompress(data)
-            except zlib.error as exc:
-                problems.append(f"gzip member {members + 1} is damaged ({exc}); the rest was not read")
-                break
-            total += len(out)
-            if total > limits.max_file_bytes:
-                problems.append(
-                    f"decoded text over the {limits.max_file_bytes}-byte cap; the rest was not read"
-                )
-                break
-            if total > limits.ratio_floor_bytes and total > limits.max_ratio * size:
-                problems.append(f"expands more than {limits.max_ratio:g} times; the rest was not read")
-                break
-            current.append(out)
-            if d.eof:
-                members += 1
+    while True:
+        data = pending or fh.read(_CHUNK)
+        pending = b""
+        if not data:
+            if started and not d.eof:
+                current.append(d.flush())  # output zlib still held when the output cap stopped it
+            if started and d.eof:
                 kept.extend(current)
-                current, started = [], False
-                rest = d.unused_data
-                d = zlib.decompressobj(wbits=31)
-                if rest and not rest.startswith(GZIP_MAGIC[:1]):
-                    problems.append(f"bytes after gzip member {members} are not gzip: not read")
-                    break
-                pending = rest
+            elif started:
+                problems.append(f"the last gzip member ({members + 1}) is cut (a killed run?): not read")
+            break
+        started = True
+        try:
+            out = d.decompress(data, _CHUNK)  # bounded: a bomb never expands in one call
+        except zlib.error as exc:
+            problems.append(f"gzip member {members + 1} is damaged ({exc}); the rest was not read")
+            break
+        total += len(out)
+        if total > limits.max_file_bytes:
+            problems.append(f"decoded text over the {limits.max_file_bytes}-byte cap; the rest was not read")
+            break
+        if total > limits.ratio_floor_bytes and total > limits.max_ratio * size:
+            problems.append(f"expands more than {limits.max_ratio:g} times; the rest was not read")
+            break
+        current.append(out)
+        if not d.eof:
+            pending = d.unconsumed_tail
+        else:
+            members += 1
+            kept.extend(current)
+            current, started = [], False
+            rest = d.unused_data
+            d = zlib.decompressobj(wbits=31)
+            if rest and not rest.startswith(GZIP_MAGIC[:1]):
+                problems.append(f"bytes after gzip member {members} are not gzip: not read")
+                break
+            pending = rest
     if not kept:
         raise ValueError("no gzip member of it decodes whole" + (f" ({problems[0]})" if problems else ""))
     return b"".join(kept).decode("utf-8", "replace"), problems
@@ -270,42 +278,67 @@ def pick(blocks: list[Block]) -> dict[str, tuple[str, str]]:
     return found
 
 
+@dataclass
+class ReportContent:
+    """What hptriage reads of one report: the header's facts, the outputs, what it could not hold."""
+
+    facts: dict[str, str] = field(default_factory=dict)  # hostname, report_date, collected_at
+    outputs: list[Output] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def read_text(text: str) -> ReportContent | str:
+    """The outputs of a decoded report, or a sentence saying why it holds none hptriage reads."""
+    blocks = split_blocks(text)
+    if not blocks or START not in blocks[0].text:
+        return "nvidia-bug-report without its header section"
+    content = ReportContent(facts=header_facts(blocks[0]))
+    found = pick(blocks)
+    if not found:
+        return (
+            "looks like an nvidia-bug-report log but holds none of the sections hptriage reads "
+            "(nvidia-smi --query, dmesg, /proc/driver/nvidia/version, nvlink --status, Fabric Manager)"
+        )
+    if "nvidia-smi-q" not in found:
+        content.problems.append(
+            "no 'nvidia-smi --query' output in the report (a --safe-mode run, or nvidia-smi failed)"
+        )
+    for kind, (command, body) in sorted(found.items()):
+        content.outputs.append(Output(kind, body, command, note=SOURCE))
+    return content
+
+
+def read_bytes(data: bytes, limits: Limits) -> ReportContent | str:
+    """:func:`read_text` of a report held in memory, plain or gzipped (a member of another archive);
+    decoding problems are among the content's problems."""
+    try:
+        text, problems = decode_bytes(data, limits)
+    except ValueError as exc:
+        return f"nvidia-bug-report not readable: {exc}"
+    content = read_text(text)
+    if isinstance(content, ReportContent):
+        content.problems[:0] = problems
+    return content
+
+
 def convert(path: Path, dest: Path, limits: Limits) -> Converted:
-    """Write the report at ``path`` as a node bundle under ``dest`` (a private work directory)."""
+    """Write the report at ``path`` as a node bundle under ``dest`` (a new private work directory)."""
     try:
         text, problems = decode(path, limits)
     except (OSError, ValueError) as exc:
-        return Converted(None, reason=f"nvidia-bug-report not readable: {exc}")
-    blocks = split_blocks(text)
-    if not blocks or START not in blocks[0].text:
-        return Converted(None, problems, "nvidia-bug-report without its header section")
-    facts = header_facts(blocks[0])
-    found = pick(blocks)
-    if not found:
-        return Converted(
-            None,
-            problems,
-            "looks like an nvidia-bug-report log but holds none of the sections hptriage reads "
-            "(nvidia-smi --query, dmesg, /proc/driver/nvidia/version, nvlink --status, Fabric Manager)",
-        )
-    if "nvidia-smi-q" not in found:
-        problems.append(
-            "no 'nvidia-smi --query' output in the report (a --safe-mode run, or nvidia-smi failed)"
-        )
-    node = facts.get("hostname") or _name_of(path)
-    dest.mkdir(parents=True)
-    (dest / "cmd").mkdir()
-    rows = ["path\tkind\texit_code\tduration_s\tbytes\tsha256\tcommand\tnote"]
-    for kind, (command, body) in sorted(found.items()):
-        data = body.encode("utf-8")
-        (dest / "cmd" / f"{kind}.txt").write_bytes(data)
-        rows.append(f"cmd/{kind}.txt\t{kind}\t0\t-\t{len(data)}\t-\t{_cell(command)}\t{SOURCE}")
-    for kind in NOT_CARRIED + tuple(k for k in ("nvidia-smi-nvlink", "fabricmanager") if k not in found):
-        rows.append(f"cmd/{kind}.txt\t{kind}\t-\t-\t-\t-\t-\t{NOT_CARRIED_NOTE}")
-    (dest / "manifest.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    meta = {"bundle_format": "1", "node": node, "source": SOURCE, "source_file": path.name, **facts}
-    (dest / "meta.env").write_text("".join(f"{k}={_cell(v)}\n" for k, v in meta.items()), encoding="utf-8")
-    return Converted(dest, problems)
+        return Converted(reason=f"nvidia-bug-report not readable: {exc}")
+    content = read_text(text)
+    if isinstance(content, str):
+        return Converted(problems=problems, reason=content)
+    layout = NodeLayout(
+        node=content.facts.get("hostname") or _name_of(path),
+        source=SOURCE,
+        source_file=path.name,
+        facts=content.facts,
+        outputs=content.outputs,
+    )
+    layout.not_carried(NOT_CARRIED + ("nvidia-smi-nvlink", "fabricmanager"), NOT_CARRIED_NOTE)
+    return Converted([write_node(dest / "node", layout)], problems=problems + content.problems)
 
 
 def _name_of(path: Path) -> str:
@@ -313,8 +346,3 @@ def _name_of(path: Path) -> str:
     for suffix in (".gz", ".log"):
         name = name.removesuffix(suffix)
     return name or "nvidia-bug-report"
-
-
-def _cell(value: str) -> str:
-    """One line, no tabs: safe in meta.env and manifest.tsv."""
-    return re.sub(r"[\t\r\n]+", " ", value).strip()[:4000]
