@@ -378,11 +378,26 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, field
     import parsers
 
     if list_kinds:
+        from analyzer.intake import foreign
+
         for k in parsers.available_kinds():
             click.echo(parsers.describe_kind(k))
+        click.echo("\nInputs other tools write (analyze, ingest, diff and redact read them; parse FILE shows")
+        click.echo("what is read of one; detected by content, docs/inputs.md):")
+        for line in foreign.describe():
+            click.echo(line)
         return
     if file is None:
         raise UsageProblem("give a FILE (or - for standard input), or --list")
+    if kind is None and str(file) != "-" and file.exists():
+        from analyzer.intake import foreign
+
+        source = foreign.detect(file)
+        if source is not None:
+            _parse_foreign(source, file, fmt)
+            return
+    if file.is_dir():
+        raise UsageProblem(f"{file} is a directory: give one file (or an input another tool wrote)")
     text = _read_input(file)
     if kind is None and not text.strip():
         raise UsageProblem(f"{'standard input' if str(file) == '-' else file} is empty: nothing to parse")
@@ -412,6 +427,69 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, field
         click.echo(json.dumps(records, indent=2, default=str))
     else:
         _write_csv(result.tables)
+
+
+def _parse_foreign(source: str, file: Path, fmt: str) -> None:
+    """``parse`` of an input another tool wrote: each file it is laid out as, parsed as analyze would,
+    every record tagged with its node, kind and file; what could not be read goes to stderr."""
+    import parsers
+    from analyzer.intake import foreign
+    from analyzer.intake.meta import parse_manifest, parse_meta
+    from analyzer.intake.safe_read import Limits
+
+    with tempfile.TemporaryDirectory(prefix="hptriage-parse-") as work:
+        converted = foreign.convert(source, file, Path(work) / "input", Limits())
+        for r in converted.refusals:
+            click.echo(f"{file}!{r.path}: not read: {r.reason}", err=True)
+        for problem in converted.problems:
+            click.echo(f"{file}: {problem}", err=True)
+        if not converted.nodes and not converted.extras:
+            raise UsageProblem(f"{file}: {source}, but nothing hptriage reads in it: {converted.reason}")
+        tables: dict[str, list[dict[str, Any]]] = {}
+        absent: dict[tuple[str, str], list[str]] = {}  # (node, why) -> kinds
+        for node_dir in converted.nodes:
+            node = parse_meta((node_dir / "meta.env").read_text(encoding="utf-8")).values.get("node", "")
+            rows, _ = parse_manifest((node_dir / "manifest.tsv").read_text(encoding="utf-8"))
+            for path, row in sorted(rows.items()):
+                target = node_dir / path
+                if not target.is_file():
+                    absent.setdefault((node, row.note or "no output"), []).append(str(row.kind))
+                    continue
+                command = row.command if row.command not in (None, "", "-") else None
+                text = target.read_bytes().decode("utf-8", "replace")
+                try:
+                    result = parsers.parse(str(row.kind), text, command=command, filename=path)
+                except parsers.NoData:
+                    continue
+                except parsers.ParserFailure as exc:
+                    click.echo(f"{file}: {node}: {path}: not parsed as {row.kind}: {exc}", err=True)
+                    continue
+                for table, records in result.tables.items():
+                    tables.setdefault(table, []).extend(
+                        {"node": node, "kind": row.kind, "file": path, **r} for r in records
+                    )
+        for (node, why), kinds in sorted(absent.items()):
+            click.echo(f"{file}: {node}: {why}: {', '.join(sorted(kinds))}", err=True)
+        for extra in converted.extras:
+            for target in sorted(p for p in extra.iterdir() if p.is_file()):
+                text = target.read_bytes().decode("utf-8", "replace")
+                kind = parsers.detect_kind(text)
+                if kind is None:
+                    continue
+                try:
+                    result = parsers.parse(kind, text, filename=target.name)
+                except parsers.ParserFailure:
+                    continue
+                for table, records in result.tables.items():
+                    tables.setdefault(table, []).extend(
+                        {"node": "", "kind": kind, "file": f"extra/{target.name}", **r} for r in records
+                    )
+    click.echo(f"{file}: {source}", err=True)
+    if fmt == "json":
+        records = [{"table": t, **row} for t, rows in tables.items() for row in rows]
+        click.echo(json.dumps(records, indent=2, default=str))
+    else:
+        _write_csv(tables)
 
 
 def _write_csv(tables: dict[str, list[dict[str, Any]]]) -> None:

@@ -147,9 +147,13 @@ _HOST_PLACES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (  # (patter
     ),
     (re.compile(r"\"nodename\":\s*\"(?P<h>[\w.-]+)\"", re.A), ('"nodename"',)),
     (re.compile(r"^Linux \S+ \((?P<h>[\w.-]+)\)", re.M | re.A), ("Linux ",)),  # sysstat header
-    (re.compile(r"^Linux (?P<h>[A-Za-z][\w.-]*) \d+\.\d+", re.M | re.A), ("Linux ",)),  # uname -a
+    # uname -a, alone or as the bug report's "uname: Linux HOST ..." line
+    (re.compile(r"^(?:uname:\s+)?Linux (?P<h>[A-Za-z][\w.-]*) \d+\.\d+", re.M | re.A), ("Linux ",)),
     (_HOSTFILE, ("slots=",)),
 )
+#: Files whose content is the host name alone (sos copies /etc/hostname and writes sos_commands/host/hostname;
+#: the HyperPod issue report writes hostname.txt; the EKS log collector system/hostname.txt)
+_HOSTNAME_FILES = frozenset({"hostname", "hostname.txt", "hostname.log"})
 _USER_PLACES = re.compile(
     r"\bUserId=(?P<u>[A-Za-z_][\w.-]*)\(\d+\)|^(?:export\s+)?(?:USER|LOGNAME|SLURM_JOB_USER)=(?P<v>[A-Za-z_][\w.-]*)$",
     re.M | re.A,
@@ -223,6 +227,11 @@ class Redactor:
 
     # -- pass 1: learn the values known by where they stand --------------------------------------------
     def learn(self, text: str, name: str = "") -> None:
+        base = name.replace("\\", "/").rsplit("/", 1)[-1].rsplit("!", 1)[-1].lower()
+        if base in _HOSTNAME_FILES:  # a file holding only the host name (sos, the HyperPod issue report)
+            first = text.strip().splitlines()[0].strip() if text.strip() else ""
+            if re.fullmatch(r"[A-Za-z][\w.-]{1,252}", first):
+                self._host(first)
         for pattern, needles in _HOST_PLACES:
             for m in _where(pattern, text, *needles):
                 self._host(m.group("h"))

@@ -21,7 +21,7 @@ from analyzer.intake.foreign import eks_log_collector, nvidia_bug_report
 from analyzer.intake.foreign.layout import Converted
 from analyzer.intake.safe_read import Limits
 
-__all__ = ["READERS", "Converted", "convert", "detect", "named_like", "sources"]
+__all__ = ["READERS", "Converted", "convert", "describe", "detect", "named_like", "sources"]
 
 #: every reader, in the order they are tried
 READERS: tuple[ModuleType, ...] = (eks_log_collector, nvidia_bug_report)
@@ -50,6 +50,19 @@ def named_like(path: Path) -> str | None:
 def sources() -> list[str]:
     """The foreign input types read, in the order they are tried."""
     return [str(reader.SOURCE) for reader in READERS]
+
+
+def describe() -> list[str]:
+    """The ``hptriage parse --list`` entries of the foreign inputs: type, then its reader's title.
+
+    >>> describe()[0].split()[0] in sources()
+    True
+    """
+    out = []
+    for reader in READERS:
+        title = (reader.__doc__ or "").strip().splitlines()[0].rstrip(".").replace("``", "")
+        out.append(f"{reader.SOURCE:24} {title}")
+    return out
 
 
 def convert(kind: str, path: Path, dest: Path, limits: Limits) -> Converted:
