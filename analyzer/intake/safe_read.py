@@ -17,6 +17,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 
 @dataclass(frozen=True)
@@ -203,3 +204,61 @@ def extract_tree(path: Path, dest: Path, limits: Limits, refusals: list[Refusal]
             refusals.append(Refusal(name, "duplicate member name; the first copy was kept"))
         except OSError as exc:
             refusals.append(Refusal(name, f"could not be written to the work directory: {exc.strerror}"))
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_GZ_CHUNK = 1024 * 1024
+
+
+def gunzip_members(fh: BinaryIO, size: int, limits: Limits) -> tuple[bytes, list[str]]:
+    """The decoded bytes of every whole gzip member of a stream of ``size`` compressed bytes (``gzip -c
+    >>`` appends one member per write), and the problems met: a cut last member (a killed run) or a
+    damaged one is left out, decoding stops at the per-file cap and the expansion ratio, in bounded
+    steps so a bomb never expands in one call.  Raises ValueError when no member decodes whole."""
+    problems: list[str] = []
+    kept: list[bytes] = []  # members decoded whole
+    current: list[bytes] = []  # the member being decoded
+    started = False  # the current member has been given input
+    total = members = 0
+    d = zlib.decompressobj(wbits=31)
+    pending = b""
+    while True:
+        data = pending or fh.read(_GZ_CHUNK)
+        pending = b""
+        if not data:
+            if started and not d.eof:
+                current.append(d.flush())  # output zlib still held when the output cap stopped it
+            if started and d.eof:
+                kept.extend(current)
+            elif started:
+                problems.append(f"the last gzip member ({members + 1}) is cut (a killed run?): not read")
+            break
+        started = True
+        try:
+            out = d.decompress(data, _GZ_CHUNK)  # bounded: a bomb never expands in one call
+        except zlib.error as exc:
+            problems.append(f"gzip member {members + 1} is damaged ({exc}); the rest was not read")
+            break
+        total += len(out)
+        if total > limits.max_file_bytes:
+            problems.append(f"decoded text over the {limits.max_file_bytes}-byte cap; the rest was not read")
+            break
+        if total > limits.ratio_floor_bytes and total > limits.max_ratio * size:
+            problems.append(f"expands more than {limits.max_ratio:g} times; the rest was not read")
+            break
+        current.append(out)
+        if not d.eof:
+            pending = d.unconsumed_tail
+        else:
+            members += 1
+            kept.extend(current)
+            current, started = [], False
+            rest = d.unused_data
+            d = zlib.decompressobj(wbits=31)
+            if rest and not rest.startswith(_GZIP_MAGIC[:1]):
+                problems.append(f"bytes after gzip member {members} are not gzip: not read")
+                break
+            pending = rest
+    if not kept:
+        raise ValueError("no gzip member of it decodes whole" + (f" ({problems[0]})" if problems else ""))
+    return b"".join(kept), problems

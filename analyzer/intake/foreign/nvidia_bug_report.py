@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from analyzer.intake.foreign.layout import Converted, NodeLayout, Output, write_node
-from analyzer.intake.safe_read import Limits
+from analyzer.intake.safe_read import Limits, gunzip_members
 
 SOURCE = "nvidia-bug-report"
 #: the names such reports go by (a file named so but holding something else is refused with that reason)
@@ -53,7 +53,6 @@ NOT_CARRIED = (
     "placement",
 )
 _SNIFF_BYTES = 64 * 1024
-_CHUNK = 1024 * 1024
 
 
 @dataclass
@@ -112,57 +111,8 @@ def decode_stream(fh: BinaryIO, size: int, limits: Limits) -> tuple[str, list[st
         if size > limits.max_file_bytes:
             raise ValueError(f"{size} bytes, over the {limits.max_file_bytes}-byte cap per file")
         return fh.read().decode("utf-8", "replace"), []
-    return _gunzip_members(fh, size, limits)
-
-
-def _gunzip_members(fh: BinaryIO, size: int, limits: Limits) -> tuple[str, list[str]]:
-    problems: list[str] = []
-    kept: list[bytes] = []  # members decoded whole
-    current: list[bytes] = []  # the member being decoded
-    started = False  # the current member has been given input
-    total = members = 0
-    d = zlib.decompressobj(wbits=31)
-    pending = b""
-    while True:
-        data = pending or fh.read(_CHUNK)
-        pending = b""
-        if not data:
-            if started and not d.eof:
-                current.append(d.flush())  # output zlib still held when the output cap stopped it
-            if started and d.eof:
-                kept.extend(current)
-            elif started:
-                problems.append(f"the last gzip member ({members + 1}) is cut (a killed run?): not read")
-            break
-        started = True
-        try:
-            out = d.decompress(data, _CHUNK)  # bounded: a bomb never expands in one call
-        except zlib.error as exc:
-            problems.append(f"gzip member {members + 1} is damaged ({exc}); the rest was not read")
-            break
-        total += len(out)
-        if total > limits.max_file_bytes:
-            problems.append(f"decoded text over the {limits.max_file_bytes}-byte cap; the rest was not read")
-            break
-        if total > limits.ratio_floor_bytes and total > limits.max_ratio * size:
-            problems.append(f"expands more than {limits.max_ratio:g} times; the rest was not read")
-            break
-        current.append(out)
-        if not d.eof:
-            pending = d.unconsumed_tail
-        else:
-            members += 1
-            kept.extend(current)
-            current, started = [], False
-            rest = d.unused_data
-            d = zlib.decompressobj(wbits=31)
-            if rest and not rest.startswith(GZIP_MAGIC[:1]):
-                problems.append(f"bytes after gzip member {members} are not gzip: not read")
-                break
-            pending = rest
-    if not kept:
-        raise ValueError("no gzip member of it decodes whole" + (f" ({problems[0]})" if problems else ""))
-    return b"".join(kept).decode("utf-8", "replace"), problems
+    data, problems = gunzip_members(fh, size, limits)
+    return data.decode("utf-8", "replace"), problems
 
 
 def split_blocks(text: str) -> list[Block]:
