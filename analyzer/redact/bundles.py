@@ -24,11 +24,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from analyzer.intake.safe_read import Limits, Refusal, iter_dir, iter_tar
+from analyzer.intake.safe_read import Limits, Refusal, gunzip_members, iter_dir, iter_tar
 from analyzer.redact.redactor import Redactor, expand_slurm_lists, summary, trie_pattern
 
-TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.xz", ".txz", ".tar.bz2", ".tbz2")
 GZIP_MAGIC = b"\x1f\x8b"
+#: compressed tarballs are written again in their own compression (a sos report stays a .tar.xz)
+_COMPRESSION = ((b"\x1f\x8b", "gz"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bz2"))
 
 
 class RedactError(Exception):
@@ -106,7 +108,7 @@ class _Job:
             yield from self._unpacked(path.name, path.read_bytes(), label)
 
     def _unpacked(self, name: str, data: bytes, label: str) -> Iterator[tuple[str, bytes]]:
-        if _is_tar_name(name) or data[:2] == GZIP_MAGIC:
+        if _is_tar_name(name) or _compression(data):
             members = self._members(data, label)
             if members is not None:
                 for inner, content in members:
@@ -138,15 +140,15 @@ class _Job:
         return members
 
     def _gunzip(self, data: bytes, label: str) -> bytes | None:
+        """A .gz file's text: every whole gzip member (``gzip -c >>`` writes many; a killed run leaves
+        the last one cut, which is left out and said), within the per-file cap and ratio."""
         try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as fh:
-                plain = fh.read(self.limits.max_file_bytes + 1)
-        except (OSError, EOFError) as exc:
+            plain, problems = gunzip_members(io.BytesIO(data), len(data), self.limits)
+        except ValueError as exc:
             self._note(f"{label}: compressed member not readable ({exc}); not copied", self.report.errors)
             return None
-        if len(plain) > self.limits.max_file_bytes:
-            self._note(f"{label}: compressed member over the per-file cap; not copied", self.report.errors)
-            return None
+        for problem in problems:
+            self._note(f"{label}: {problem}", self.report.errors)
         return plain
 
     @staticmethod
@@ -157,10 +159,10 @@ class _Job:
     # -- writing ---------------------------------------------------------------------------------------
     def redact_file(self, name: str, data: bytes, label: Path | str) -> bytes:
         """One file of an input as redacted bytes (a tarball as a redacted tarball)."""
-        if _is_tar_name(name) or data[:2] == GZIP_MAGIC:
+        if _is_tar_name(name) or _compression(data):
             members = self._members(data, str(label))
             if members is not None:
-                return self._tarball(members, str(label), gz=data[:2] == GZIP_MAGIC)
+                return self._tarball(members, str(label), _compression(data))
             if data[:2] == GZIP_MAGIC:
                 plain = self._gunzip(data, str(label))
                 return gzip.compress(self._text(plain), mtime=0) if plain is not None else b""
@@ -214,9 +216,9 @@ class _Job:
         bundle when it is opened; the folder's total is not capped (it is read one file at a time)."""
         return dataclasses.replace(self.limits, max_bundle_bytes=1 << 62)
 
-    def _tarball(self, members: list[tuple[str, bytes]], label: str, gz: bool) -> bytes:
+    def _tarball(self, members: list[tuple[str, bytes]], label: str, compression: str) -> bytes:
         buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w:gz" if gz else "w", format=tarfile.PAX_FORMAT) as archive:
+        with _open_for_writing(buf, compression) as archive:
             for name, data in self._tree(members, label):
                 info = tarfile.TarInfo(name)
                 info.size, info.mode, info.mtime = len(data), 0o644, 0
@@ -343,6 +345,26 @@ def _file_sha256(path: Path) -> str:
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+def _open_for_writing(buf: io.BytesIO, compression: str) -> tarfile.TarFile:
+    """A tarball written into ``buf`` in the compression named ('' for none)."""
+    if compression == "gz":
+        return tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT)
+    if compression == "xz":
+        return tarfile.open(fileobj=buf, mode="w:xz", format=tarfile.PAX_FORMAT)
+    if compression == "bz2":
+        return tarfile.open(fileobj=buf, mode="w:bz2", format=tarfile.PAX_FORMAT)
+    return tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT)
+
+
+def _compression(data: bytes) -> str:
+    """'gz', 'xz' or 'bz2' by the data's magic bytes; '' for none of them.
+
+    >>> _compression(b"\\x1f\\x8b\\x08"), _compression(b"\\xfd7zXZ\\x00\\x00"), _compression(b"plain")
+    ('gz', 'xz', '')
+    """
+    return next((kind for magic, kind in _COMPRESSION if data.startswith(magic)), "")
 
 
 def _is_tar_name(name: str) -> bool:
