@@ -61,6 +61,10 @@ Schema
 - ``raw`` str — the first line as printed
 - ``interface`` str — the network interface of a link event (for bonding: the slave)
 - ``host`` str — the launcher's tag of the event's line (pdsh/clush host, ``srun -l`` rank, pod), else null
+- ``boot`` int — the boot the log is of, from the command that printed it (:func:`boot_of`): 0 the
+  current boot (``dmesg``, ``journalctl -k``, ``journalctl -b``/``-b 0``), -1, -2 ... an earlier one
+  (``journalctl -b -1``, ``--boot=-2``); 0 for a bundle's ``cmd/dmesg.txt`` without a command; null when
+  unknown (a syslog file, a journal of every boot, a pasted log)
 
 Examples
 --------
@@ -69,6 +73,8 @@ Examples
 [('fallen_off_bus', '0000:b3:00.0', 79), ('xid', '0000:cb:00.0', 109), ('xid', '0000:dc:00.0', 45)]
 >>> r.rows("kernel_event")[2]["caused_by_xid"], r.rows("kernel_event")[1]["process"]
 (149, 'pt_main_thread')
+>>> parse(SAMPLE, command="journalctl -b -1 | grep -e NVRM").rows("kernel_event")[0]["boot"]
+-1
 """
 
 from __future__ import annotations
@@ -110,6 +116,7 @@ SCHEMA = {
         Column("raw", "str", "first line as printed"),
         Column("interface", "str", "network interface of a link event"),
         Column("host", "str", "launcher tag of the line (pdsh host, srun rank, pod), else null"),
+        Column("boot", "int", "0 current boot, -1 the one before ...; null when unknown"),
     )
 }
 
@@ -306,11 +313,48 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     if not events and not any(_STAMP.match(clean(line)[0]) for line in raw):
         raise ParseError("no kernel log lines found (no timestamps, no NVRM lines)")
     _read_devices(result, events)
+    boot = boot_of(command, filename)
     for ev in _one_event_per_fault(events):
         ev.pop("_open", None)  # internal marker of a message that may continue
         ev.setdefault("interface", None)
+        ev["boot"] = boot
         result.add("kernel_event", ev)
     return result
+
+
+#: ``-b -1``, ``--boot=-2``, ``-b 0``, ``-b`` alone (the current boot) in a journalctl command line
+_JOURNAL_BOOT = re.compile(r"(?:^|\s)(?:-b|--boot)(?:(?:=|\s+)(?P<n>[+-]?\d+)\b|(?=\s+-(?!\d)|\s*$|\s*\|))")
+_DMESG_CMD = re.compile(r"(?:^|[\s/])dmesg(?:\s|$)")
+
+
+def boot_of(command: str | None, filename: str | None) -> int | None:
+    """The boot a kernel log is of, relative to the running one (0 current, -1 the one before), from
+    the command that printed it, else from a bundle's file name; None when they do not say.
+
+    >>> boot_of("journalctl -b -1 | grep -e NVRM", None), boot_of("journalctl --boot=-2", None)
+    (-1, -2)
+    >>> boot_of("TZ=UTC dmesg -T", None), boot_of("journalctl -k -o short-iso --no-pager", None)
+    (0, 0)
+    >>> boot_of(None, "cmd/dmesg.txt"), boot_of("journalctl --no-pager", None), boot_of("journalctl -b 3", None)
+    (0, None, None)
+    >>> boot_of("grep -e NVRM /var/log/kern.log", "cmd/dmesg.txt"), boot_of(None, "kern.log")
+    (None, None)
+    """
+    if command:
+        if "journalctl" in command:
+            m = _JOURNAL_BOOT.search(command)
+            if m is None:
+                # -k (--dmesg) implies -b: the current boot; without it, every boot the journal holds
+                return 0 if re.search(r"(?:^|\s)(?:-k|--dmesg)\b", command) else None
+            n = m.group("n")
+            if n is None:
+                return 0
+            # a positive number counts from the journal's first boot: not relative to this one
+            return int(n) if n.startswith("-") or int(n) == 0 else None
+        return 0 if _DMESG_CMD.search(command) else None
+    if filename and filename.replace("\\", "/").rsplit("/", 1)[-1] == "dmesg.txt":
+        return 0
+    return None
 
 
 def _unreadable_device(result: ParseResult, no: int, raw: str, body: str) -> None:
