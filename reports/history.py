@@ -36,8 +36,10 @@ def _json_default(value: Any) -> Any:
 
 def history_text(data: dict[str, Any], verbose: bool = False) -> str:
     snaps = data["snapshots"]
-    out = [f"{len(snaps)} snapshot(s), {_when(snaps[0]['collected_at']) if snaps else '-'} to "
-           f"{_when(snaps[-1]['collected_at']) if snaps else '-'}; repeat offenders first"]  # fmt: skip
+    # a snapshot whose inputs carry no collection time (a bug report in a local zone) goes by its ingest
+    first = _when(snaps[0]["collected_at"] or snaps[0]["ingested_at"]) if snaps else "-"
+    last = _when(snaps[-1]["collected_at"] or snaps[-1]["ingested_at"]) if snaps else "-"
+    out = [f"{len(snaps)} snapshot(s), {first} to {last}; repeat offenders first"]
     nodes = data["nodes"] if verbose else data["nodes"][:TERMINAL_NODES]
     for n in nodes:
         out.append(f"\n{n['node']}: {n['recurring']} recurring, {len(n['findings'])} finding(s) over time")

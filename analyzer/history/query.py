@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 #: A bundle's time: its own collected_at, else its snapshot's.
 _WHEN = """
-    (SELECT sb.bundle_hash, sb.snapshot_id, coalesce(b.collected_at, s.collected_at) AS at
+    (SELECT sb.bundle_hash, sb.snapshot_id, coalesce(b.collected_at, s.collected_at, s.ingested_at) AS at
      FROM snapshot_bundle sb JOIN bundle b USING (bundle_hash) JOIN snapshot s USING (snapshot_id))
 """
 
