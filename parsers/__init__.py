@@ -67,12 +67,13 @@ KINDS: tuple[str, ...] = (
     "nccl-tests",
     "cloudwatch",
     "placement",
+    "dcgm-mndiag",
 )
 
 #: Kinds whose output speaks for the cluster (or names its hosts itself): in a cluster's extra/ folder
 #: their rows carry no node.  Any other kind found there is one node's output and is analyzed under the
 #: file's name as its node.
-CLUSTER_KINDS = frozenset({"nccl-tests", "cloudwatch", "placement", "lfs-df"})
+CLUSTER_KINDS = frozenset({"nccl-tests", "cloudwatch", "placement", "lfs-df", "dcgm-mndiag"})
 
 __all__ = [
     "CLUSTER_KINDS",

@@ -11,6 +11,7 @@ from parsers import (
     ParserModule,
     cloudwatch,
     cpu_governor,
+    dcgm_mndiag,
     dcgmi_diag,
     df,
     dmesg,
@@ -55,4 +56,5 @@ MODULES: tuple[ParserModule, ...] = (
     nccl_tests,
     cloudwatch,
     placement,
+    dcgm_mndiag,
 )
