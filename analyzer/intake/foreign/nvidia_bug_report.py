@@ -15,6 +15,18 @@ nvidia-smi section holds several outputs back to back, each starting with the co
 The report is written out as a node bundle (``meta.env``, ``manifest.tsv``, ``cmd/<kind>.txt``) so that
 discovery, every parser and every rule read it unchanged.  Kinds the report cannot carry (EFA, fi_info,
 file systems, I/O) get manifest rows with no file and the note ``not carried by nvidia-bug-report``.
+
+The kernel-log scan ("Scanning kernel log files for NVIDIA kernel messages:") holds the NVRM lines of
+``/var/log/messages``, ``kern.log``... (``  <path>:``) and of the journal per boot (``  journalctl -b -0:``,
+``-1``, ``-2``).  An earlier boot's journal part is one more ``dmesg`` output (``cmd/dmesg-boot-1.txt``,
+command ``journalctl -b -1 | grep ...``: the dmesg parser reads the boot from it).  The current boot's part
+and the log files repeat the ``dmesg:`` section, so they are used only when it is missing: the journal's
+``-b -0`` part, else a log file's lines since the driver's last load.  The versions table of newer scripts
+(``Component | Details`` after the header) gives the driver, CUDA, Fabric Manager and kernel versions;
+their "Summary of Skipped Sections" / "Summary of Errors" tables (and the ``Skipping: ...`` sections) say
+what the script did not collect: a skipped nvidia-smi makes ``nvidia-smi-q`` absent with the script's
+reason, the other skips one problem line.  A ``--safe-mode`` run (``command line flags:``) has no
+nvidia-smi output; its problem says so.
 """
 
 from __future__ import annotations
@@ -27,7 +39,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import BinaryIO
 
-from analyzer.intake.foreign.layout import Converted, NodeLayout, Output, write_node
+from analyzer.intake.foreign.layout import Absent, Converted, NodeLayout, Output, write_node
 from analyzer.intake.safe_read import Limits, gunzip_members
 
 SOURCE = "nvidia-bug-report"
@@ -228,13 +240,246 @@ def pick(blocks: list[Block]) -> dict[str, tuple[str, str]]:
     return found
 
 
+_SCAN = "Scanning kernel log files for NVIDIA kernel messages:"
+#: a part of the scan: ``  /var/log/kern.log:`` (with a host-root prefix on Bottlerocket), ``  journalctl -b -1:``
+_SCAN_PART = re.compile(r"^  (?P<name>\S*/var/log/\S+?|journalctl -b (?P<boot>[+-]?\d+)):\s*$")
+#: the scan's own sentences, no log lines
+_SCAN_NOTES = re.compile(
+    r"^(?:\S+ is not readable|No NVIDIA kernel messages found in recent systemd journal entries\.|"
+    r"No suitable log found\.)\s*$"
+)
+_GREP = "grep -e NVRM -e nvidia-"
+_DRIVER_LOAD = "NVRM: loading NVIDIA"
+
+
+@dataclass(frozen=True)
+class ScanPart:
+    """One part of the kernel-log scan: a log file's NVRM lines, or one boot's journal lines."""
+
+    name: str  # '/var/log/kern.log' or 'journalctl -b -1'
+    boot: int | None  # the journal's boot (0, -1, -2); None for a log file
+    text: str
+
+
+def kernel_scan(block: Block) -> list[ScanPart]:
+    """The parts of the "Scanning kernel log files" section, each with its lines (empty parts dropped).
+
+    >>> b = Block(_SCAN, _SCAN + "\\n\\n  /var/log/kern.log:\\nk1\\n\\n  journalctl -b -1:\\nj1\\nj2\\n")
+    >>> [(p.name, p.boot, p.text) for p in kernel_scan(b)]
+    [('/var/log/kern.log', None, 'k1\\n'), ('journalctl -b -1', -1, 'j1\\nj2\\n')]
+    """
+    parts: list[tuple[str, int | None, list[str]]] = []
+    for line in block.text.splitlines(keepends=True):
+        if m := _SCAN_PART.match(line.rstrip("\r\n")):
+            boot = m.group("boot")
+            parts.append((m.group("name"), int(boot) if boot is not None else None, []))
+        elif parts and line.strip() and not _SCAN_NOTES.match(line.strip()):
+            parts[-1][2].append(line)
+    return [ScanPart(name, boot, "".join(lines)) for name, boot, lines in parts if lines]
+
+
+def since_last_driver_load(text: str) -> str:
+    """A log file's lines from the driver's last load on (the current boot's, as far as the file says);
+    the whole text when it holds no load line."""
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if _DRIVER_LOAD in line]
+    if not starts:
+        return text
+    first = starts[-1]
+    while first > 0 and "nvidia-nvlink: Nvlink Core is being initialized" in lines[first - 1]:
+        first -= 1  # the line the driver prints just before its banner belongs to the same load
+    return "".join(lines[first:])
+
+
+def kernel_outputs(blocks: list[Block], have_dmesg: bool) -> tuple[list[Output], list[str]]:
+    """The dmesg outputs the kernel-log scan adds, and what it says about them.
+
+    Earlier boots' journal parts always (``cmd/dmesg-boot-1.txt``...); the current boot's journal part,
+    else a log file's lines since the driver's last load, only without a ``dmesg:`` section (they repeat
+    it)."""
+    parts = [p for b in blocks if b.header == _SCAN for p in kernel_scan(b)]
+    outputs: list[Output] = []
+    notes: list[str] = []
+    for part in parts:
+        if part.boot is not None and part.boot < 0:
+            outputs.append(
+                Output(
+                    "dmesg",
+                    part.text,
+                    f"journalctl -b {part.boot} | {_GREP}",
+                    name=f"dmesg-boot{part.boot}.txt",
+                    note=f"{SOURCE}: the journal's NVIDIA kernel messages of boot {part.boot}",
+                )
+            )
+    if not have_dmesg:
+        current = next((p for p in parts if p.boot == 0), None)
+        if current is not None:
+            outputs.insert(
+                0,
+                Output(
+                    "dmesg", current.text, f"journalctl -b -0 | {_GREP}", note=f"{SOURCE}: no dmesg section"
+                ),
+            )
+            notes.append(
+                "no 'dmesg:' section: the kernel log is the journal's NVIDIA lines of the current boot"
+            )
+        elif logfile := next((p for p in parts if p.boot is None), None):
+            outputs.insert(
+                0,
+                Output(
+                    "dmesg",
+                    since_last_driver_load(logfile.text),
+                    f"{_GREP} {logfile.name}",
+                    note=f"{SOURCE}: no dmesg section; the lines since the driver's last load",
+                ),
+            )
+            notes.append(
+                f"no 'dmesg:' section: the kernel log is the NVIDIA lines of {logfile.name} since the "
+                "driver's last load (their boot is not known)"
+            )
+    return outputs, notes
+
+
+#: the versions table of newer scripts: ``<component padded to 35> | <details>``
+_TABLE_ROW = re.compile(r"^(?P<name>.{35}) \| ?(?P<value>.*?)\s*$")
+_TABLE_RULE = re.compile(r"^(?:=+|-+)\s*$")
+
+
+def table_rows(lines: list[str], columns: int = 2) -> list[list[str]]:
+    """The rows of one of the script's tables (``print_versions_table``, ``print_skips_table``,
+    ``print_errors_table``): cells split at `` | ``, wrapped lines (blank first cell or between two
+    rule lines) joined, the header row dropped.
+
+    >>> table_rows(["Skipped Component                   | Details", "=" * 80,
+    ...             "nvidia-smi output                   | nvidia-smi not found", "-" * 80])
+    [['nvidia-smi output', 'nvidia-smi not found']]
+    """
+    rows: list[list[list[str]]] = []
+    current: list[list[str]] | None = None
+    past_header = False  # the header row ends at the first ===== line
+    for line in lines:
+        text = line.rstrip("\r\n")
+        if _TABLE_RULE.match(text):
+            past_header = past_header or text.startswith("=")
+            current = None  # a rule line ends a row
+            continue
+        if " | " not in text and not text.endswith(" |"):
+            if text.strip():
+                break  # the table ended
+            continue
+        if not past_header:
+            continue
+        if current is None:
+            current = [[] for _ in range(columns)]
+            rows.append(current)
+        cells = [c.strip() for c in (text + " ").split(" | ", columns - 1)]
+        for i, cell in enumerate(cells):
+            if cell:
+                current[i].append(cell)
+    return [[" ".join(parts) for parts in row] for row in rows]
+
+
+def _table_after(text: str, title: str, columns: int) -> list[list[str]] | None:
+    """The rows of the table that follows the line ``title`` (None when there is no such line)."""
+    at = text.find(title)
+    if at < 0:
+        return None
+    lines = text[at + len(title) :].splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    return table_rows(lines, columns)
+
+
+def versions_table(header: Block) -> str:
+    """The driver, CUDA, Fabric Manager and kernel versions of the versions table that newer scripts
+    print after the header, as ``key=value`` lines the versions parser reads ('' when there is none)."""
+    lines = header.text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if re.match(r"^Component\s+\| Details\s*$", ln)), None)
+    if start is None:
+        return ""
+    rows: dict[str, list[str]] = {}
+    current = ""
+    for line in lines[start + 1 :]:
+        if _TABLE_RULE.match(line):
+            continue
+        m = _TABLE_ROW.match(line)
+        if m is None:
+            if line.strip():
+                break
+            continue
+        if m.group("name").strip():
+            current = m.group("name").strip()
+        rows.setdefault(current, []).append(m.group("value"))
+    found: dict[str, str] = {}
+    patterns = (
+        ("NVIDIA SMI", r"^DRIVER version\s*:\s*(\d[\w.-]*)", "nvidia_driver"),
+        ("NVIDIA SMI", r"^Driver version \(from modinfo\):\s*(\d[\w.-]*)", "nvidia_driver"),
+        ("NVIDIA SMI", r"^CUDA Version\s*:\s*(\d[\w.]*)", "cuda_driver_max"),
+        ("NVIDIA GPU Details", r"^[^,]+,\s*(\d+\.\d+(?:\.\d+)?)\s*,", "nvidia_driver"),
+        ("NVIDIA Fabric Manager", r"version is\s*:\s*(\d[\w.-]*)", "fabricmanager"),
+        ("OS Details", r"^Kernel\s*:\s*(\S+)", "kernel"),
+    )
+    for component, pattern, key in patterns:
+        for value in rows.get(component, []):
+            if key not in found and (m := re.search(pattern, value)):
+                found[key] = m.group(1)
+    if not found:
+        return ""
+    head = "# the versions table at the head of the nvidia-bug-report (Component | Details)\n"
+    return head + "".join(f"{k}={v}\n" for k, v in found.items())
+
+
+#: what a skipped or failed section of the script stands for among our kinds
+_SKIP_KINDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (re.compile(r"nvidia-smi", re.I), ("nvidia-smi-q", "nvidia-smi-nvlink")),
+    (re.compile(r"fabric ?manager", re.I), ("fabricmanager",)),
+)
+#: the older scripts' one-line notes: "Skipping nvidia-smi output (nvidia-smi not found)"
+_OLD_SKIP = re.compile(r"^Skipping (?P<what>\S.*? output) \((?P<why>[^)]*)\)\s*$", re.M)
+_EXIT = re.compile(r"\b(?:exit(?:ed)?(?: with)?(?: code| status)?|returned|rc[=:]?)\s*(\d{1,3})\b", re.I)
+SAFE_MODE_NOTE = f"{SOURCE}: skipped in --safe-mode (the script does not run nvidia-smi then)"
+
+
+def skipped_sections(text: str, blocks: list[Block]) -> list[tuple[str, str]]:
+    """(section, why) for what the script skipped or failed to collect: its "Summary of Skipped
+    Sections" and "Summary of Errors" tables, else its ``Skipping: ...`` sections and older scripts'
+    "Skipping ... output (...)" lines, in order, each once."""
+    found: dict[str, str] = {}
+    skips = _table_after(text, "Summary of Skipped Sections:", 2)
+    errors = _table_after(text, "Summary of Errors:", 3)
+    for row in skips or []:
+        found.setdefault(row[0], row[1])
+    for row in errors or []:
+        found.setdefault(row[0], "; ".join(c for c in row[1:] if c))
+    if skips is None:
+        for block in blocks:
+            if block.header.startswith("Skipping: "):
+                rest = [ln.strip() for ln in block.text.splitlines() if ln.strip()][1:2]
+                found.setdefault(block.header.removeprefix("Skipping: ").strip(), rest[0] if rest else "")
+        for m in _OLD_SKIP.finditer(text):
+            found.setdefault(m.group("what"), m.group("why"))
+    return [(k, v) for k, v in found.items() if k]
+
+
+def safe_mode(header: Block, text: str) -> bool:
+    """Whether the report was written by ``nvidia-bug-report.sh --safe-mode`` (its header's ``command
+    line flags:``, or its "Skipping due to --safe-mode-argument" notes)."""
+    flags = re.search(r"^command line flags:(.*)$", header.text, re.M)
+    if flags is not None and "--safe-mode" in flags.group(1).split():
+        return True
+    return "Skipping due to --safe-mode-argument" in text
+
+
 @dataclass
 class ReportContent:
-    """What hptriage reads of one report: the header's facts, the outputs, what it could not hold."""
+    """What hptriage reads of one report: the header's facts, the outputs, the kinds the script did not
+    collect (with its reason), what it could not hold."""
 
     facts: dict[str, str] = field(default_factory=dict)  # hostname, report_date, collected_at
     outputs: list[Output] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: kinds the script skipped or failed to collect (nvidia-smi not found, --safe-mode), with its reason
+    absent: list[Absent] = field(default_factory=list)
 
 
 def read_text(text: str) -> ReportContent | str:
@@ -244,17 +489,63 @@ def read_text(text: str) -> ReportContent | str:
         return "nvidia-bug-report without its header section"
     content = ReportContent(facts=header_facts(blocks[0]))
     found = pick(blocks)
-    if not found:
+    kernel, notes = kernel_outputs(blocks, "dmesg" in found)
+    table = versions_table(blocks[0])
+    if not found and not kernel and not table:
         return (
             "looks like an nvidia-bug-report log but holds none of the sections hptriage reads "
-            "(nvidia-smi --query, dmesg, /proc/driver/nvidia/version, nvlink --status, Fabric Manager)"
-        )
-    if "nvidia-smi-q" not in found:
-        content.problems.append(
-            "no 'nvidia-smi --query' output in the report (a --safe-mode run, or nvidia-smi failed)"
+            "(nvidia-smi --query, dmesg, the kernel-log scan, /proc/driver/nvidia/version, the versions "
+            "table, nvlink --status, Fabric Manager)"
         )
     for kind, (command, body) in sorted(found.items()):
         content.outputs.append(Output(kind, body, command, note=SOURCE))
+    content.outputs.extend(kernel)
+    if table:
+        content.outputs.append(
+            Output(
+                "versions",
+                table,
+                "nvidia-bug-report.sh versions table",
+                name="versions-table.txt",
+                note=SOURCE,
+            )
+        )
+    content.problems.extend(notes)
+    have = {o.kind for o in content.outputs}
+    safe = safe_mode(blocks[0], text)
+    unread: list[str] = []
+    for section, why in skipped_sections(text, blocks):
+        kinds = next((k for pattern, k in _SKIP_KINDS if pattern.search(section)), ())
+        if not kinds:
+            unread.append(f"{section} ({why})" if why else section)
+        for kind in kinds:
+            if kind not in have and all(a.kind != kind for a in content.absent):
+                code = m.group(1) if (m := _EXIT.search(why)) else "-"
+                content.absent.append(
+                    Absent(kind, f"{SOURCE}: {why or section + ' skipped'}", exit_code=code)
+                )
+    if safe:
+        for kind in ("nvidia-smi-q", "nvidia-smi-nvlink"):
+            if kind not in have and all(a.kind != kind for a in content.absent):
+                content.absent.append(Absent(kind, SAFE_MODE_NOTE))
+    if "nvidia-smi-q" not in have:
+        skipped = next((a.note for a in content.absent if a.kind == "nvidia-smi-q"), "")
+        skipped = skipped.removeprefix(f"{SOURCE}: ")
+        if safe:
+            content.problems.append(
+                "no 'nvidia-smi --query' output: the report was written with --safe-mode, which skips "
+                "nvidia-smi (and the GPUs' information files and InfiniBand)"
+            )
+        elif skipped:
+            content.problems.append(f"no 'nvidia-smi --query' output: the script skipped it ({skipped})")
+        else:
+            content.problems.append(
+                "no 'nvidia-smi --query' output in the report (a --safe-mode run, or nvidia-smi failed)"
+            )
+    if unread:
+        content.problems.append(
+            "the script skipped or failed sections hptriage does not read: " + "; ".join(unread)
+        )
     return content
 
 
@@ -286,6 +577,7 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         source_file=path.name,
         facts=content.facts,
         outputs=content.outputs,
+        absent=list(content.absent),
     )
     layout.not_carried(NOT_CARRIED + ("nvidia-smi-nvlink", "fabricmanager"), NOT_CARRIED_NOTE)
     return Converted([write_node(dest / "node", layout)], problems=problems + content.problems)
