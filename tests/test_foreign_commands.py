@@ -85,3 +85,25 @@ def test_parse_of_a_directory_is_a_clear_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["parse", str(tmp_path)])
     assert result.exit_code == 2
     assert "is a directory" in result.output and "Traceback" not in result.output
+
+
+def test_bug_reports_in_per_node_folders_are_one_cluster(tmp_path: Path) -> None:
+    """``case/<node>/nvidia-bug-report.log`` (one folder per node, as users gather them): the nodes are
+    judged together, and the planted Xid lands on its node."""
+    (tmp_path / "src").mkdir()
+    _, with_xid = _two_snapshots(tmp_path / "src")
+    case = tmp_path / "case"
+    for name in ("gpu-node-a", "gpu-node-b", "gpu-node-c"):
+        (case / name).mkdir(parents=True)
+        source = with_xid if name == "gpu-node-b" else FIXTURE
+        (case / name / "nvidia-bug-report.log").write_text(source.read_text().replace(HOST, name))
+    (case / "gpu-node-a" / "notes.txt").write_text("drained on Monday\n")  # a loose file beside it
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(cli, ["analyze", str(case), "--json", str(out), "-q", "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    assert "clusters in" not in result.output, "one folder of per-node folders is one cluster"
+    report = json.loads(out.read_text())
+    assert sorted(n["node"] for n in report["nodes"]) == ["gpu-node-a", "gpu-node-b", "gpu-node-c"]
+    xids = [f["node"] for f in report["findings"] if f["rule"] == "gpu.xid.fallen_off_bus"]
+    assert xids == ["gpu-node-b"]
+    assert report["verdict"]["worst_nodes"][0]["node"] == "gpu-node-b"

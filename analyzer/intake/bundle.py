@@ -181,7 +181,7 @@ def _discover(
             return
         kind = foreign.detect(path)
         if kind is not None:  # a folder another tool wrote (the HyperPod issue report's)
-            _convert_foreign(kind, path, display, workdir, limits, found, folder, parent)
+            _convert_foreign(kind, path, display, workdir, limits, found, folder, parent, depth)
             return
         if depth == 0 and path.name == "extra":
             found.extras.append(ExtraSource(path, display, folder=_holder(found, path, None)))
@@ -219,7 +219,7 @@ def _discover(
         peek = peek_tar(path)
         kind = foreign.detect(path) if peek.shape != "node" else None
         if kind is not None:  # a tarball another tool wrote (the EKS log collector's)
-            _convert_foreign(kind, path, display, workdir, limits, found, folder, parent)
+            _convert_foreign(kind, path, display, workdir, limits, found, folder, parent, depth)
         elif peek.shape == "node":
             holder = folder or _holder(found, path, parent)
             found.nodes.append(NodeSource(path, True, display, folder=holder))
@@ -241,7 +241,7 @@ def _discover(
         return
     kind = foreign.detect(path)
     if kind is not None:
-        _convert_foreign(kind, path, display, workdir, limits, found, folder, parent)
+        _convert_foreign(kind, path, display, workdir, limits, found, folder, parent, depth)
         return
     claimed = foreign.named_like(path)
     if claimed is not None:
@@ -259,10 +259,13 @@ def _convert_foreign(
     found: Discovery,
     folder: str | None,
     parent: tuple[str, Path] | None,
+    depth: int,
 ) -> None:
     """An input another tool wrote (analyzer.intake.foreign), laid out under workdir as node bundles
     (and extra/ folders for its cluster-wide files).  An input of several nodes (a HyperPod issue
-    report) is a cluster folder of its own; one of one node belongs where it lies."""
+    report) is a cluster folder of its own.  One of one node belongs where it lies; lying alone in a
+    folder found below an input (``case/node-a/nvidia-bug-report.log.gz``), that folder is the node's,
+    as a node bundle's directory is, and the cluster folder is the one above it."""
     dest = workdir / f"foreign-{len(list(workdir.iterdir())):04d}"
     converted = foreign.convert(kind, path, dest, limits)
     for r in converted.refusals:
@@ -276,6 +279,8 @@ def _convert_foreign(
         holder = folder
     elif len(converted.nodes) > 1 or converted.extras:
         holder = _folder(found, display)
+    elif parent is not None and depth >= 2 and _alone(path, parent[1]):
+        holder = _folder(found, _parent_display(parent[0], parent[1].name))
     else:
         holder = _holder(found, path, parent)
     for node_dir in converted.nodes:
@@ -299,6 +304,29 @@ def _node_display(display: str, node_dir: Path, converted: foreign.Converted) ->
     except OSError:
         pass
     return f"{display}!{node_dir.name}"
+
+
+def _alone(path: Path, directory: Path) -> bool:
+    """Whether ``path`` is the only node input in ``directory`` (no other bundle, tarball or input
+    another tool wrote beside it; loose files may be)."""
+    try:
+        siblings = [c for c in directory.iterdir() if c != path]
+    except OSError:
+        return False
+    return not any(
+        c.is_dir() or c.is_symlink() or is_tarball(c) or foreign.detect(c) is not None for c in siblings
+    )
+
+
+def _parent_display(display: str, name: str) -> str:
+    """The display path of the folder holding ``display`` (whose last part is ``name``).
+
+    >>> _parent_display("case/node-a", "node-a"), _parent_display("c.tar.gz!node-a", "node-a")
+    ('case', 'c.tar.gz!')
+    """
+    if display.endswith("!" + name):
+        return display[: -len(name)]
+    return display.rstrip("/").removesuffix(name).rstrip("/") or "."
 
 
 def _is_extra(child: Path) -> bool:
