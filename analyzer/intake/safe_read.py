@@ -5,14 +5,17 @@ they have an absolute name or ``..``, are links, devices or FIFOs, exceed the pe
 bundle over its total cap, or expand implausibly (compression ratio).  Python's extraction filters
 (PEP 706) are not relied on: they are missing from some distribution Pythons still in use, and this
 module never calls ``extract`` at all.  A refused member is reported; reading continues.  A truncated
-or corrupt archive keeps every member read before the damage.
+or corrupt archive keeps every member read before the damage.  Zip archives (:func:`iter_zip`) are read
+with the same contract and caps.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import struct
 import tarfile
+import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -122,6 +125,140 @@ def _library_filter(info: tarfile.TarInfo) -> str | None:
     except tarfile.TarError as exc:  # FilterError and its subclasses
         return f"refused by the tar data filter: {exc}"
     return None
+
+
+_ZIP_CHUNK = 1024 * 1024
+#: compression methods read: zipfile inflates these in bounded steps (bzip2 and LZMA it expands one
+#: read of compressed bytes whole, so a bomb could go past the cap in one call: they are refused)
+_ZIP_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
+_EOCD = b"PK\x05\x06"
+_EOCD64_LOCATOR = b"PK\x06\x07"
+_EOCD64 = b"PK\x06\x06"
+
+
+def zip_entry_count(fh: BinaryIO) -> int | None:
+    """The member count a zip's end of central directory declares (zip64 too), read before
+    ``zipfile`` loads the whole directory into memory; None when there is no such record."""
+    fh.seek(0, os.SEEK_END)
+    size = fh.tell()
+    start = max(0, size - (22 + 65535))
+    fh.seek(start)
+    tail = fh.read()
+    at = tail.rfind(_EOCD)
+    if at < 0 or at + 22 > len(tail):
+        return None
+    count: int = struct.unpack_from("<H", tail, at + 10)[0]
+    if count != 0xFFFF or at < 20 or tail[at - 20 : at - 16] != _EOCD64_LOCATOR:
+        return count
+    offset: int = struct.unpack_from("<Q", tail, at - 20 + 8)[0]
+    fh.seek(offset)
+    record = fh.read(56)
+    if len(record) < 40 or record[:4] != _EOCD64:
+        return count
+    count64: int = struct.unpack_from("<Q", record, 32)[0]
+    return count64
+
+
+def iter_zip(
+    path: Path,
+    limits: Limits,
+    refusals: list[Refusal],
+    errors: list[str],
+    select: Callable[[str], bool] | None = None,
+) -> Iterator[tuple[str, bytes]]:
+    """Yield (member path, content) for the safe regular files of a zip, with :func:`iter_tar`'s
+    contract and caps: a member with an unsafe name, a link (a Unix mode of S_IFLNK in its external
+    attributes), a device or FIFO, an encrypted member, one compressed with another method than stored
+    or deflate, or one over the per-file cap by its declared or its actual size is refused; the member
+    count, the total size and the expansion ratio stop reading.  Members are inflated in bounded steps,
+    so a bomb never expands past the cap; a member whose data is damaged (CRC) is refused.  ``select``
+    (a member path -> read it?) as in :func:`iter_dir`: every member is still checked and its declared
+    size counted, only the selected ones are read."""
+    total = 0
+    consumed = 0  # compressed bytes of the members read
+    try:
+        with open(path, "rb") as raw:
+            declared = zip_entry_count(raw)
+            if declared is not None and declared > limits.max_members:
+                errors.append(f"{declared} members, more than {limits.max_members}; not read")
+                return
+            raw.seek(0)
+            with zipfile.ZipFile(raw) as archive:
+                for count, info in enumerate(archive.infolist(), start=1):
+                    if count > limits.max_members:
+                        errors.append(f"more than {limits.max_members} members; the rest was not read")
+                        return
+                    name = safe_member_name(info.filename)
+                    if name is None:
+                        refusals.append(Refusal(info.filename, "unsafe name (absolute path or '..')"))
+                        continue
+                    if info.is_dir():
+                        continue
+                    mode = info.external_attr >> 16
+                    if stat.S_ISLNK(mode):
+                        refusals.append(Refusal(name, "link not followed"))
+                        continue
+                    if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
+                        refusals.append(Refusal(name, "not a regular file (device, FIFO or other)"))
+                        continue
+                    if info.flag_bits & 0x1:
+                        refusals.append(Refusal(name, "encrypted member not read"))
+                        continue
+                    if info.compress_type not in _ZIP_METHODS:
+                        refusals.append(
+                            Refusal(
+                                name, f"compression method {info.compress_type} not read (stored, deflate)"
+                            )
+                        )
+                        continue
+                    if info.file_size > limits.max_file_bytes:
+                        refusals.append(Refusal(name, f"{info.file_size} bytes exceeds the per-file cap"))
+                        continue
+                    if total + info.file_size > limits.max_bundle_bytes:
+                        errors.append("archive exceeds the total size cap; the rest was not read")
+                        return
+                    if select is not None and not select(name):
+                        total += info.file_size
+                        continue
+                    data, refused = _read_zip_member(archive, info, limits)
+                    if refused:
+                        refusals.append(Refusal(name, refused))
+                        continue
+                    total += len(data)
+                    consumed += info.compress_size
+                    if total > limits.max_bundle_bytes:
+                        errors.append("archive exceeds the total size cap; the rest was not read")
+                        return
+                    if total > limits.ratio_floor_bytes and total / max(consumed, 1) > limits.max_ratio:
+                        errors.append(
+                            f"expansion ratio {total / max(consumed, 1):.0f}:1 is implausible; reading stopped"
+                        )
+                        return
+                    yield name, data
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error, OSError, struct.error) as exc:
+        errors.append(f"zip archive damaged: {exc or type(exc).__name__}")
+
+
+def _read_zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, limits: Limits) -> tuple[bytes, str]:
+    """A member's bytes read in bounded steps, or the reason it was not read: over the per-file cap by
+    its actual size (a header may lie), an implausible expansion, damaged data."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        with archive.open(info) as member:
+            while True:
+                chunk = member.read(_ZIP_CHUNK)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if size > limits.max_file_bytes:
+                    return b"", f"more than {limits.max_file_bytes} bytes (the per-file cap) when read"
+                if size > limits.ratio_floor_bytes and size / max(info.compress_size, 1) > limits.max_ratio:
+                    return b"", f"expands more than {limits.max_ratio:g} times; not read"
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError, OSError) as exc:
+        return b"", f"damaged or unreadable member: {exc or type(exc).__name__}"
+    return b"".join(chunks), ""
 
 
 def iter_dir(
