@@ -23,7 +23,9 @@ The command outputs are real ones from tests/fixtures: ``nvidia-smi`` is
 nvidia-smi/della-h100-545-narrow-busid.txt, ``df`` is df/jc-ubuntu-18.04-df.out (plain ``df``) and
 df/jc-ubuntu-18.04-df-h.out (``df -h``), the kernel log with Xid 79 is
 dmesg/gpud-870-dmesg-decode-iso-comma-xid79.txt, the other nodes' kernel log is
-dmesg/amzn-308-dmesg-efa-driver-v2.6.0g.txt, and the bug report is the real excerpt in
+dmesg/amzn-308-dmesg-efa-driver-v2.6.0g.txt, the EKS node's ``dmesg --ctime`` is
+dmesg/derived-gpud-readme-xid-redacted-pci.txt, a ``--command "nvidia-smi -q"`` output is
+nvidia-smi-q/della-h100-545-single-no-blank-after-banner.txt, and the bug report is the real excerpt in
 tests/fixtures/nvidia-bug-report, gzipped one member per section as its script's ``gzip -c >>``
 writes it.  Cluster names, instance ids, host names, times and the summary's error text are made up.
 """
@@ -58,6 +60,8 @@ DF = FIXTURES / "df" / "jc-ubuntu-18.04-df.out"
 DF_H = FIXTURES / "df" / "jc-ubuntu-18.04-df-h.out"
 XID79 = FIXTURES / "dmesg" / "gpud-870-dmesg-decode-iso-comma-xid79.txt"
 CLEAN = FIXTURES / "dmesg" / "amzn-308-dmesg-efa-driver-v2.6.0g.txt"
+DMESG_HUMAN = FIXTURES / "dmesg" / "derived-gpud-readme-xid-redacted-pci.txt"
+SMI_Q = FIXTURES / "nvidia-smi-q" / "della-h100-545-single-no-blank-after-banner.txt"
 SEP = b"_" * 44 + b"\n"
 
 CLUSTER = "ml-cluster"
@@ -322,6 +326,68 @@ def test_table_without_bug_report_is_no_nvidia_smi_q(tmp_path: Path) -> None:
     assert (converted.node_dir / "cmd" / "nvidia-smi.txt").read_bytes() == SMI.read_bytes()
 
 
+def test_eks_instance_reads_the_extracted_eks_logs(tmp_path: Path) -> None:
+    """An EKS node: no dmesg_T.txt nor bug report at the top; the EKS log collector's tarball extracted
+    into eks-logs/ (its members ./kernel/... land as eks-logs/kernel/...); a --command output."""
+    group, iid = "gpu-group", "i-0eeeeeeeeeeeeeee5"
+    files = {
+        "instance_group.txt": f"{group}\n".encode(),
+        "instance_id.txt": f"{iid}\n".encode(),
+        "cluster_type.txt": b"eks\n",
+        "hostname.txt": b"hyperpod-i-0eeeeeeeeeeeeeee5\n",
+        "timestamp.txt": b"Mon Jan 26 14:30:25 UTC 2026\n",
+        "nvidia_smi.txt": SMI.read_bytes(),
+        "disk_usage.txt": DF.read_bytes(),
+        "kubelet_status.txt": b"* kubelet.service - Kubernetes Kubelet\n",
+        "eks-log-collector-output.txt": b"Trying to archive gathered information...\n",
+        "eks-logs/kernel/dmesg.human.current": DMESG_HUMAN.read_bytes(),
+        "eks-logs/kernel/dmesg.current": XID79.read_bytes(),
+        "eks-logs/kernel/uname.txt": b"Linux ip-10-3-1-5 5.10.230 #1 SMP x86_64 GNU/Linux\n",
+        "eks-logs/system/availability-zone.txt": b"us-west-2b\n",
+        "eks-logs/gpu/nvidia-bug-report.log.gz": _bug_report_gz(),
+        "command_01_df_-h.txt": DF_H.read_bytes(),
+        "command_02_nvidia-smi_-q.txt": SMI_Q.read_bytes(),
+    }
+    root = tmp_path / "r"
+    (root / "instances").mkdir(parents=True)
+    _instance_tarball(root / "instances" / f"{group}_{iid}.tar.gz", group, iid, files)
+    (root / "summary.json").write_bytes(
+        _summary([{"InstanceId": iid, "NodeGroup": group, "Success": True, "Output": "", "ElapsedTime": 1.0}])
+    )
+    converted = hir.convert(root, tmp_path / "w", Limits())
+    assert converted.node_dir is not None and not converted.refusals
+    cmd = converted.node_dir / "cmd"
+    assert (cmd / "dmesg.txt").read_bytes() == DMESG_HUMAN.read_bytes(), "dmesg --ctime, and only it"
+    assert sorted(p.name for p in cmd.iterdir()) == [
+        "df.txt",
+        "dmesg.txt",
+        "nvidia-smi-q.txt",
+        "nvidia-smi.txt",
+        "versions.txt",
+    ], "the bug report's -q; the --command outputs add no second df or nvidia-smi-q"
+    meta = dict(line.split("=", 1) for line in (converted.node_dir / "meta.env").read_text().splitlines())
+    assert meta["node"] == "hyperpod-i-0eeeeeeeeeeeeeee5" and meta["cluster_type"] == "eks"
+    assert meta["availability_zone"] == "us-west-2b" and meta["instance_id"] == iid
+
+
+def test_command_output_fills_a_missing_kind(tmp_path: Path) -> None:
+    files = _instance_files(*SICK[:2], SICK[2], CLEAN)
+    del files["nvidia-bug-report.log.gz.gz"]
+    files["command_01_nvidia-smi_-q.txt"] = SMI_Q.read_bytes()
+    root = tmp_path / "r"
+    (root / "instances").mkdir(parents=True)
+    _instance_tarball(root / "instances" / f"{SICK[0]}_{SICK[1]}.tar.gz", SICK[0], SICK[1], files)
+    (root / "summary.json").write_bytes(
+        _summary(
+            [{"InstanceId": SICK[1], "NodeGroup": SICK[0], "Success": True, "Output": "", "ElapsedTime": 1.0}]
+        )
+    )
+    converted = hir.convert(root, tmp_path / "w", Limits())
+    assert converted.node_dir is not None
+    assert (converted.node_dir / "cmd" / "nvidia-smi-q.txt").read_bytes() == SMI_Q.read_bytes()
+    assert hir.SMI_TABLE_NOTE not in (converted.node_dir / "manifest.tsv").read_text()
+
+
 # -- the older layout ----------------------------------------------------------------------------------
 def test_older_layout_zip(tmp_path: Path) -> None:
     zipped = _old_report(tmp_path)
@@ -333,6 +399,15 @@ def test_older_layout_zip(tmp_path: Path) -> None:
     assert "ip-10-2-109-13" in nodes, "the head node is read too; it carries no GPU output"
     converted = hir.convert(zipped, tmp_path / "w", Limits())
     assert len(converted.nodes) == 3 and not converted.refusals
+    folder = tmp_path / "old" / "hyperpod_issue_report_20240823_023724"
+    assert hir.detect(folder), "the zip's folder, unpacked"
+    unpacked = hir.convert(folder, tmp_path / "w2", Limits())
+    assert sorted(p.name for p in unpacked.nodes) == sorted(p.name for p in converted.nodes)
+    worker = next(p for p in unpacked.nodes if "ip-10-2-123-231" in (p / "meta.env").read_text())
+    assert (worker / "cmd" / "dmesg.txt").read_bytes() == XID79.read_bytes()
+    assert {"nvidia-smi.txt", "nvidia-smi-q.txt", "df.txt", "versions.txt"} <= {
+        p.name for p in (worker / "cmd").iterdir()
+    }
 
 
 def test_other_inputs_are_not_taken_for_one(tmp_path: Path) -> None:
