@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 #: How a manifest row says its kind is one the input type cannot carry (a foreign input such as an
 #: nvidia-bug-report: analyzer.intake.foreign): the kind is not examined on that node, for that reason.
 NOT_CARRIED = "not carried by"
+#: How a manifest row says a node's collection failed as a whole (an instance a HyperPod issue report
+#: names with an error): every kind is a failed probe of that node, with that reason.
+COLLECTION_FAILED = "collection failed"
 
 
 @cache

@@ -73,8 +73,9 @@ NOT_CARRIED_NOTE = "not carried by the HyperPod issue report"
 SMI_TABLE_NOTE = (
     "not carried by the HyperPod issue report: its nvidia_smi.txt is the nvidia-smi table, not -q"
 )
-#: the note of every kind of an instance the report holds nothing of, followed by why
-FAILED_NOTE = "not carried by the HyperPod issue report for this instance"
+#: the note of every kind of an instance the report holds nothing of, followed by why: failed probes
+#: whose reason the verdict names (analyzer.judge.coverage.COLLECTION_FAILED)
+FAILED_NOTE = "collection failed"
 SUMMARY = "summary.json"
 SUMMARY_KEYS = frozenset({"cluster_name", "report_id", "results"})
 INSTANCES = "instances"
@@ -467,11 +468,11 @@ def _current_nodes(report: _Report, limits: Limits) -> list[NodeLayout]:
         if iid in seen:
             continue
         group = _text(result.get("NodeGroup")) or "unknown"
-        # the verdict names a kind's reason where its note says 'not carried by ...' (coverage.NOT_CARRIED)
+        # the verdict names a kind's reason where its note says 'collection failed' (coverage.COLLECTION_FAILED)
         if result.get("Success") is True:
             why = f"{FAILED_NOTE}: tarball missing ({INSTANCES}/{group}_{iid}.tar.gz is not in the report)"
         else:
-            why = f"{FAILED_NOTE}: collection failed: {_error(result)}"
+            why = f"{FAILED_NOTE}: {_error(result)}"
         layout = NodeLayout(iid, SOURCE, f"{INSTANCES}/{group}_{iid}.tar.gz")
         layout.facts.update({k: v for k, v in common.items() if v})
         layout.facts.update({"instance_id": iid, "instance_group": group})
