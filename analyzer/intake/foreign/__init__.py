@@ -17,14 +17,19 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from analyzer.intake.foreign import eks_log_collector, hyperpod_issue_report, nvidia_bug_report
+from analyzer.intake.foreign import eks_log_collector, hyperpod_issue_report, nvidia_bug_report, sos_report
 from analyzer.intake.foreign.layout import Converted
 from analyzer.intake.safe_read import Limits
 
 __all__ = ["READERS", "Converted", "convert", "describe", "detect", "named_like", "sources"]
 
 #: every reader, in the order they are tried
-READERS: tuple[ModuleType, ...] = (eks_log_collector, hyperpod_issue_report, nvidia_bug_report)
+READERS: tuple[ModuleType, ...] = (
+    eks_log_collector,
+    hyperpod_issue_report,
+    nvidia_bug_report,
+    sos_report,
+)
 
 
 def detect(path: Path) -> str | None:

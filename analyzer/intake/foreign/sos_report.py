@@ -1,0 +1,430 @@
+"""A sos report (sosreport/sos: ``sos report``) as a node bundle.
+
+sos packs one host's report as ``sosreport-<host>[-<case>]-<date>-<random>.tar.xz`` (``.tar.gz`` with
+``--compression-type gzip``): one top directory holding the host's copied files at their own paths
+(``proc/...``, ``etc/...``), each plugin's command outputs in ``sos_commands/<plugin>/<name>``, its own
+logs in ``sos_logs/`` and, since sos 4.0, ``sos_reports/manifest.json``.  sos 4.x's tarfile writer adds
+``version.txt``, ``sos_reports`` and ``sos_logs`` first, then the whole tree in sorted order.
+
+The manifest (``components.report.plugins.<plugin>.commands``) lists every command a plugin ran:
+``exec`` (the command line), ``filepath`` (``sos_commands/<plugin>/<name>``; null when the command
+was not found, exit 126/127, and no file was written), ``return_code`` (124: timed out, the output up
+to then is kept), ``truncated`` (the output was over sos's size limit: its tail is in
+``sos_strings/<plugin>/<name>.tailed`` and the ``sos_commands`` path is a link to it) and
+``start_time`` (seconds since the epoch).  A plugin that did not run has no entry.  Without a manifest
+(sos 3.x) the outputs are found by their names: sos names an output after its command
+(:func:`mangle`).
+
+Read here (kind: plugin, command):
+
+- ``nvidia-smi-q``: nvidia, ``nvidia-smi -q``; ``nvidia-smi-nvlink``: ``nvidia-smi nvlink -s``;
+  ``nvidia-smi-csv``: ``nvidia-smi --query-gpu=... --format=csv`` (the command line goes with it);
+- ``dmesg``: kernel, ``dmesg -T``, else ``dmesg``;
+- ``df``: filesys, ``df -al -x autofs`` and ``df -aliT -x autofs`` (sos 3.x: ``df -al``, ``df -ali``);
+  ``mounts``: ``mount -l``, else the copied ``proc/mounts``;
+- ``lfs-df``: lustre, ``lfs df`` and ``lfs df -i``;
+- ``efa-ports``: infiniband, ``ibstat``, else ``ibv_devinfo -v``;
+- ``uptime``: host, ``uptime``; ``cpu-governor``: processor, ``cpupower frequency-info``, else
+  ``cpufreq-info``;
+- ``versions``: the copied ``proc/driver/nvidia/version`` (kernel plugin);
+- facts: the node from ``hostname`` (host plugin), else ``uname -a`` (kernel), else ``etc/hostname``,
+  else the tarball's name; ``kernel`` from ``uname -a``; ``instance_id``, ``instance_type`` and
+  ``az_id`` from the aws plugin (sos >= 4.10.1; IMDS ``placement/availability-zone-id``);
+  ``collected_at`` from the manifest's first command start (epoch seconds), else ``date --utc``
+  (date plugin); ``collector_version`` from the manifest's ``version``.
+
+A command that failed is written with its exit code (a timeout, 124, keeps its partial output); one
+with no output file is a manifest row with its exit code and no file (127: not installed).  A kind
+whose plugin did not run, and the kinds sos never collects in a form hptriage reads (fi_info, iostat,
+``nvidia-smi topo -m``, Fabric Manager, ``/dev/shm``, placement), are noted ``not carried by the sos
+report`` with why.
+
+Recognised by its layout: one top directory holding ``sos_reports/manifest.json``, or both
+``sos_commands/`` and ``sos_logs/`` (an extracted report, a directory holding them, is read too).
+Members are read with :func:`analyzer.intake.safe_read.iter_tar` (no links, no ``..``, the size, count
+and ratio caps).  sos keeps the host's symlinks and adds its own (``hostname``, ``uname`` at the top),
+so a refused link matters only where it stands for an output read here: such a member, and any member
+with an unsafe name, is an unread input with its reason, and is never written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from analyzer.intake.foreign.layout import Absent, Converted, NodeLayout, Output, write_node
+from analyzer.intake.safe_read import Limits, Refusal, iter_dir, iter_tar, safe_member_name
+
+SOURCE = "sos-report"
+#: the names sos gives its tarballs (a file named so but holding something else is refused)
+NAMED = re.compile(r"^sosreport-.+\.(?:tar\.(?:xz|gz|bz2)|txz|tgz)$", re.I)
+NOT_CARRIED_NOTE = "not carried by the sos report"
+MANIFEST = "sos_reports/manifest.json"
+#: kinds of our bundles sos never collects in a form hptriage reads
+NOT_CARRIED = ("fi-info", "iostat", "nvidia-smi-topo", "fabricmanager", "shm", "placement")
+QUERY_GPU = (
+    "nvidia-smi --query-gpu=gpu_name,gpu_bus_id,vbios_version,temperature.gpu,utilization.gpu,"
+    "memory.total,memory.free,memory.used,clocks.applications.graphics,clocks.applications.memory "
+    "--format=csv"
+)
+_MAX_PEEK = 100_000
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Where one kind comes from: a plugin's commands, each tried in turn (``every``: all are kept)."""
+
+    kind: str
+    plugin: str
+    commands: tuple[str, ...]
+    every: bool = False
+    #: a command line that starts so matches too (the --query-gpu fields differ between sos versions)
+    prefix: str = ""
+
+
+SPECS = (
+    Spec("nvidia-smi-q", "nvidia", ("nvidia-smi -q",)),
+    Spec("nvidia-smi-nvlink", "nvidia", ("nvidia-smi nvlink -s",)),
+    Spec("nvidia-smi-csv", "nvidia", (QUERY_GPU,), prefix="nvidia-smi --query-gpu="),
+    Spec("dmesg", "kernel", ("dmesg -T", "dmesg")),
+    Spec("df", "filesys", ("df -al -x autofs", "df -aliT -x autofs", "df -al", "df -ali"), every=True),
+    Spec("mounts", "filesys", ("mount -l",)),
+    Spec("lfs-df", "lustre", ("lfs df", "lfs df -i"), every=True),
+    Spec("efa-ports", "infiniband", ("ibstat", "ibv_devinfo -v")),
+    Spec("uptime", "host", ("uptime",)),
+    Spec("cpu-governor", "processor", ("cpupower frequency-info", "cpufreq-info")),
+)
+#: copied files read as a kind: path in the report, kind, the command it stands for, its plugin
+COPIED = (
+    ("proc/driver/nvidia/version", "versions", "cat /proc/driver/nvidia/version", "kernel"),
+    ("proc/mounts", "mounts", "cat /proc/mounts", "filesys"),
+)
+#: outputs read for facts: (plugin, command or suggested file name)
+FACT_FILES = {
+    "hostname": ("host", "hostname"),
+    "uname": ("kernel", "uname -a"),
+    "date_utc": ("date", "date --utc"),
+    "instance_id": ("aws", "aws_metadata_instance-id.txt"),
+    "instance_type": ("aws", "aws_metadata_instance-type.txt"),
+    "az_id": ("aws", "aws_metadata_placement_availability-zone-id.txt"),
+}
+_FACT_CHECK = {
+    "instance_id": re.compile(r"^i-[0-9a-f]{8,32}$"),
+    "instance_type": re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$"),
+    "az_id": re.compile(r"^[a-z]{2,5}\d*-az\d+$"),
+}
+_NAME = re.compile(r"^sosreport-(?P<host>.+?)-(?P<date>\d{4}-\d\d-\d\d)-(?P<rand>[A-Za-z0-9]+)\.")
+
+
+def mangle(command: str, name_max: int = 255) -> str:
+    """The file name sos gives a command's output (``sos.report.plugins._mangle_command``).
+
+    >>> mangle("nvidia-smi -q"), mangle("/usr/bin/lfs df -i"), mangle("df -aliT -x autofs")
+    ('nvidia-smi_-q', 'lfs_df_-i', 'df_-aliT_-x_autofs')
+    >>> mangle("nvidia-smi --query-gpu=gpu_name,gpu_bus_id --format=csv")
+    'nvidia-smi_--query-gpu_gpu_name_gpu_bus_id_--format_csv'
+    """
+    name = re.sub(r"^/(usr/|)(bin|sbin)/", "", command)
+    name = re.sub(r"[^\w\-\.\/]+", "_", name)
+    return re.sub(r"/", ".", name).strip(" ._-")[:name_max]
+
+
+def _wanted(name: str) -> bool:
+    """Whether a file of the report may be read here (the rest is only counted against the caps)."""
+    if name in (MANIFEST, "version.txt", "etc/hostname") or name in {c[0] for c in COPIED}:
+        return True
+    parts = name.split("/")
+    if len(parts) != 3 or parts[0] not in ("sos_commands", "sos_strings"):
+        return False
+    plugins = {s.plugin for s in SPECS} | {p for p, _ in FACT_FILES.values()}
+    return parts[1] in plugins
+
+
+def detect(path: Path) -> bool:
+    """Whether a directory or a tarball is a sos report, by its layout (a tarball: headers only)."""
+    if path.is_dir():
+        return not (path / "meta.env").exists() and (
+            (path / MANIFEST).is_file() or ((path / "sos_commands").is_dir() and (path / "sos_logs").is_dir())
+        )
+    if not path.is_file():
+        return False
+    top: str | None = None
+    seen: set[str] = set()
+    try:
+        with tarfile.open(path, mode="r|*") as archive:
+            for n, info in enumerate(archive):
+                if n > _MAX_PEEK:
+                    break
+                name = safe_member_name(info.name)
+                if name is None:
+                    continue  # refused on reading; the layout decides here
+                parts = name.split("/")
+                if top is None:
+                    top = parts[0]
+                if parts[0] != top or (len(parts) == 1 and not info.isdir()):
+                    return False  # one top directory, nothing beside it
+                if len(parts) > 1:
+                    if parts[1] == "meta.env":
+                        return False
+                    seen.add(parts[1])
+                    if "/".join(parts[1:]) == MANIFEST or {"sos_commands", "sos_logs"} <= seen:
+                        return True
+    except (tarfile.TarError, EOFError, zlib.error, OSError):
+        pass  # not a tarball, or damaged before the layout showed
+    return False
+
+
+@dataclass
+class _Report:
+    """The files read from one report, and what was asked of it."""
+
+    files: dict[str, bytes] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)  # sos_commands/<plugin> folders seen
+    asked: set[str] = field(default_factory=set)
+
+    def get(self, name: str) -> bytes | None:
+        self.asked.add(name)
+        return self.files.get(name)
+
+    def text(self, name: str) -> str | None:
+        data = self.get(name)
+        return None if data is None else data.decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class _Command:
+    """One command of the manifest."""
+
+    plugin: str
+    exec: str
+    filepath: str | None
+    return_code: int | None
+    truncated: bool
+    start: float | None
+
+
+def convert(path: Path, dest: Path, limits: Limits) -> Converted:
+    """Write the report at ``path`` as a node bundle under ``dest`` (a new private work directory)."""
+    refusals: list[Refusal] = []
+    errors: list[str] = []
+    report = _Report()
+    for name, data in _members(path, limits, refusals, errors):
+        parts = name.split("/")
+        if len(parts) > 2 and parts[0] == "sos_commands":
+            report.dirs.add(parts[1])
+        if _wanted(name) and name not in report.files:
+            report.files[name] = data
+    problems = list(errors)
+    manifest, ran, commands = _manifest(report, problems)
+    layout = NodeLayout("", SOURCE, path.name)
+    for spec in SPECS:
+        _read_spec(spec, report, ran, commands, layout)
+    for name, kind, command, plugin in COPIED:
+        text = report.text(name)
+        if text is not None and text.strip() and not layout.has(kind):
+            layout.add(Output(kind, text, command, note=f"{SOURCE}: {name}"))
+        elif not layout.has(kind) and not any(a.kind == kind for a in layout.absent):
+            _not_run(layout, kind, plugin, ran, report, f"no {name} in the report")
+    # refused members that stood for something read here (the rest are sos's own links, not needed)
+    missing = report.asked - set(report.files)
+    kept = [r for r in refusals if _unsafe(r) or _inside(r.path, path) in missing]
+    if not layout.outputs:
+        reason = "sos report without an output hptriage reads (no kernel log, nvidia-smi, df or mounts)"
+        return Converted(problems=problems, reason="; ".join([reason, *errors]), refusals=kept)
+    layout.facts = _facts(path, report, manifest, commands)
+    layout.node = layout.facts.get("hostname", "") or _name_host(path)
+    layout.not_carried(NOT_CARRIED, NOT_CARRIED_NOTE)
+    return Converted([write_node(dest / "node", layout)], problems=problems, refusals=kept)
+
+
+def _members(
+    path: Path, limits: Limits, refusals: list[Refusal], errors: list[str]
+) -> Iterator[tuple[str, bytes]]:
+    """(path inside the report, content) of each safe regular file: a tarball's members below its top
+    directory, or a directory's files."""
+    if path.is_dir():
+        yield from iter_dir(path, limits, refusals, errors, select=_wanted)
+        return
+    top: str | None = None
+    outside = 0
+    for name, data in iter_tar(path, limits, refusals, errors):
+        head, _, rest = name.partition("/")
+        top = top or head
+        if head != top or not rest:
+            outside += 1
+            continue
+        yield rest, data
+    if outside:
+        errors.append(f"{outside} member(s) outside the report's top directory {top!r} were not read")
+
+
+def _inside(member: str, path: Path) -> str:
+    """A refused member's path inside the report (a tarball's member names start with its top)."""
+    return member if path.is_dir() else member.partition("/")[2]
+
+
+def _unsafe(refusal: Refusal) -> bool:
+    return refusal.reason.startswith("unsafe name")
+
+
+def _manifest(report: _Report, problems: list[str]) -> tuple[dict[str, Any], set[str] | None, list[_Command]]:
+    """The manifest, the plugins that ran (None without a manifest) and every command they ran."""
+    raw = report.get(MANIFEST)
+    if raw is None:
+        return {}, None, []
+    try:
+        manifest = json.loads(raw.decode("utf-8", "replace"))
+        plugins = manifest["components"]["report"]["plugins"]
+        if not isinstance(plugins, dict):
+            raise TypeError("plugins is not an object")
+    except (ValueError, KeyError, TypeError) as exc:
+        problems.append(f"{MANIFEST} not read ({exc}); outputs found by their names")
+        return {}, None, []
+    commands = []
+    for plugin, section in plugins.items():
+        listed = section.get("commands") if isinstance(section, dict) else None
+        for cmd in listed if isinstance(listed, list) else []:
+            if not isinstance(cmd, dict) or not isinstance(cmd.get("exec"), str):
+                continue
+            code, start = cmd.get("return_code"), cmd.get("start_time")
+            commands.append(
+                _Command(
+                    str(plugin),
+                    " ".join(cmd["exec"].split()),
+                    cmd["filepath"] if isinstance(cmd.get("filepath"), str) else None,
+                    code if isinstance(code, int) else None,
+                    bool(cmd.get("truncated")),
+                    float(start) if isinstance(start, (int, float)) else None,
+                )
+            )
+    return manifest, {str(p) for p in plugins}, commands
+
+
+def _matches(spec: Spec, command: str) -> bool:
+    return command in spec.commands or bool(spec.prefix and command.startswith(spec.prefix))
+
+
+def _read_spec(
+    spec: Spec, report: _Report, ran: set[str] | None, commands: list[_Command], layout: NodeLayout
+) -> None:
+    """The outputs of one kind: from the manifest's commands, else from the files sos names so."""
+    if ran is not None:
+        found = [c for c in commands if c.plugin == spec.plugin and _matches(spec, c.exec)]
+        found.sort(key=lambda c: next((i for i, x in enumerate(spec.commands) if x == c.exec), 99))
+    else:
+        found = [
+            _Command(spec.plugin, command, f"sos_commands/{spec.plugin}/{mangle(command)}", None, False, None)
+            for command in spec.commands
+        ]
+    failed: Absent | None = None
+    for cmd in found:
+        name = cmd.filepath or ""
+        data, note = _output(report, name, cmd.truncated or ran is None, spec.plugin)
+        code = "-" if cmd.return_code is None else str(cmd.return_code)
+        if data is not None and (data.strip() or cmd.return_code not in (0, None)):
+            layout.add(
+                Output(spec.kind, data.decode("utf-8", "replace"), cmd.exec, exit_code=code, note=note)
+            )
+            if not spec.every:
+                return
+            continue
+        if ran is None or failed is not None:
+            continue
+        if cmd.filepath is None:
+            failed = Absent(spec.kind, f"sos ran {cmd.exec!r}: exit {code}, no output", code, cmd.exec)
+        elif data is None:
+            failed = Absent(
+                spec.kind, f"{name} is in the manifest but was not read from the report", code, cmd.exec
+            )
+        else:
+            failed = Absent(spec.kind, f"sos ran {cmd.exec!r}: empty output", code, cmd.exec)
+    if layout.has(spec.kind):
+        return
+    if failed is not None:
+        layout.absent.append(failed)
+        return
+    _not_run(layout, spec.kind, spec.plugin, ran, report, f"no {' / '.join(repr(c) for c in spec.commands)}")
+
+
+def _output(report: _Report, name: str, maybe_tailed: bool, plugin: str) -> tuple[bytes | None, str]:
+    """An output and its manifest note.  Over sos's size limit, the output's tail is in
+    ``sos_strings/<plugin>/<name>.tailed`` and its own path is a link to it, never read."""
+    if not name:
+        return None, SOURCE
+    tailed = f"sos_strings/{plugin}/{name.rpartition('/')[2]}.tailed"
+    data = report.files.get(name)
+    if data is None and maybe_tailed and (tail := report.get(tailed)) is not None:
+        return tail, f"{SOURCE}: over sos's size limit, its tail was kept ({tailed})"
+    return report.get(name), SOURCE
+
+
+def _not_run(
+    layout: NodeLayout, kind: str, plugin: str, ran: set[str] | None, report: _Report, what: str
+) -> None:
+    """A kind with nothing in the report: its plugin did not run, or ran without giving it."""
+    if ran is not None and plugin not in ran:
+        why = f"sos plugin {plugin} did not run"
+    elif ran is None and plugin not in report.dirs:
+        why = f"sos plugin {plugin} did not run (no sos_commands/{plugin}/)"
+    else:
+        why = f"{what} from sos plugin {plugin}"
+    layout.not_carried([kind], f"{NOT_CARRIED_NOTE}: {why}")
+
+
+def _fact_text(report: _Report, plugin: str, command: str, commands: list[_Command]) -> str:
+    """The first line of a fact's output (found by the manifest when it has the command)."""
+    names = [c.filepath for c in commands if c.plugin == plugin and c.filepath and c.exec == command]
+    names.append(f"sos_commands/{plugin}/{mangle(command)}")
+    for name in names:
+        data = report.get(name) if name else None
+        if data:
+            text = data.decode("utf-8", "replace").strip()
+            return text.splitlines()[0].strip() if text else ""
+    return ""
+
+
+def _facts(path: Path, report: _Report, manifest: dict[str, Any], commands: list[_Command]) -> dict[str, str]:
+    facts: dict[str, str] = {}
+    for key, (plugin, command) in FACT_FILES.items():
+        value = _fact_text(report, plugin, command, commands)
+        check = _FACT_CHECK.get(key)
+        if value and (check is None or check.match(value)):
+            facts[key] = value
+    uname = facts.pop("uname", "").split()
+    if len(uname) > 2:
+        facts.setdefault("hostname", uname[1])
+        facts["kernel"] = uname[2]
+    if "hostname" not in facts:
+        etc = (report.text("etc/hostname") or "").strip()
+        if etc and len(etc.split()) == 1:
+            facts["hostname"] = etc
+    starts = [c.start for c in commands if c.start is not None and c.start > 0]
+    date_utc = facts.pop("date_utc", "")
+    when: datetime | None = None
+    if starts:
+        when = datetime.fromtimestamp(min(starts), tz=timezone.utc)
+    elif date_utc:
+        try:
+            when = datetime.strptime(date_utc, "%a %b %d %H:%M:%S UTC %Y").replace(tzinfo=timezone.utc)
+        except ValueError:
+            when = None
+    if when is not None:
+        facts["collected_at"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    version = manifest.get("version")
+    if isinstance(version, str) and version:
+        facts["collector_version"] = f"sos {version}"
+    return facts
+
+
+def _name_host(path: Path) -> str:
+    """The host in the tarball's name (``sosreport-<host>[-<case>]-<date>-<random>``; a case id
+    stays with the host, as the two cannot be told apart)."""
+    m = _NAME.match(path.name)
+    return m.group("host") if m else path.name.split(".")[0]

@@ -1,0 +1,341 @@
+"""A sos report (sosreport/sos ``sos report``) read as a node bundle (analyzer.intake.foreign.sos_report).
+
+No public sos report of a GPU node exists, so each report is BUILT here as sos lays one out: one top
+directory ``sosreport-<host>-<date>-<random>``, sos 4.x's tarfile order (``version.txt``,
+``sos_reports/``, ``sos_logs/`` first, then the whole tree), ``sos_reports/manifest.json`` from
+tests/fixtures/sos-report/manifest-4.10.2-gpu-node.json (written in the shape sos's source writes),
+each command's output at the manifest's ``filepath`` (``sos_commands/<plugin>/<mangled command>``).
+The outputs are real ones from tests/fixtures: ``dmesg`` and ``dmesg -T`` are
+dmesg/gpud-870-dmesg-decode-iso-comma-xid79.txt (Xid 79 on PCI 0000:04:00), ``nvidia-smi -q`` is
+nvidia-smi-q/jp-simulator-8xh100-565-complete.txt, ``nvidia-smi nvlink -s`` is
+nvidia-smi-nvlink/h100-status-i0-18links.txt, the ``--query-gpu`` CSV is
+nvidia-smi-csv/hpc-h100-595-11cols.txt, ``df -al`` and ``df -aliT`` are df/jc-ubuntu-18.04-df.out,
+``mount -l`` is mounts/jc-ubuntu-18.04-mount.out, ``uptime`` is
+uptime/jc-ubuntu-18.04-uptime-2-days-hh-mm.txt, and ``proc/driver/nvidia/version`` is the
+``/proc/driver/nvidia/./version`` section of the real nvidia-bug-report excerpt.  The host name,
+``uname -a`` line, ``date --utc`` line and AWS metadata values are made up for the test; ``lfs df``
+timed out (exit 124, an empty output, as sos writes it).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import lzma
+import tarfile
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from analyzer.intake import foreign
+from analyzer.intake.foreign import sos_report as sos
+from analyzer.intake.load import load
+from analyzer.intake.safe_read import Limits
+from analyzer.store.tables import connect
+
+FIXTURES = Path(__file__).parent / "fixtures"
+MANIFEST = FIXTURES / "sos-report" / "manifest-4.10.2-gpu-node.json"
+DMESG = FIXTURES / "dmesg" / "gpud-870-dmesg-decode-iso-comma-xid79.txt"
+HOST = "gpu-node-07"
+TOP = f"sosreport-{HOST}-2026-01-05-qpkxdid"
+IID = "i-0a1b2c3d4e5f60718"
+OUTPUTS = {
+    "dmesg": DMESG,
+    "dmesg -T": DMESG,
+    "nvidia-smi -q": FIXTURES / "nvidia-smi-q" / "jp-simulator-8xh100-565-complete.txt",
+    "nvidia-smi nvlink -s": FIXTURES / "nvidia-smi-nvlink" / "h100-status-i0-18links.txt",
+    sos.QUERY_GPU: FIXTURES / "nvidia-smi-csv" / "hpc-h100-595-11cols.txt",
+    "df -al -x autofs": FIXTURES / "df" / "jc-ubuntu-18.04-df.out",
+    "df -aliT -x autofs": FIXTURES / "df" / "jc-ubuntu-18.04-df.out",
+    "mount -l": FIXTURES / "mounts" / "jc-ubuntu-18.04-mount.out",
+    "uptime": FIXTURES / "uptime" / "jc-ubuntu-18.04-uptime-2-days-hh-mm.txt",
+}
+MADE_UP = {
+    "hostname": f"{HOST}\n",
+    "hostname -f": f"{HOST}.ec2.internal\n",
+    "uname -a": f"Linux {HOST} 6.8.0-1021-aws #23-Ubuntu SMP Mon Dec  9 23:59:34 UTC 2024 x86_64 GNU/Linux\n",
+    "date --utc": "Mon Jan  5 08:00:02 UTC 2026\n",
+    "curl -sS  http://169.254.169.254/latest/meta-data/instance-id": IID,
+    "curl -sS  http://169.254.169.254/latest/meta-data/instance-type": "p5.48xlarge",
+    "curl -sS  http://169.254.169.254/latest/meta-data/placement/availability-zone-id": "use1-az6",
+}
+
+
+def _driver_version() -> bytes:
+    """The /proc/driver/nvidia/version section of the real bug report excerpt, as the file held it."""
+    text = (FIXTURES / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--excerpt.log").read_text()
+    section = text.split("*** /proc/driver/nvidia/./version", 1)[1].split("_" * 44, 1)[0]
+    lines = [ln for ln in section.splitlines() if ln.strip() and not ln.startswith("*** ls:")]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _manifest() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(MANIFEST.read_text())
+    return data
+
+
+def _tree(manifest: dict[str, Any] | None = None) -> dict[str, bytes]:
+    """The report's files, as sos writes them (outputs at their manifest filepath)."""
+    man = manifest or _manifest()
+    files: dict[str, bytes] = {
+        "version.txt": b"sosreport: 4.10.2\n",
+        "sos_logs/sos.log": b"2026-01-05 08:00:00,216 INFO: [sos.report:setup] executing 'sos report'\n",
+        "sos_reports/manifest.json": json.dumps(man, indent=4).encode(),
+        "proc/driver/nvidia/version": _driver_version(),
+        "etc/hostname": f"{HOST}\n".encode(),
+    }
+    for plugin in man["components"]["report"]["plugins"].values():
+        for cmd in plugin["commands"]:
+            if not cmd["filepath"]:
+                continue
+            exe = cmd["exec"]
+            if exe in OUTPUTS:
+                files[cmd["filepath"]] = OUTPUTS[exe].read_bytes()
+            elif exe in MADE_UP:
+                files[cmd["filepath"]] = MADE_UP[exe].encode()
+            elif cmd["return_code"] == 124:
+                files[cmd["filepath"]] = b""  # timed out before printing
+            else:
+                files[cmd["filepath"]] = f"(output of {exe})\n".encode()
+    return files
+
+
+def _tarball(
+    path: Path, files: dict[str, bytes], extra: list[tuple[tarfile.TarInfo, bytes]] | None = None
+) -> Path:
+    """sos 4.x's tarfile writer: version.txt, sos_reports, sos_logs first, then the whole tree sorted."""
+    mode = "w:xz" if path.name.endswith(".xz") else "w:gz"
+    with tarfile.open(path, mode) as tar:
+
+        def add(name: str) -> None:
+            info = tarfile.TarInfo(f"{TOP}/{name}")
+            info.size = len(files[name])
+            tar.addfile(info, io.BytesIO(files[name]))
+
+        first = [
+            n for n in sorted(files) if n == "version.txt" or n.startswith(("sos_reports/", "sos_logs/"))
+        ]
+        for name in first:
+            add(name)
+        top = tarfile.TarInfo(TOP)
+        top.type = tarfile.DIRTYPE
+        tar.addfile(top)
+        for name in sorted(files):
+            add(name)
+        for info, data in extra or []:
+            tar.addfile(info, io.BytesIO(data) if data else None)
+    return path
+
+
+def _analyze(tmp_path: Path, *inputs: Path) -> tuple[int, dict[str, Any], str]:
+    out = tmp_path / "f.json"
+    result = CliRunner().invoke(
+        cli,
+        [
+            "analyze",
+            *map(str, inputs),
+            "--json",
+            str(out),
+            "--db",
+            str(tmp_path / "t.duckdb"),
+            "-q",
+            "--jobs",
+            "1",
+        ],
+    )
+    return result.exit_code, (json.loads(out.read_text()) if out.exists() else {}), result.output
+
+
+def _store(tmp_path: Path, *inputs: Path) -> Any:
+    con = connect(None)
+    work = tmp_path / "work"
+    work.mkdir()
+    return load(con, list(inputs), work, Limits(), jobs=1), con
+
+
+def test_mangled_names_are_the_manifest_filepaths() -> None:
+    for plugin in _manifest()["components"]["report"]["plugins"].values():
+        for cmd in plugin["commands"]:
+            if cmd["filepath"] and not cmd["filepath"].startswith("sos_commands/aws/"):
+                assert cmd["filepath"].rpartition("/")[2] == sos.mangle(cmd["exec"])
+
+
+def test_xz_report_is_one_node_with_its_xid_finding_and_facts(tmp_path: Path) -> None:
+    path = _tarball(tmp_path / f"{TOP}.tar.xz", _tree())
+    assert foreign.detect(path) == sos.SOURCE
+    summary, con = _store(tmp_path, path)
+    assert summary.nodes == [HOST]
+    parsed = con.execute("SELECT kind FROM file WHERE node = ? AND status = 'parsed' ORDER BY 1", [HOST])
+    kinds = {k for (k,) in parsed.fetchall()}
+    assert {"dmesg", "nvidia-smi-q", "nvidia-smi-nvlink", "nvidia-smi-csv", "df", "mounts", "uptime"} <= kinds
+    assert "versions" in kinds
+    xids = con.execute(
+        "SELECT xid FROM kernel_event WHERE node = ? AND event_type = 'xid'", [HOST]
+    ).fetchall()
+    assert (79,) in xids
+    probe = con.execute(
+        "SELECT exit_code, present, command FROM probe WHERE node = ? AND kind = 'lfs-df'", [HOST]
+    )
+    assert sorted(probe.fetchall()) == [(124, True, "lfs df"), (124, True, "lfs df -i")]
+    efa = con.execute("SELECT exit_code, present FROM probe WHERE node = ? AND kind = 'efa-ports'", [HOST])
+    assert efa.fetchall() == [(127, False)]  # ibstat not installed: no file, its exit code
+
+    code, report, output = _analyze(tmp_path, path)
+    assert code == 0, output
+    findings = [f for f in report["findings"] if f["node"] == HOST]
+    xid = [f for f in findings if f["rule"].startswith("gpu.xid") and f["params"].get("xid") == 79]
+    assert xid, [f["rule"] for f in findings]
+    coverage = next(f for f in findings if f["rule"] == "bundle.coverage")
+    assert "cmd/lfs-df.txt" in coverage["params"]["timed_out"]
+    assert "cmd/efa-ports.txt" in coverage["params"]["missing_tool"]
+    not_examined = [r for r in report["verdict"]["not_examined"] if r["node"] == HOST]
+    reasons = {r["what"].split(" ")[0]: r.get("reason", "") for r in not_examined}
+    for kind in ("fi-info", "iostat", "nvidia-smi-topo", "fabricmanager"):
+        assert reasons.get(kind) == sos.NOT_CARRIED_NOTE, (kind, reasons)
+    assert reasons["cpu-governor"] == f"{sos.NOT_CARRIED_NOTE}: sos plugin processor did not run"
+    text = json.dumps(report)
+    assert IID in text and "p5.48xlarge" in text
+
+
+def test_meta_env_facts(tmp_path: Path) -> None:
+    path = _tarball(tmp_path / f"{TOP}.tar.gz", _tree())
+    converted = sos.convert(path, tmp_path / "w" / "node", Limits())
+    assert converted.node_dir is not None and not converted.refusals, converted
+    meta = dict(line.split("=", 1) for line in (converted.node_dir / "meta.env").read_text().splitlines())
+    assert meta["node"] == HOST and meta["source"] == sos.SOURCE and meta["source_file"] == path.name
+    assert (
+        meta["instance_id"] == IID and meta["instance_type"] == "p5.48xlarge" and meta["az_id"] == "use1-az6"
+    )
+    assert meta["collected_at"] == "2026-01-05T08:00:01Z"  # the first command's start (epoch seconds)
+    assert meta["kernel"] == "6.8.0-1021-aws" and meta["collector_version"] == "sos 4.10.2"
+    manifest = (converted.node_dir / "manifest.tsv").read_text()
+    assert "cmd/nvidia-smi-csv.txt\tnvidia-smi-csv\t0\t-\t" in manifest and sos.QUERY_GPU in manifest
+    assert (converted.node_dir / "cmd" / "dmesg.txt").read_bytes() == DMESG.read_bytes()
+
+
+def test_gz_and_xz_read_alike_and_a_directory_too(tmp_path: Path) -> None:
+    files = _tree()
+    xz = sos.convert(_tarball(tmp_path / f"{TOP}.tar.xz", files), tmp_path / "a" / "n", Limits())
+    gz = sos.convert(_tarball(tmp_path / f"{TOP}.tar.gz", files), tmp_path / "b" / "n", Limits())
+    folder = tmp_path / "extracted" / TOP
+    for name, data in files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    assert sos.detect(folder)
+    plain = sos.convert(folder, tmp_path / "c" / "n", Limits())
+    listings = []
+    for conv in (xz, gz, plain):
+        assert conv.node_dir is not None
+        listings.append({p.name: p.read_bytes() for p in (conv.node_dir / "cmd").iterdir()})
+    assert listings[0] == listings[1] == listings[2]
+
+
+def test_without_a_manifest_outputs_are_found_by_their_names(tmp_path: Path) -> None:
+    files = _tree()
+    del files["sos_reports/manifest.json"]
+    path = _tarball(tmp_path / f"{TOP}.tar.xz", files)
+    assert sos.detect(path)  # sos_commands/ and sos_logs/
+    converted = sos.convert(path, tmp_path / "w" / "node", Limits())
+    assert converted.node_dir is not None
+    names = {p.name for p in (converted.node_dir / "cmd").iterdir()}
+    assert {"dmesg.txt", "nvidia-smi-q.txt", "nvidia-smi-csv.txt", "df.txt", "mounts.txt"} <= names
+    meta = (converted.node_dir / "meta.env").read_text()
+    assert f"node={HOST}\n" in meta and "collected_at=2026-01-05T08:00:02Z\n" in meta  # date --utc
+
+
+def test_plugin_that_did_not_run_is_not_carried_with_that_reason(tmp_path: Path) -> None:
+    manifest = _manifest()
+    del manifest["components"]["report"]["plugins"]["nvidia"]
+    files = {n: d for n, d in _tree(manifest).items() if not n.startswith("proc/driver/")}
+    converted = sos.convert(_tarball(tmp_path / f"{TOP}.tar.xz", files), tmp_path / "w" / "n", Limits())
+    assert converted.node_dir is not None
+    rows = (converted.node_dir / "manifest.tsv").read_text().splitlines()
+    smi = next(r.split("\t") for r in rows if r.startswith("cmd/nvidia-smi-q.txt"))
+    assert smi[7] == f"{sos.NOT_CARRIED_NOTE}: sos plugin nvidia did not run"
+
+
+def test_truncated_output_is_read_from_its_tail(tmp_path: Path) -> None:
+    manifest = _manifest()
+    for cmd in manifest["components"]["report"]["plugins"]["kernel"]["commands"]:
+        if cmd["exec"] == "dmesg -T":
+            cmd["truncated"] = True
+    files = _tree(manifest)
+    del files["sos_commands/kernel/dmesg_-T"]
+    files["sos_strings/kernel/dmesg_-T.tailed"] = DMESG.read_bytes()
+    link = tarfile.TarInfo(f"{TOP}/sos_commands/kernel/dmesg_-T")
+    link.type, link.linkname = tarfile.SYMTYPE, "../../sos_strings/kernel/dmesg_-T.tailed"
+    path = _tarball(tmp_path / f"{TOP}.tar.xz", files, [(link, b"")])
+    converted = sos.convert(path, tmp_path / "w" / "n", Limits())
+    assert converted.node_dir is not None and not converted.refusals  # sos's own link is not needed
+    row = next(
+        r for r in (converted.node_dir / "manifest.tsv").read_text().splitlines() if r.startswith("cmd/dmesg")
+    )
+    assert "dmesg -T" in row and "tail was kept" in row
+
+
+def test_escaping_member_and_link_are_unread_inputs(tmp_path: Path) -> None:
+    files = _tree()
+    del files["sos_commands/kernel/dmesg_-T"]
+    evil = tarfile.TarInfo(f"{TOP}/../escaped.txt")
+    evil.size = 5
+    link = tarfile.TarInfo(f"{TOP}/sos_commands/kernel/dmesg_-T")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/shadow"
+    harmless = tarfile.TarInfo(f"{TOP}/etc/localtime")
+    harmless.type, harmless.linkname = tarfile.SYMTYPE, "/usr/share/zoneinfo/UTC"
+    path = _tarball(tmp_path / f"{TOP}.tar.xz", files, [(evil, b"x" * 5), (link, b""), (harmless, b"")])
+    summary, con = _store(tmp_path, path)
+    assert summary.nodes == [HOST]  # the rest is read: plain dmesg stands in
+    assert not list(tmp_path.rglob("escaped.txt"))
+    xids = con.execute("SELECT xid FROM kernel_event WHERE event_type = 'xid'").fetchall()
+    assert (79,) in xids
+    code, report, output = _analyze(tmp_path, path)
+    assert code == 5, output
+    unread = json.dumps(report["verdict"])
+    assert f"{path}!{TOP}/../escaped.txt" in unread or f"{TOP}/../escaped.txt" in unread
+    assert f"!{TOP}/sos_commands/kernel/dmesg_-T" in unread and "not followed" in unread
+    assert "etc/localtime" not in unread  # a host symlink sos kept, not something read here
+
+
+def test_xz_bomb_stops_at_the_caps(tmp_path: Path) -> None:
+    files = _tree()
+    bomb = tarfile.TarInfo(f"{TOP}/sos_commands/kernel/dmesg")
+    size = 8 * 1024**2
+    bomb.size = size
+    path = tmp_path / f"{TOP}.tar.xz"
+    with lzma.open(path, "wb", preset=1) as raw, tarfile.open(fileobj=raw, mode="w|") as tar:
+        for name in ("version.txt", "sos_logs/sos.log", "sos_reports/manifest.json"):
+            info = tarfile.TarInfo(f"{TOP}/{name}")
+            info.size = len(files[name])
+            tar.addfile(info, io.BytesIO(files[name]))
+
+        class Zeros(io.RawIOBase):
+            left = size
+
+            def readinto(self, b: Any) -> int:
+                n = min(len(b), self.left)
+                b[:n] = bytes(n)
+                self.left -= n
+                return n
+
+        tar.addfile(bomb, Zeros())
+    assert path.stat().st_size < 64 * 1024  # a few kB expanding to 8 MiB
+    converted = sos.convert(path, tmp_path / "w" / "n", Limits(ratio_floor_bytes=1024**2))
+    assert converted.node_dir is None  # reading stopped before the bomb was kept
+    assert "expansion ratio" in converted.reason and "implausible" in converted.reason
+    capped = sos.convert(path, tmp_path / "w2" / "n", Limits(max_file_bytes=1024**2))
+    refused = [r for r in capped.refusals if r.path.endswith("sos_commands/kernel/dmesg")]
+    assert refused and "per-file cap" in refused[0].reason  # refused on its header, never expanded
+
+
+def test_other_tarballs_and_names(tmp_path: Path) -> None:
+    other = tmp_path / "logs.tar.xz"
+    with tarfile.open(other, "w:xz") as tar:
+        for name in ("a/sos_commands/x", "b/sos_logs/y"):  # two top directories
+            info = tarfile.TarInfo(name)
+            tar.addfile(info, io.BytesIO(b""))
+    assert not sos.detect(other)
+    assert sos.NAMED.search(f"{TOP}.tar.xz") and sos.NAMED.search("sosreport-h-01234567-2026-01-05-ab.tar.gz")
+    assert not sos.NAMED.search("report.tar.xz")
+    assert sos._name_host(Path(f"{TOP}.tar.xz")) == HOST
