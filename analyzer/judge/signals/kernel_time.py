@@ -6,9 +6,9 @@ Seconds since boot become a wall time when the node's bundle says when it was co
 ``collected_at``, UTC) and how long the host had been up then (``host_uptime``: ``/proc/uptime``, else
 procps ``uptime``): boot = collected_at - uptime, wall = boot + stamp.  The probes run a few seconds
 after ``collected_at``, so a computed time can be early by that much; procps ``uptime`` prints minutes
-at best, so a time computed from it is marked approximate.  A stamp later than the uptime (a log of an
-earlier boot) is not converted.  ``--reltime`` stamps (``[+0.000316]``) and syslog lines without a year
-stay as printed.
+at best, so a time computed from it is marked approximate.  A stamp later than the uptime, or of a log
+the parser says is of an earlier boot (``boot`` below 0), is not converted.  ``--reltime`` stamps
+(``[+0.000316]``) and syslog lines without a year stay as printed.
 
 Used by gpu.xid, gpu.xid.fallen_off_bus and the host kernel-event rules (panic, OOM, hung task, AER):
 they select :func:`stamp_sql` per event and map it with :meth:`KernelClock.at`; messages print
@@ -47,7 +47,7 @@ def stamp_sql(alias: str = "") -> str:
     or ``arg_min(<it>, line)`` for the first of a group (a struct is never NULL, so the first line's
     stamp is kept even when it has no time)."""
     p = f"{alias}." if alias else ""
-    return f"{{'ts': {p}ts, 'uptime_s': {p}uptime_s, 'raw': {p}ts_raw}}"
+    return f"{{'ts': {p}ts, 'uptime_s': {p}uptime_s, 'raw': {p}ts_raw, 'boot': {p}boot}}"
 
 
 @dataclass(frozen=True)
@@ -132,6 +132,9 @@ class KernelClock:
         if up is None:
             return KernelTime(None, raw, None)
         clock = self._boots.get(bundle_id or "")
+        boot = stamp.get("boot")
+        if boot is not None and int(boot) < 0:  # seconds since an earlier boot: its start is not known
+            return KernelTime(None, raw, None, since_boot=True)
         if clock is None or float(up) > clock[1] + 1:  # no uptime, or stamped after it: an earlier boot
             return KernelTime(None, raw, None, since_boot=True)
         collected, uptime, source = clock

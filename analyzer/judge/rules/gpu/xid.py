@@ -18,7 +18,12 @@ catalog is a warning that says so.  An Xid line whose device the log does not gi
 redacted ``Xid (PCI:...)``, ``Xid (GPU3)``) is still judged, on the node: the finding says the GPU is
 unknown, or names it by the driver's number (``GPU3``, which need not be nvidia-smi's index).  False
 positives: application-class Xids (13, 31, 43, 45) usually
-come from the job's own code; they are info unless they recur on one GPU.
+come from the job's own code; they are info unless they recur on one GPU.  The same event found in two
+logs of one bundle (a bug report's dmesg, journal and /var/log/messages) counts once
+(``analyzer.judge.signals.kernel_events``); events of a log of an earlier boot (``journalctl -b -1``) are
+a finding of their own that says "in a previous boot (boot -1)", with ``params["boot"]``, at warning for
+a hardware Xid (48, 79, 94, 95, CONTACT_SUPPORT investigations) and info for the others: the reboot
+since has done the reset or restart their immediate action asks for.
 Reference: NVIDIA Xid catalog, docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html
 (docs/sources.md#xid-catalog).
 """
@@ -31,6 +36,16 @@ from typing import Any
 from analyzer.judge.engine import Context, RuleInfo
 from analyzer.judge.findings import Finding, Route, Severity
 from analyzer.judge.signals.gpus import GPU_BY_PCI
+from analyzer.judge.signals.kernel_events import (
+    HARDWARE_INVESTIGATION,
+    HARDWARE_XIDS,
+    boot_words,
+    columns_sql,
+    distinct,
+    previous_boot,
+    previous_boot_action,
+    previous_boot_severity,
+)
 from analyzer.judge.signals.kernel_time import KernelClock, span, stamp_sql
 from analyzer.judge.xid_catalog import assess, worst, xid_entry
 
@@ -38,7 +53,7 @@ RULE = RuleInfo(
     id="gpu.xid",
     title="Xid errors in the kernel log",
     severity=Severity.CRITICAL,
-    version=2,  # 2: actions and severities follow NVIDIA's Xid catalog buckets
+    version=3,  # 3: an event in several logs counts once; events of earlier boots are findings of their own
     requires=("kernel_event",),
     passed="no Xid in the kernel log (Xid 79 is judged apart)",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "follow the Xid catalog action of each code"),
@@ -46,7 +61,10 @@ RULE = RuleInfo(
         "Critical for an Xid whose immediate action is a GPU reset or machine restart (the GPU cannot run "
         "work until then); warning for restart-the-application and contact-support codes, info for IGNORE "
         "and codes unused on this generation, one step up when the same Xid recurs on a GPU, and at most "
-        "warning when the Xid that caused it is missing from the log. Source: NVIDIA Xid catalog "
+        "warning when the Xid that caused it is missing from the log. Logged only in an earlier boot: "
+        "warning for an Xid that points at the hardware (48, 79, 94, 95, or CONTACT_SUPPORT / Xid 48 "
+        "investigations), info for the others, since the reboot since did the reset or restart the "
+        "immediate action asks for (ours). Source: NVIDIA Xid catalog "
         "(docs.nvidia.com/deploy/xid-errors), its immediate and investigatory resolution buckets."
     ),
 )
@@ -86,13 +104,13 @@ def check(ctx: Context) -> Iterable[Finding]:
     rows = ctx.rows(
         f"""
         WITH g AS ({GPU_BY_PCI})
-        SELECT e.bundle_id, e.node, e.pci, e.gpu_index, e.xid, e.caused_by_xid, e.line, e.source_file,
-               e.message, g.gpu, {stamp_sql("e")} AS stamp
+        SELECT {columns_sql("e")}, e.caused_by_xid, g.gpu, {stamp_sql("e")} AS stamp
         FROM kernel_event e LEFT JOIN g ON g.bundle_id = e.bundle_id AND g.pci = e.pci
         WHERE e.event_type = 'xid'
-        ORDER BY e.bundle_id, e.node, e.pci NULLS LAST, e.gpu_index NULLS LAST, e.line
+        ORDER BY e.bundle_id, e.node, e.pci NULLS LAST, e.gpu_index NULLS LAST, e.line, e.source_file
         """
     )
+    rows = distinct(rows)
     clock = KernelClock.load(ctx)
     for r in rows:
         r["at"] = clock.at(r["bundle_id"], r["stamp"])
@@ -109,13 +127,14 @@ def check(ctx: Context) -> Iterable[Finding]:
         cause = r["caused_by_xid"]
         # fold into the cause (79 stays apart: gpu.xid.fallen_off_bus reports the cause)
         code = cause if cause not in (None, r["xid"], 79) else r["xid"]
-        key = (r["bundle_id"], r["node"], _device(r), code)
+        earlier = r["boot"] is not None and r["boot"] < 0  # logged before the node's last reboot
+        key = (r["bundle_id"], r["node"], _device(r), code, earlier)
         g = groups.setdefault(key, {"row": r, "events": [], "folded": {}})
         if code == r["xid"]:
             g["events"].append(r)
         else:
             g["folded"].setdefault(r["xid"], []).append(r)
-    for (bundle_id, node, device, code), g in groups.items():
+    for (bundle_id, node, device, code, earlier), g in groups.items():
         entry = xid_entry(code)
         events, folded = g["events"], g["folded"]
         pci, index = g["row"]["pci"], g["row"]["gpu_index"] if g["row"]["pci"] is None else None
@@ -130,7 +149,15 @@ def check(ctx: Context) -> Iterable[Finding]:
         severity = judged.severity
         if not logged and severity == Severity.CRITICAL:
             severity = Severity.WARNING  # the cause's own line is missing: not enough to drain on
-        every = sorted(events + [e for evs in folded.values() for e in evs], key=lambda e: e["line"])
+        every = sorted(
+            events + [e for evs in folded.values() for e in evs], key=lambda e: (e["source_file"], e["line"])
+        )
+        boots = previous_boot(every) if earlier else []
+        action = judged.action
+        if boots:
+            hardware = code in HARDWARE_XIDS or judged.investigatory in HARDWARE_INVESTIGATION
+            severity = previous_boot_severity(severity, hardware)
+            action = previous_boot_action(action)
         first, last = every[0], every[-1]
         gpu = g["row"]["gpu"]
         where = gpu_where(node, gpu, pci, index)
@@ -146,6 +173,8 @@ def check(ctx: Context) -> Iterable[Finding]:
             message += f"; sub-code {d['subcode']} ({d['nvidia_severity'] or 'not in the decode table'}, link {links})"
         if folded_text:
             message += f"; folded: {folded_text} caused by it"
+        if boots:
+            message += f" {boot_words(boots)}"
         if times:
             message += f" at {times}"
         evidence = [ctx.evidence(first["source_file"], first["line"])]
@@ -173,11 +202,13 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "recurring": judged.recurring,
                 "catalog_source": entry.source,
                 **({"nvlink": nvlink} if nvlink else {}),
+                **({"boot": boots[-1], "boots": boots} if boots else {}),
             },
-            route=Route(RULE.route.owner, RULE.route.target, judged.action),
+            route=Route(RULE.route.owner, RULE.route.target, action),
             evidence=evidence,
             bundle_id=bundle_id,
-            key=(code, pci) if index is None else (code, pci, index),
+            key=((code, pci) if index is None else (code, pci, index))
+            + (("previous boot",) if boots else ()),
         )
 
 
