@@ -10,6 +10,8 @@ from collections import defaultdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from analyzer.judge.signals.kernel_events import COLUMNS, distinct
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -97,19 +99,44 @@ def history(
 
 
 def _xids(con: duckdb.DuckDBPyConnection, node: str | None, since: datetime | None) -> list[dict[str, Any]]:
+    """Xids per node, GPU and code: in how many bundles, how many events.  The same event in several logs
+    of one bundle (a bug report's dmesg, journal and /var/log/messages) counts once
+    (analyzer.judge.signals.kernel_events.distinct)."""
     if not _has(con, "kernel_event"):
         return []
-    return _rows(
+    have = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'kernel_event'"
+    ).fetchall()}  # fmt: skip
+    picked = ", ".join(
+        f"k.{c}" if c in have else f"NULL AS {c}" for c in COLUMNS if c != "bundle_id"
+    )  # a store written before a column existed (boot) has it as NULL
+    rows = _rows(
         con,
         f"""
-        SELECT k.node, k.pci, k.xid, count(DISTINCT k.bundle_hash) AS bundles, count(*) AS events,
-               min(w.at) AS first_seen, max(w.at) AS last_seen
+        SELECT k.bundle_hash AS bundle_id, {picked}, min(w.at) AS at
         FROM kernel_event k JOIN {_WHEN} w USING (bundle_hash)
         WHERE k.event_type = 'xid' AND (? IS NULL OR k.node = ?) AND (? IS NULL OR w.at >= ?)
-        GROUP BY ALL ORDER BY k.node, bundles DESC, k.pci, k.xid
+        GROUP BY ALL ORDER BY k.bundle_hash, k.source_file, k.line
         """,
         [node, node, since, since],
     )
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in distinct(rows):
+        g = groups.setdefault(
+            (r["node"], r["pci"], r["xid"]),
+            {"node": r["node"], "pci": r["pci"], "xid": r["xid"], "hashes": set(), "events": 0, "at": []},
+        )
+        g["hashes"].add(r["bundle_id"])
+        g["events"] += 1
+        if r["at"] is not None:
+            g["at"].append(r["at"])
+    out = [
+        {"node": g["node"], "pci": g["pci"], "xid": g["xid"], "bundles": len(g["hashes"]), "events": g["events"],
+         "first_seen": min(g["at"], default=None), "last_seen": max(g["at"], default=None)}
+        for g in groups.values()
+    ]  # fmt: skip
+    out.sort(key=lambda x: (x["node"] or "", -x["bundles"], x["pci"] is None, x["pci"] or "", x["xid"] or 0))
+    return out
 
 
 def _gpu_trends(
