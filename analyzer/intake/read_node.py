@@ -14,6 +14,7 @@ from typing import Any
 
 import parsers
 from analyzer.intake.bundle import NodeSource, node_name, strip_top
+from analyzer.intake.foreign.layout import ORIGINS
 from analyzer.intake.meta import ManifestRow, Meta, parse_manifest, parse_meta
 from analyzer.intake.records import UnreadInput
 from analyzer.intake.safe_read import Limits, Refusal, iter_dir, iter_tar
@@ -162,6 +163,8 @@ class _NodeReader:
         self.answer_text: dict[str, tuple[str, str]] = {}
         self.seen: set[str] = set()
         self.top: str | None = None  # the top-level directory of a node tarball
+        #: output file -> (the input file it came from, its first line there): a foreign input's layout
+        self.origins: dict[str, tuple[str, int]] = {}
         node = None if cluster_id else source.location.name
         self.data = NodeData(bundle_id=cluster_id or "", node=node or "", display=source.display)
         self.cluster_wide = bool(cluster_id)  # an extra/ folder: no node of its own
@@ -182,6 +185,8 @@ class _NodeReader:
             self.manifest_lines = manifest_text.splitlines()
             for line, msg in problems:
                 self.problem("manifest.tsv", "manifest", msg, line)
+        elif name == ORIGINS:
+            self.origins = parse_origins(_text(data))
         elif name.endswith(".err") and name.startswith("cmd/"):
             self.stderr[name[:-4] + ".txt"] = _text(data[:ANSWER_HEAD])
         elif self.meta is None or self.manifest is None:
@@ -235,7 +240,7 @@ class _NodeReader:
                     )
                 else:
                     cited = path if a.stream == "stdout" else path.removesuffix(".txt") + ".err"
-                    line, text = a.line, a.text
+                    line, text = self.line_in_source(cited, a.line), a.text
                 source_file = self.source_file(cited)
                 rows.append(
                     {
@@ -309,9 +314,14 @@ class _NodeReader:
             # the command line tells the layout (csv,noheader fields), else the file's name (df-H.txt)
             result = parsers.parse(kind, text, command=command, filename=name)
             tables = result.tables
-            for rows in tables.values():
+            offset = self.origins[name][1] - 1 if name in self.origins else 0
+            for table, rows in tables.items():
+                shifted = [c.name for c in module.SCHEMA[table] if _is_line(c.name)] if offset else []
                 for row in rows:
                     row["source_file"] = source_file
+                    for key in shifted:  # lines of the input's own file (origins.tsv)
+                        if isinstance(row.get(key), int):
+                            row[key] += offset
             typed = {t: rows_to_arrow(t, rows) for t, rows in tables.items() if rows}
         except NoData:
             self._file(name, kind, kind_source, size, "empty", 0)
@@ -331,15 +341,16 @@ class _NodeReader:
         lines: list[str] | None = result.lines  # split only when a row cites a line
         n_rows = 0
         for table, rows in tables.items():
-            line_keys = [c.name for c in module.SCHEMA[table] if c.name == "line" or c.name.endswith("_line")]
+            line_keys = [c.name for c in module.SCHEMA[table] if _is_line(c.name)]
             for row in rows:
                 for key in line_keys:
-                    no = row.get(key)
-                    if lines is None and isinstance(no, int):
+                    at = row.get(key)
+                    no = at - offset if isinstance(at, int) else None  # the line in this output
+                    if lines is None and no is not None:
                         lines = text.splitlines()
-                    if isinstance(no, int) and lines is not None and 0 < no <= len(lines):
+                    if no is not None and lines is not None and 0 < no <= len(lines):
                         self.data.tables.setdefault("source_line", []).append(
-                            {"source_file": source_file, "line": no, "text": lines[no - 1][:1000]}
+                            {"source_file": source_file, "line": at, "text": lines[no - 1][:1000]}
                         )
             if table in typed:
                 self.data.parts.setdefault(table, []).append(typed[table])
@@ -354,7 +365,13 @@ class _NodeReader:
                 "bundle (cmd/) to tie it to that node",
             )
         for issue in result.issues:
-            self.problem(name, kind, f"line not understood: {issue.reason}", issue.line_no, issue.line)
+            self.problem(
+                name,
+                kind,
+                f"line not understood: {issue.reason}",
+                self.line_in_source(name, issue.line_no),
+                issue.line,
+            )
         if result.issues_dropped:
             self.problem(name, kind, f"{result.issues_dropped} more lines not understood (not listed)")
         self._file(name, kind, kind_source, size, "parsed", n_rows)
@@ -385,7 +402,17 @@ class _NodeReader:
         )
 
     def source_file(self, name: str) -> str:
+        """How evidence names a file of the bundle: ``<node>/<path>``; for an output of another tool's
+        input, the input's own file (``<node>/<report>.log.gz``, ``<node>/<tarball>!<member>``)."""
+        if name in self.origins:
+            name = self.origins[name][0]
         return f"{self.data.node}/{name}" if self.data.node else name
+
+    def line_in_source(self, name: str, line: int | None) -> int | None:
+        """A line of a bundle file as a line of the file evidence names (source_file)."""
+        if line is None or name not in self.origins:
+            return line
+        return line + self.origins[name][1] - 1
 
     def problem(
         self, name: str, kind: str | None, error: str, line: int | None = None, text: str = ""
@@ -415,6 +442,25 @@ class _NodeReader:
                 "rows": rows,
             }
         )
+
+
+def _is_line(column: str) -> bool:
+    """Whether a table's column holds a line number of the file its row came from."""
+    return column == "line" or column.endswith("_line")
+
+
+def parse_origins(text: str) -> dict[str, tuple[str, int]]:
+    """``origins.tsv`` (analyzer.intake.foreign.layout): output path -> (input file, first line there).
+
+    >>> parse_origins("path\\torigin\\tfirst_line\\ncmd/dmesg.txt\\treport.log.gz\\t1502\\nbad line\\n")
+    {'cmd/dmesg.txt': ('report.log.gz', 1502)}
+    """
+    out: dict[str, tuple[str, int]] = {}
+    for line in text.splitlines()[1:]:
+        cells = line.split("\t")
+        if len(cells) == 3 and cells[0] and cells[1] and cells[2].isdigit():
+            out[cells[0]] = (cells[1], max(int(cells[2]), 1))
+    return out
 
 
 def _text(data: bytes) -> str:

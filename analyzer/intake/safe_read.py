@@ -65,6 +65,7 @@ def iter_tar(
     total = 0
     count = 0
     with open(path, "rb") as raw:
+        archive_bytes = os.fstat(raw.fileno()).st_size
         try:
             with tarfile.open(fileobj=raw, mode="r|*") as archive:
                 for info in archive:
@@ -95,6 +96,14 @@ def iter_tar(
                         continue
                     if total + info.size > limits.max_bundle_bytes:
                         errors.append("bundle exceeds the total size cap; the rest was not read")
+                        return
+                    if total + info.size > max(limits.ratio_floor_bytes, limits.max_ratio * archive_bytes):
+                        # told by the header, before decompressing: no archive holds more than that
+                        errors.append(
+                            f"expansion ratio over {limits.max_ratio:g}:1 is implausible: the members "
+                            f"declare more than that times the archive's {archive_bytes} bytes (a "
+                            f"compression bomb?); reading stopped at {name}"
+                        )
                         return
                     member = archive.extractfile(info)
                     if member is None:

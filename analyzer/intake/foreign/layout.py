@@ -19,6 +19,9 @@ from pathlib import Path
 from analyzer.intake.safe_read import Refusal
 
 MANIFEST_HEADER = "path\tkind\texit_code\tduration_s\tbytes\tsha256\tcommand\tnote"
+#: Beside manifest.tsv in a laid-out node: where each output lies in the input (read by read_node)
+ORIGINS = "origins.tsv"
+ORIGINS_HEADER = "path\torigin\tfirst_line"
 
 
 @dataclass
@@ -33,6 +36,11 @@ class Output:
     exit_code: str = "0"
     #: what the manifest row's note says; the source type when empty
     note: str = ""
+    #: where the text lies in the input, as evidence names it (``report.log.gz``,
+    #: ``sosreport-x.tar.xz!sos_commands/kernel/dmesg``); and the line of that file it starts at, so
+    #: findings cite the user's own file and line, not the work directory's ``cmd/<name>``
+    origin: str = ""
+    first_line: int = 1
 
 
 @dataclass
@@ -116,6 +124,13 @@ def write_node(dest: Path, layout: NodeLayout) -> Path:
             f"{cell(absent.command) or '-'}\t{cell(absent.note)}"
         )
     (dest / "manifest.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    origins = [
+        f"cmd/{o.name or o.kind + '.txt'}\t{cell(o.origin)}\t{max(o.first_line, 1)}"
+        for o in layout.outputs
+        if o.origin
+    ]
+    if origins:
+        (dest / ORIGINS).write_text("\n".join([ORIGINS_HEADER, *origins]) + "\n", encoding="utf-8")
     meta = {
         "bundle_format": "1",
         "node": layout.node,
