@@ -142,3 +142,56 @@ def test_a_file_that_only_looks_like_one_is_refused(tmp_path: Path) -> None:
     assert "content is not one" in unread["nvidia-bug-report.log"]
     assert "none of the sections hptriage reads" in unread["other.log"]
     assert "not readable" in unread["broken.log.gz"]
+
+
+SCAN = FIXTURE.with_name("tool-man-440.31-rtx2080ti-x4--kernel-scan.log")
+
+
+def test_kernel_scan_gives_earlier_boots_and_the_current_journal_without_dmesg(tmp_path: Path) -> None:
+    content = nbr.read_text(SCAN.read_text(encoding="utf-8"))
+    assert isinstance(content, nbr.ReportContent)
+    dmesg = [(o.name, o.command) for o in content.outputs if o.kind == "dmesg"]
+    assert dmesg == [
+        ("", "journalctl -b -0 | grep -e NVRM -e nvidia-"),  # no dmesg: section: the journal's current boot
+        ("dmesg-boot-1.txt", "journalctl -b -1 | grep -e NVRM -e nvidia-"),
+        ("dmesg-boot-2.txt", "journalctl -b -2 | grep -e NVRM -e nvidia-"),
+    ]
+    assert any("no 'dmesg:' section" in p for p in content.problems)
+    summary, con = _store(tmp_path, _gz(tmp_path, "nvidia-bug-report.log.gz", _members(SCAN.read_bytes())))
+    boots = con.execute(
+        "SELECT boot, count(*) FILTER (WHERE event_type = 'xid') FROM kernel_event WHERE node = ? GROUP BY 1 ORDER BY 1",
+        [HOST],
+    ).fetchall()
+    assert boots == [(-2, 6), (-1, 201), (0, 0)], boots  # the Xid lines of each journal part
+
+
+def test_report_with_dmesg_keeps_only_earlier_boots_of_the_scan(tmp_path: Path) -> None:
+    scan = SCAN.read_text(encoding="utf-8").split(SEP.decode())[2]
+    path = tmp_path / "nvidia-bug-report.log"
+    path.write_text(FIXTURE.read_text(encoding="utf-8") + SEP.decode() + scan, encoding="utf-8")
+    summary, con = _store(tmp_path, path)
+    files = con.execute(
+        "SELECT path, kind FROM file WHERE node = ? AND kind = 'dmesg' ORDER BY 1", [HOST]
+    ).fetchall()
+    assert [Path(p).name for p, _ in files] == ["dmesg-boot-1.txt", "dmesg-boot-2.txt", "dmesg.txt"], files
+    current = con.execute(
+        "SELECT DISTINCT boot FROM kernel_event WHERE source_file LIKE '%/dmesg.txt'"
+    ).fetchall()
+    assert current == [(0,)]
+
+
+def test_versions_table_and_kernel_log_file_fallback() -> None:
+    header = nbr.Block("x", FIXTURE.with_name("derived-37062940-safe-mode--tables.log").read_text())
+    assert nbr.versions_table(header).splitlines()[1:] == [
+        "nvidia_driver=570.133.20",
+        "fabricmanager=570.133.20",
+        "kernel=6.8.0-1029-aws",
+    ]
+    kern = SCAN.read_text(encoding="utf-8").split("  journalctl -b -0:")[0]
+    content = nbr.read_text(kern)
+    assert isinstance(content, nbr.ReportContent)
+    (out,) = [o for o in content.outputs if o.kind == "dmesg"]
+    assert out.command == "grep -e NVRM -e nvidia- /var/log/kern.log"
+    assert (
+        out.text.startswith("Nov 16 11:33:58 ") and "Kernel Module  440.31" in out.text
+    )  # since the last load

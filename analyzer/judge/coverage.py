@@ -31,6 +31,10 @@ NOT_CARRIED = "not carried by"
 #: How a manifest row says a node's collection failed as a whole (an instance a HyperPod issue report
 #: names with an error): every kind is a failed probe of that node, with that reason.
 COLLECTION_FAILED = "collection failed"
+#: How a foreign reader notes a kind its input's own collector skipped or failed, with that collector's
+#: reason as printed ("nvidia-bug-report: nvidia-smi not found"): a failed probe of that node, which the
+#: verdict names as not examined with that reason.
+SKIPPED_BY_COLLECTOR = ("nvidia-bug-report: ",)
 
 
 @cache

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from analyzer.judge.coverage import COLLECTION_FAILED, NOT_CARRIED, Coverage
+from analyzer.judge.coverage import COLLECTION_FAILED, NOT_CARRIED, SKIPPED_BY_COLLECTOR, Coverage
 from analyzer.judge.engine import RuleModule
 from analyzer.judge.findings import Finding, Outcome
 from analyzer.judge.settings import Settings, load_settings
@@ -108,12 +108,15 @@ def not_examined(coverage: Coverage) -> list[dict[str, str]]:
         for req in requirements:
             have |= coverage.nodes_with(req) or set()
         out += [{"node": node, "what": what} for node in coverage.nodes if node not in have]
-    # kinds the node's input type cannot carry (manifest note 'not carried by <source>') and kinds of a
-    # node whose collection failed ('collection failed: <error>'): named with why
+    # kinds the node's input type cannot carry (manifest note 'not carried by <source>'), kinds of a
+    # node whose collection failed ('collection failed: <error>') and kinds the input's own collector
+    # skipped ('nvidia-bug-report: <its reason>'): named with why
+    prefixes = (NOT_CARRIED, COLLECTION_FAILED, *SKIPPED_BY_COLLECTOR)
+    noted = " OR ".join("starts_with(note, ?)" for _ in prefixes)
     for node, kind, note in coverage.con.execute(
         "SELECT DISTINCT node, kind, note FROM probe WHERE NOT coalesce(present, false) "
-        f"AND (note LIKE '{NOT_CARRIED}%' OR note LIKE '{COLLECTION_FAILED}%') AND kind IS NOT NULL "
-        "ORDER BY node, kind"
+        f"AND ({noted}) AND kind IS NOT NULL ORDER BY node, kind",
+        list(prefixes),
     ).fetchall():
         out.append({"node": node, "what": f"{kind} ({note})", "reason": note})
     return sorted(out, key=lambda r: (r["node"], r["what"]))
