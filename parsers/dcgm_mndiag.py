@@ -49,7 +49,8 @@ Schema
 - ``category`` str — "Multi-Node Tests"; ``test`` str — "MNUBERGEMM"
 - ``host_id`` int; ``hostname`` str — from ``hosts``, null when the document has no such host
 - ``entity_group`` str — "GPU"; ``entity_id`` int; ``gpu`` int — the entity id of a GPU, else null
-- ``status`` str — pass, fail, warn, skip or not_run; ``status_printed`` str — as printed
+- ``status`` str — pass, fail, warn, skip or not_run; null for any other value (dcgmi prints "Unknown"
+  for a result it cannot name), with a ParseIssue; ``status_printed`` str — as printed
 - ``message`` str — the warnings' text, "; " between several, else null
 - ``error_id`` str — DCGM error ids (``DCGM_FR_*`` numbers) of the warnings, comma-joined, else null
 - ``error_category`` str — their categories, comma-joined; ``error_severity`` int — the highest severity
@@ -78,7 +79,7 @@ import json
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
+from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 
 SAMPLE = sample_of(__doc__)
 
@@ -151,6 +152,7 @@ _NAME = "DCGM Multi-Node Diagnostic"
 _ROOT = re.compile(r'"DCGM (?:Multi-Node )?Diagnostic"\s*:\s*"DCGM Multi-Node Diagnostic"')
 #: worst first
 _ORDER = ("fail", "warn", "pass", "skip", "not_run")
+_PRINTED = "Pass, Fail, Warn, Skip, Not Run"
 _STATUS = {"warning": "warn", "skipped": "skip", "not run": "not_run", "passed": "pass", "failed": "fail"}
 
 
@@ -164,6 +166,11 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     m = _ROOT.search(text)
     brace = text.rfind("{", 0, m.start()) if m else -1
     if brace < 0:
+        first = text.strip().splitlines()[0]
+        if first.startswith("Error:") and text.count("\n", 0, 4096) <= 3:
+            raise CollectorError(
+                first[:300]
+            )  # dcgmi's own answer ("Error: Unable to connect to host engine")
         raise ParseError(f'not dcgmi mndiag JSON: no "{_NAME}" document')
     try:
         doc, _ = json.JSONDecoder().raw_decode(text[brace:])
@@ -202,12 +209,19 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     for cat in _dicts(doc.get("test_categories")):
         for test in _dicts(cat.get("tests")):
             name = _str(test.get("name"))
-            statuses.append(_status(test.get("status")))
+            if (status := _status(test.get("status"))) is not None:
+                statuses.append(status)
             if isinstance(test.get("mpi_error"), dict):
                 _error(result, find, test["mpi_error"], "mpi", name, hosts)
             find.at(r'"results"\s*:', top=False)
             for r in _dicts(test.get("results")):
-                _result(result, find(r'"status"\s*:'), _str(cat.get("category")), name, r, hosts)
+                line = find(r'"status"\s*:')
+                if _status(r.get("status")) is None:
+                    printed = text.splitlines()[line - 1] if line else ""
+                    result.issue(
+                        line or 0, printed, f"result status {r.get('status')!r} is none of {_PRINTED}"
+                    )
+                _result(result, line, _str(cat.get("category")), name, r, hosts)
     find.at(r'"global_errors"\s*:')
     for err in _dicts(doc.get("global_errors")):
         _error(result, find, err, "global", None, hosts)
@@ -271,7 +285,7 @@ def _result(
             "info": _join(info),
         },
     )
-    if host is not None:
+    if host is not None and status is not None:
         host["failed"] += status == "fail"
         host["warned"] += status == "warn"
         if host["status"] is None or _ORDER.index(status) < _ORDER.index(host["status"]):
@@ -326,9 +340,10 @@ class _Locator:
         return self.text.count("\n", 0, m.start()) + 1
 
 
-def _status(value: Any) -> str:
+def _status(value: Any) -> str | None:
+    """pass, fail, warn, skip or not_run; None for anything else (dcgmi prints "Unknown")."""
     s = str(value or "not run").strip().lower()
-    return _STATUS.get(s, s if s in _ORDER else "not_run")
+    return _STATUS.get(s, s if s in _ORDER else None)
 
 
 def _is_gpu(entity: dict[str, Any]) -> bool:

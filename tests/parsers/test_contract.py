@@ -344,6 +344,33 @@ CONTRACTS: dict[str, Contract] = {
             IMDS, issues=({"line_no": 11, "line": "this line is mangled"},), rows={"placement_fact": 8}
         ),
     ),
+    "dcgm-mndiag": Contract(
+        tool_errors={
+            "bash: dcgmi: command not found\n": "",
+            "Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n": (
+                "Unable to connect"
+            ),
+        },
+        garbage={
+            "#### ????\n!!!\n": "",
+            "{not json": "",
+            '{"DCGM Diagnostic" : "DCGM Multi-Node Diagnostic",\n"hosts" : [\n': "does not load",
+        },
+        spoiled=Spoiled(
+            # dcgmi prints "Unknown" for a result it cannot name (dcgmi/MnDiag.cpp to_string)
+            _lines_replaced(
+                "dcgm-mndiag",
+                "dcgmi-mndiag-unit-test-response-3hosts-2gpus-fail.txt",
+                {97: '\t\t\t\t\t\t\t\t"status" : "Unknown",'},
+            ),
+            issues=_at(98),
+            rows={"dcgm_mndiag_result": 5, "dcgm_mndiag_host": 3},
+            cells={
+                ("dcgm_mndiag_result", 1, "status"): None,
+                ("dcgm_mndiag_result", 1, "message"): ("CUDA memory allocation failed"),
+            },
+        ),
+    ),
 }
 
 KINDS = list(parsers.KINDS)

@@ -10,8 +10,8 @@ real answer (tests/fixtures/probe-answers).  Then, for every rule:
 - the full node is *checked*;
 - a node without one of its ``requires`` is *not examined* (or the rule is skipped);
 - a node with one ``requires_any`` alternative alone is *checked*, one with none is *not examined*;
-- a rule judged on cluster-wide exports (nccl-tests logs, CloudWatch) runs with the exports and is
-  skipped without them.
+- a rule judged on cluster-wide exports (nccl-tests logs, CloudWatch, DCGM mndiag JSON) runs with the
+  exports and is skipped without them.
 
 A rule whose inputs are the inputs themselves (``node.source``: the bundle read; ``input_issue``,
 ``bundle_checksum``) is listed in JUDGES_THE_INPUTS and checked for being there.
@@ -218,8 +218,11 @@ def cases() -> list[Case]:
     return out
 
 
-#: meta.env and nothing else
-META_ONLY = Variant(drop_kinds=frozenset(parsers.KINDS))
+#: meta.env and nothing else (the full node holds only the kinds the collector writes: dropping those
+#: drops all, and keeps the node's directory name within a file name's length)
+META_ONLY = Variant(
+    drop_kinds=frozenset(k for k in parsers.KINDS if parsers.module_for(k).INFO.not_collected_because is None)
+)
 
 
 def variants() -> list[Variant]:
@@ -263,6 +266,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, Result]:
     shutil.copy(FIXTURES / "nccl-tests" / "a3mega-h100-2node-allreduce.txt", extra / "allreduce.txt")
     shutil.copy(FIXTURES / "cloudwatch" / "steampipe-1311-get-metric-statistics-two-dimensions-root-prompt.txt",
                 extra / "cw.txt")  # fmt: skip
+    shutil.copy(FIXTURES / "dcgm-mndiag" / "dcgmi-mndiag-unit-test-response-3hosts-2gpus-fail.txt",
+                extra / "mndiag.json")  # fmt: skip
     alone = tmp / "alone"
     write_variant(alone, Variant(), files)
     return analyze(root), analyze(alone)

@@ -17,7 +17,13 @@ import re
 from pathlib import Path
 from types import ModuleType
 
-from analyzer.intake.foreign import eks_log_collector, hyperpod_issue_report, nvidia_bug_report, sos_report
+from analyzer.intake.foreign import (
+    dcgm_mndiag,
+    eks_log_collector,
+    hyperpod_issue_report,
+    nvidia_bug_report,
+    sos_report,
+)
 from analyzer.intake.foreign.layout import Converted
 from analyzer.intake.safe_read import Limits
 
@@ -29,6 +35,7 @@ READERS: tuple[ModuleType, ...] = (
     hyperpod_issue_report,
     nvidia_bug_report,
     sos_report,
+    dcgm_mndiag,
 )
 
 

@@ -17,6 +17,7 @@ RULES: tuple[str, ...] = (
     "fabric_state",
     "dcgm_failed",
     "dcgm_unreachable",
+    "dcgm_mndiag_failed",
     "temperature_high",
     "clocks_throttled",
     "pcie_width_degraded",
