@@ -131,7 +131,8 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         ("kernel/dmesg.current", "dmesg"),
     ):
         if name in files and not any(o.kind == "dmesg" for o in outputs):
-            outputs.append(Output("dmesg", files[name].decode("utf-8", "replace"), command, note=SOURCE))
+            text = files[name].decode("utf-8", "replace")
+            outputs.append(Output("dmesg", text, command, note=SOURCE, origin=f"{path.name}!{name}"))
     if BUG_REPORT in files:
         report = nbr.read_bytes(files[BUG_REPORT], limits)
         if isinstance(report, str):

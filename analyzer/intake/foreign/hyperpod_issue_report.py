@@ -522,7 +522,8 @@ def _current_node(
             text = files[member].decode("utf-8", "replace")
             kind = parsers.detect_kind(text)
             if kind in _NODE_KINDS and not layout.has(kind):
-                layout.add(Output(kind, text, "-", exit_code="-", note=f"{SOURCE} {member}"))
+                origin = f"{name}!{member}"
+                layout.add(Output(kind, text, "-", exit_code="-", note=f"{SOURCE} {member}", origin=origin))
     if not files:
         problems.append(f"{name}: no file hptriage reads in the instance tarball")
     return layout
@@ -547,9 +548,8 @@ def _outputs(
     """The node's outputs, one per kind, and the kinds it lacks with why."""
     for member, kind, command in outputs:
         if member in files and not layout.has(kind):
-            layout.add(
-                Output(kind, files[member].decode("utf-8", "replace"), command, exit_code="-", note=SOURCE)
-            )
+            text = files[member].decode("utf-8", "replace")
+            layout.add(Output(kind, text, command, exit_code="-", note=SOURCE, origin=_origin(where, member)))
     bug = next((m for m in bug_reports if m in files), None)
     read_bug = False
     if bug is not None:
@@ -569,15 +569,22 @@ def _outputs(
                     layout.add(output)
     if not layout.has("dmesg") and KERN_LOG[0] in files:
         member, kind, command = KERN_LOG
-        layout.add(
-            Output(kind, files[member].decode("utf-8", "replace"), command, exit_code="-", note=SOURCE)
-        )
+        text = files[member].decode("utf-8", "replace")
+        layout.add(Output(kind, text, command, exit_code="-", note=SOURCE, origin=_origin(where, member)))
     if not read_bug and layout.has("nvidia-smi"):
         layout.not_carried(("nvidia-smi-q",), SMI_TABLE_NOTE)
     layout.not_carried(ALL_KINDS, NOT_CARRIED_NOTE)
 
 
 # -- small helpers -----------------------------------------------------------------------------------
+
+
+def _origin(where: str, member: str) -> str:
+    """How evidence names a file of one node: inside its instance tarball (``instances/x.tar.gz!m``), or
+    in the older layout's host folder (``worker/<host>/m``)."""
+    return f"{where}!{member}" if where.endswith((".tar.gz", ".tgz")) else f"{where}/{member}"
+
+
 def _group_and_iid(name: str) -> tuple[str, str]:
     """``instances/<group>_<instance-id>.tar.gz`` -> (group, instance id)."""
     base = name.rsplit("/", 1)[-1].removesuffix(".tar.gz").removesuffix(".tgz")

@@ -229,7 +229,7 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
     for name, kind, command, plugin in COPIED:
         text = report.text(name)
         if text is not None and text.strip() and not layout.has(kind):
-            layout.add(Output(kind, text, command, note=f"{SOURCE}: {name}"))
+            layout.add(Output(kind, text, command, note=f"{SOURCE}: {name}", origin=f"{path.name}!{name}"))
         elif not layout.has(kind) and not any(a.kind == kind for a in layout.absent):
             _not_run(layout, kind, plugin, ran, report, f"no {name} in the report")
     # refused members that stood for something read here (the rest are sos's own links, not needed)
@@ -329,9 +329,9 @@ def _read_spec(
         data, note = _output(report, name, cmd.truncated or ran is None, spec.plugin)
         code = "-" if cmd.return_code is None else str(cmd.return_code)
         if data is not None and (data.strip() or cmd.return_code not in (0, None)):
-            layout.add(
-                Output(spec.kind, data.decode("utf-8", "replace"), cmd.exec, exit_code=code, note=note)
-            )
+            text = data.decode("utf-8", "replace")
+            origin = f"{layout.source_file}!{name}"  # evidence names the report's own member
+            layout.add(Output(spec.kind, text, cmd.exec, exit_code=code, note=note, origin=origin))
             if not spec.every:
                 return
             continue
