@@ -23,6 +23,7 @@ from analyzer.cli import cli
 from analyzer.intake.foreign import nvidia_bug_report as nbr
 from analyzer.intake.safe_read import Limits
 from analyzer.redact.bundles import redact, verify
+from analyzer.redact.redactor import Redactor
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BUG_REPORT = FIXTURES / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--excerpt.log"
@@ -177,3 +178,36 @@ def test_verify_finds_a_host_left_inside_a_nested_gzip(tmp_path: Path) -> None:
         tar.addfile(info, io.BytesIO(inner))
     leaks = verify(out, map_path)
     assert leaks and leaks[0][0] == "hostname" and "nvidia-bug-report.log.gz" in leaks[0][1]
+
+
+def test_hyperpod_issue_report_folder_and_zip_are_redacted_in_their_layout(tmp_path: Path) -> None:
+    """The HyperPod issue report (built as its script lays it out: tests/test_foreign_hyperpod_issue_report.py):
+    the cluster name in the folder's name and summary.json, instance ids, host names in every nested
+    tarball; the zip stays a zip; analyze reads both redacted copies as the same report."""
+    import tests.test_foreign_hyperpod_issue_report as case
+
+    folder = case._report(tmp_path / "src")
+    summary = folder / "summary.json"  # a bucket named as sites name them ('bucket' is in every token)
+    summary.write_text(summary.read_text().replace("s3://bucket/", "s3://acme-ml-hyperpod-reports/"))
+    zipped = case._zip_like_the_script(folder)
+    out, map_path = tmp_path / "out", tmp_path / "m.json"
+    result = redact([folder, zipped], out, map_path)
+    assert not result.refused and not result.errors, (result.refused, result.errors)
+    maps = _map(map_path)
+    sick_host, sick_iid = case.SICK[2], case.SICK[1]
+    assert case.CLUSTER in maps["cluster"]
+    host = Redactor.load(map_path).apply(sick_host)  # an EC2 name follows its address's token
+    assert host != sick_host
+    assert verify(out, map_path) == [], "no value of the map left in names or contents, zip opened"
+    written_folder, written_zip = result.written
+    assert case.CLUSTER not in written_folder.name and written_zip.read_bytes()[:4] == b"PK\x03\x04"
+    assert sick_iid not in (written_folder / "summary.json").read_text()
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    code, first, output = _analyze(tmp_path / "a", written_folder)
+    assert code in (0, 1), output
+    code, second, output = _analyze(tmp_path / "b", written_zip)
+    assert code in (0, 1), output
+    assert {f["node"] for f in first["findings"] if f["rule"] == "gpu.xid.fallen_off_bus"} == {host}
+    assert sorted(n["node"] for n in first["nodes"]) == sorted(n["node"] for n in second["nodes"])
+    assert case.CLUSTER not in json.dumps(first) and sick_iid not in json.dumps(first)

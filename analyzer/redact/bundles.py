@@ -6,8 +6,11 @@ nested node tarballs inside a cluster tarball too), with file contents *and* nam
 ``Redactor`` for all inputs, so the cluster still lines up.  In every node bundle (a folder holding
 meta.env) ``manifest.tsv`` gets the sizes and digests of the redacted files and ``redaction.txt`` says
 what was masked (categories and counts only); every ``<tarball>.sha256`` beside a tarball is written
-anew for the redacted tarball.  Compressed members (``.gz``) are opened, redacted and compressed again.
-The map file (original -> token) is written outside OUT, never inside it.
+anew for the redacted tarball.  Compressed members (``.gz``, a bug report's many gzip members) are
+opened, redacted and compressed again; ``.tar.xz`` / ``.tar.bz2`` tarballs stay in their compression and
+zips stay zips (the HyperPod issue report's), so the inputs other tools write keep their layout and
+``analyze`` still recognises them.  The map file (original -> token) is written outside OUT, never
+inside it.
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ import os
 import re
 import tarfile
 import tempfile
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from analyzer.intake.safe_read import Limits, Refusal, gunzip_members, iter_dir, iter_tar
+from analyzer.intake.safe_read import Limits, Refusal, gunzip_members, iter_dir, iter_tar, iter_zip
 from analyzer.redact.redactor import Redactor, expand_slurm_lists, summary, trie_pattern
 
 TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.xz", ".txz", ".tar.bz2", ".tbz2")
 GZIP_MAGIC = b"\x1f\x8b"
+ZIP_MAGIC = b"PK\x03\x04"
 #: compressed tarballs are written again in their own compression (a sos report stays a .tar.xz)
 _COMPRESSION = ((b"\x1f\x8b", "gz"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bz2"))
 
@@ -108,6 +113,12 @@ class _Job:
             yield from self._unpacked(path.name, path.read_bytes(), label)
 
     def _unpacked(self, name: str, data: bytes, label: str) -> Iterator[tuple[str, bytes]]:
+        if data[:4] == ZIP_MAGIC:
+            zipped = self._zip_members(data, label)
+            if zipped is not None:
+                for inner, content in zipped:
+                    yield from self._unpacked(inner, content, f"{label}!{inner}")
+                return
         if _is_tar_name(name) or _compression(data):
             members = self._members(data, label)
             if members is not None:
@@ -139,6 +150,25 @@ class _Job:
             self._note(f"{label}: {e}", self.report.errors)
         return members
 
+    def _zip_members(self, data: bytes, label: str) -> list[tuple[str, bytes]] | None:
+        """The safe members of a zip given as bytes (the HyperPod issue report's), or None when it is
+        no zip."""
+        path = self.work / f"z{hashlib.sha256(data).hexdigest()[:16]}"
+        path.write_bytes(data)
+        refusals: list[Refusal] = []
+        errors: list[str] = []
+        try:
+            if not zipfile.is_zipfile(path):
+                return None
+            members = list(iter_zip(path, self.limits, refusals, errors))
+        finally:
+            path.unlink(missing_ok=True)
+        for r in refusals:
+            self._note(f"{label}!{r.path}: {r.reason}", self.report.refused)
+        for e in errors:
+            self._note(f"{label}: {e}", self.report.errors)
+        return members
+
     def _gunzip(self, data: bytes, label: str) -> bytes | None:
         """A .gz file's text: every whole gzip member (``gzip -c >>`` writes many; a killed run leaves
         the last one cut, which is left out and said), within the per-file cap and ratio."""
@@ -158,7 +188,11 @@ class _Job:
 
     # -- writing ---------------------------------------------------------------------------------------
     def redact_file(self, name: str, data: bytes, label: Path | str) -> bytes:
-        """One file of an input as redacted bytes (a tarball as a redacted tarball)."""
+        """One file of an input as redacted bytes (a tarball as a redacted tarball, a zip as a zip)."""
+        if data[:4] == ZIP_MAGIC:
+            zipped = self._zip_members(data, str(label))
+            if zipped is not None:
+                return self._zip(zipped, str(label))
         if _is_tar_name(name) or _compression(data):
             members = self._members(data, str(label))
             if members is not None:
@@ -223,6 +257,15 @@ class _Job:
                 info = tarfile.TarInfo(name)
                 info.size, info.mode, info.mtime = len(data), 0o644, 0
                 archive.addfile(info, io.BytesIO(data))
+        return buf.getvalue()
+
+    def _zip(self, members: list[tuple[str, bytes]], label: str) -> bytes:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name, data in self._tree(members, label):
+                archive.writestr(
+                    zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), data, zipfile.ZIP_DEFLATED
+                )
         return buf.getvalue()
 
     def _tree(self, files: list[tuple[str, bytes]], label: str) -> list[tuple[str, bytes]]:
