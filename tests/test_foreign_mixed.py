@@ -102,3 +102,9 @@ def test_every_input_type_in_one_folder_gives_one_report(tmp_path: Path) -> None
     assert all(".tar.xz!sos_commands/kernel/" in f for f in files(sos_case.HOST, "gpu.xid.fallen_off_bus"))
     assert all("instances/" in f and ".tar.gz!" in f for f in files(sick, "gpu.xid.fallen_off_bus"))
     assert all(f.startswith(f"{eks_host}/{eks_case.NAME}!kernel/") for f in files(eks_host, "gpu.xid"))
+    # a report inside an archive is cited at its own line: the EKS host's temperature comes from the
+    # bug report in gpu/, line for line as the decoded report numbers it
+    (hot,) = [f for f in report["findings"] if (f["node"], f["rule"]) == (eks_host, "gpu.temperature.high")]
+    cited = hot["evidence"][0]
+    assert cited["file"] == f"{eks_host}/{eks_case.NAME}!gpu/nvidia-bug-report.log.gz"
+    assert BUG_REPORT.read_text().splitlines()[cited["line"] - 1].strip() == cited["text"].strip()

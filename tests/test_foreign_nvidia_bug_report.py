@@ -174,10 +174,12 @@ def test_report_with_dmesg_keeps_only_earlier_boots_of_the_scan(tmp_path: Path) 
         "SELECT path, kind FROM file WHERE node = ? AND kind = 'dmesg' ORDER BY 1", [HOST]
     ).fetchall()
     assert [Path(p).name for p, _ in files] == ["dmesg-boot-1.txt", "dmesg-boot-2.txt", "dmesg.txt"], files
+    # evidence names the report itself, at its own lines: the dmesg: section's events lie before the scan
+    before_scan = len(FIXTURE.read_text(encoding="utf-8").splitlines())
     current = con.execute(
-        "SELECT DISTINCT boot FROM kernel_event WHERE source_file LIKE '%/dmesg.txt'"
+        "SELECT DISTINCT source_file, boot FROM kernel_event WHERE line <= ?", [before_scan]
     ).fetchall()
-    assert current == [(0,)]
+    assert current == [(f"{HOST}/nvidia-bug-report.log", 0)]
 
 
 def test_versions_table_and_kernel_log_file_fallback() -> None:

@@ -100,7 +100,10 @@ def test_an_xid_79_of_the_previous_boot_is_a_finding_that_says_so(tmp_path: Path
     assert f["params"]["boot"] == -1 and f["params"]["boots"] == [-1]
     assert f["severity"] == "warning"  # hardware: not below warning, though the node rebooted since
     assert "rebooted since" in f["route"]["action"]
-    assert f["evidence"][0]["file"].endswith("cmd/dmesg-boot-1.txt")
+    # evidence cites the report's own line, not the work directory's cmd/dmesg-boot-1.txt
+    assert f["evidence"][0]["file"] == f"{HOST}/nvidia-bug-report.log"
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert XID79 in lines[f["evidence"][0]["line"] - 1] and "11:20:02" in lines[f["evidence"][0]["line"] - 1]
     # the real Xid 13/62/32 of boots -1 and -2 are findings of earlier boots too, none critical
     xids = _findings(report, "gpu.xid")
     assert xids and all("previous boot" in x["message"] for x in xids)
@@ -124,7 +127,9 @@ def test_the_current_boot_in_dmesg_journal_and_kern_log_counts_once(tmp_path: Pa
     assert len(fallen) == 1, fallen
     assert fallen[0]["params"]["count"] == 1 and "boot" not in fallen[0]["params"]
     assert fallen[0]["severity"] == "critical"
-    assert fallen[0]["evidence"][0]["file"].endswith("cmd/dmesg.txt")
+    cited = fallen[0]["evidence"][0]
+    assert cited["file"] == f"{HOST}/nvidia-bug-report.log"
+    assert path.read_text(encoding="utf-8").splitlines()[cited["line"] - 1] == f"[ 1479.100000] {XID79}"
 
 
 def test_one_event_in_three_logs_of_a_bundle_counts_once(tmp_path: Path) -> None:

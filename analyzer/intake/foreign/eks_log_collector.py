@@ -124,38 +124,35 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         if name in WANTED and name not in files:
             files[name] = data
     problems = list(errors)
-    outputs: list[Output] = []
-    facts: dict[str, str] = {}
+    layout = NodeLayout("", SOURCE, path.name)
     for name, command in (
         ("kernel/dmesg.human.current", "dmesg --ctime"),
         ("kernel/dmesg.current", "dmesg"),
     ):
-        if name in files and not any(o.kind == "dmesg" for o in outputs):
+        if name in files and not layout.has("dmesg"):
             text = files[name].decode("utf-8", "replace")
-            outputs.append(Output("dmesg", text, command, note=SOURCE, origin=f"{path.name}!{name}"))
+            layout.add(Output("dmesg", text, command, note=SOURCE, origin=f"{path.name}!{name}"))
     if BUG_REPORT in files:
-        report = nbr.read_bytes(files[BUG_REPORT], limits)
+        report = nbr.read_bytes(files[BUG_REPORT], limits, origin=f"{path.name}!{BUG_REPORT}")
         if isinstance(report, str):
             problems.append(f"{BUG_REPORT}: {report}")
         else:
             problems.extend(f"{BUG_REPORT}: {p}" for p in report.problems)
-            facts.update({f"bug_report_{k}": v for k, v in report.facts.items()})
-            outputs.extend(o for o in report.outputs if o.kind not in {x.kind for x in outputs})
+            layout.facts.update({f"bug_report_{k}": v for k, v in report.facts.items()})
+            report.beside(layout, SOURCE)
     elif not any(r.path == BUG_REPORT for r in refusals):
         problems.append(f"no {BUG_REPORT} in the tarball (no NVIDIA driver on the node, or it was cut)")
-    if not outputs:
+    if not layout.outputs:
         reason = "EKS log collector tarball without a kernel log or an nvidia-bug-report hptriage reads"
         return Converted(problems=problems, reason="; ".join([reason, *errors]), refusals=refusals)
+    facts = layout.facts
     facts.update(_facts(path, files))
-    node = (
+    layout.node = (
         facts.get("hostname")
         or facts.get("bug_report_hostname")
         or facts.get("instance_id")
         or path.name.split(".")[0]
     )
-    layout = NodeLayout(node, SOURCE, path.name, facts)
-    for output in outputs:
-        layout.add(output)
     layout.not_carried(NOT_CARRIED + ("dmesg", *_GPU_KINDS), NOT_CARRIED_NOTE)
     layout.not_carried(("df", "mounts"), MOUNTS_NOTE)
     return Converted([write_node(dest / "node", layout)], problems=problems, refusals=refusals)

@@ -553,7 +553,7 @@ def _outputs(
     bug = next((m for m in bug_reports if m in files), None)
     read_bug = False
     if bug is not None:
-        content = nbr.read_bytes(files[bug], limits)
+        content = nbr.read_bytes(files[bug], limits, origin=_origin(where, bug))
         if isinstance(content, str):
             problems.append(f"{where}/{bug}: {content}")
         else:
@@ -563,10 +563,7 @@ def _outputs(
                 layout.facts[f"bug_report_{key}"] = value
             if "collected_at" not in layout.facts and content.facts.get("collected_at"):
                 layout.facts["collected_at"] = content.facts["collected_at"]
-            for output in content.outputs:
-                if not layout.has(output.kind):
-                    output.note = f"{SOURCE} {bug}"
-                    layout.add(output)
+            content.beside(layout, f"{SOURCE} {bug}")
     if not layout.has("dmesg") and KERN_LOG[0] in files:
         member, kind, command = KERN_LOG
         text = files[member].decode("utf-8", "replace")

@@ -481,9 +481,27 @@ class ReportContent:
     #: kinds the script skipped or failed to collect (nvidia-smi not found, --safe-mode), with its reason
     absent: list[Absent] = field(default_factory=list)
 
+    def beside(self, layout: NodeLayout, note: str) -> None:
+        """Add to ``layout`` (the node of an input that holds this report, with outputs of its own)
+        what the report has and the node lacks: each kind it has no output of, and always the earlier
+        boots' kernel logs and the versions table (other times and facts than the node's own); and
+        the kinds the script could not collect, where the node has none either."""
+        for output in self.outputs:
+            earlier_boot = output.kind == "dmesg" and output.name.startswith("dmesg-boot")
+            if earlier_boot or output.name == "versions-table.txt" or not layout.has(output.kind):
+                output.note = note
+                layout.add(output)
+        for absent in self.absent:
+            if not layout.has(absent.kind) and all(a.kind != absent.kind for a in layout.absent):
+                layout.absent.append(absent)
 
-def read_text(text: str) -> ReportContent | str:
-    """The outputs of a decoded report, or a sentence saying why it holds none hptriage reads."""
+
+def read_text(text: str, origin: str = "") -> ReportContent | str:
+    """The outputs of a decoded report, or a sentence saying why it holds none hptriage reads.
+    With ``origin`` (how evidence names the report: its file, or ``archive!member``), each output that
+    is a stretch of the report's own lines is tied to it and to the line it starts at, so findings
+    cite the report's lines (outputs put together from several places, such as the versions table,
+    keep their own)."""
     blocks = split_blocks(text)
     if not blocks or START not in blocks[0].text:
         return "nvidia-bug-report without its header section"
@@ -546,17 +564,37 @@ def read_text(text: str) -> ReportContent | str:
         content.problems.append(
             "the script skipped or failed sections hptriage does not read: " + "; ".join(unread)
         )
+    if origin:
+        locate(text, content.outputs, origin)
     return content
 
 
-def read_bytes(data: bytes, limits: Limits) -> ReportContent | str:
+def locate(text: str, outputs: list[Output], origin: str) -> None:
+    """Tie each output that is a stretch of whole lines of ``text`` to ``origin`` and its first line.
+
+    >>> outs = [Output("dmesg", "[ 1.0] b\\n"), Output("versions", "made up\\n")]
+    >>> locate("a\\n[ 1.0] b\\nc\\n", outs, "r.log")
+    >>> [(o.origin, o.first_line) for o in outs]
+    [('r.log', 2), ('', 1)]
+    """
+    for output in outputs:
+        body = output.text
+        at = text.find(body) if body.strip() else -1
+        while at > 0 and text[at - 1] != "\n":  # a match inside a line is no stretch of lines
+            at = text.find(body, at + 1)
+        if at >= 0:
+            output.origin = origin
+            output.first_line = text.count("\n", 0, at) + 1
+
+
+def read_bytes(data: bytes, limits: Limits, origin: str = "") -> ReportContent | str:
     """:func:`read_text` of a report held in memory, plain or gzipped (a member of another archive);
     decoding problems are among the content's problems."""
     try:
         text, problems = decode_bytes(data, limits)
     except ValueError as exc:
         return f"nvidia-bug-report not readable: {exc}"
-    content = read_text(text)
+    content = read_text(text, origin)
     if isinstance(content, ReportContent):
         content.problems[:0] = problems
     return content
@@ -568,7 +606,7 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         text, problems = decode(path, limits)
     except (OSError, ValueError) as exc:
         return Converted(reason=f"nvidia-bug-report not readable: {exc}")
-    content = read_text(text)
+    content = read_text(text, origin=path.name)
     if isinstance(content, str):
         return Converted(problems=problems, reason=content)
     layout = NodeLayout(
