@@ -21,13 +21,11 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
-from analyzer.cli import cli
 from analyzer.intake.foreign import eks_log_collector as eks
 from analyzer.intake.load import load
 from analyzer.intake.safe_read import Limits
 from analyzer.store.tables import connect
+from tests.analyze_json import analyze_json
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BUG_REPORT = FIXTURES / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--excerpt.log"
@@ -82,22 +80,7 @@ def _tarball(path: Path, files: dict[str, bytes], extra: list[tarfile.TarInfo] |
 
 
 def _analyze(tmp_path: Path, *inputs: Path) -> tuple[int, dict[str, Any], str]:
-    out = tmp_path / "f.json"
-    result = CliRunner().invoke(
-        cli,
-        [
-            "analyze",
-            *map(str, inputs),
-            "--json",
-            str(out),
-            "--db",
-            str(tmp_path / "t.duckdb"),
-            "-q",
-            "--jobs",
-            "1",
-        ],
-    )
-    return result.exit_code, (json.loads(out.read_text()) if out.exists() else {}), result.output
+    return analyze_json(tmp_path, *inputs)
 
 
 def _store(tmp_path: Path, *inputs: Path) -> Any:

@@ -44,14 +44,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from analyzer.cli import cli
 from analyzer.intake.foreign import detect as foreign_detect
 from analyzer.intake.foreign import hyperpod_issue_report as hir
 from analyzer.intake.load import load
 from analyzer.intake.safe_read import Limits, Refusal, iter_zip
 from analyzer.store.tables import connect
+from tests.analyze_json import analyze_json
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BUG_REPORT = FIXTURES / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--excerpt.log"
@@ -206,22 +205,7 @@ def _old_report(tmp_path: Path) -> Path:
 
 
 def _analyze(tmp_path: Path, *inputs: Path, tag: str = "a") -> tuple[int, dict[str, Any], str]:
-    out = tmp_path / f"{tag}.json"
-    result = CliRunner().invoke(
-        cli,
-        [
-            "analyze",
-            *map(str, inputs),
-            "--json",
-            str(out),
-            "--db",
-            str(tmp_path / f"{tag}.duckdb"),
-            "-q",
-            "--jobs",
-            "1",
-        ],
-    )
-    return result.exit_code, (json.loads(out.read_text()) if out.exists() else {}), result.output
+    return analyze_json(tmp_path, *inputs, tag=tag)
 
 
 def _xid79_nodes(report: dict[str, Any]) -> set[str]:

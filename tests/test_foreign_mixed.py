@@ -10,17 +10,14 @@ tests/fixtures (see those tests' docstrings).
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
 import tests.test_foreign_eks_log_collector as eks_case
 import tests.test_foreign_hyperpod_issue_report as hyperpod_case
 import tests.test_foreign_sos_report as sos_case
-from analyzer.cli import cli
+from tests.analyze_json import analyze_json
 
 ROOT = Path(__file__).parent.parent
 BUG_REPORT = ROOT / "tests" / "fixtures" / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--excerpt.log"
@@ -50,12 +47,7 @@ def _mixed(tmp_path: Path) -> Path:
 
 
 def _analyze(tmp_path: Path, *inputs: Path) -> tuple[int, dict[str, Any], str]:
-    out = tmp_path / "r.json"
-    result = CliRunner().invoke(
-        cli,
-        ["analyze", *map(str, inputs), "--json", str(out), "-q", "--jobs", "2", "--db", str(tmp_path / "d")],
-    )
-    return result.exit_code, (json.loads(out.read_text()) if out.exists() else {}), result.output
+    return analyze_json(tmp_path, *inputs, jobs=2)
 
 
 def _on(report: dict[str, Any], prefix: str) -> set[str]:

@@ -12,13 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
-from analyzer.cli import cli
 from analyzer.intake.foreign import nvidia_bug_report as nbr
 from analyzer.intake.load import load
 from analyzer.intake.safe_read import Limits
 from analyzer.store.tables import connect
+from tests.analyze_json import analyze_json
 
 FIXTURE = (
     Path(__file__).parent / "fixtures" / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--excerpt.log"
@@ -45,13 +43,7 @@ def _gz(tmp_path: Path, name: str, members: list[bytes], cut_tail: bytes | None 
 
 
 def _analyze(tmp_path: Path, *inputs: Path) -> tuple[int, dict[str, Any], str]:
-    out = tmp_path / "f.json"
-    db = tmp_path / "t.duckdb"
-    result = CliRunner().invoke(
-        cli, ["analyze", *map(str, inputs), "--json", str(out), "--db", str(db), "-q", "--jobs", "1"]
-    )
-    report = json.loads(out.read_text()) if out.exists() else {}
-    return result.exit_code, report, result.output
+    return analyze_json(tmp_path, *inputs)
 
 
 def _store(tmp_path: Path, *inputs: Path) -> Any:

@@ -17,13 +17,11 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
-from analyzer.cli import cli
 from analyzer.intake.foreign import nvidia_bug_report as nbr
 from analyzer.intake.safe_read import Limits
 from analyzer.redact.bundles import redact, verify
 from analyzer.redact.redactor import Redactor
+from tests.analyze_json import analyze_json
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BUG_REPORT = FIXTURES / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--excerpt.log"
@@ -42,12 +40,7 @@ def _bug_report_gz(path: Path, cut: bool = False) -> Path:
 
 
 def _analyze(tmp_path: Path, *inputs: Path) -> tuple[int, dict[str, Any], str]:
-    out = tmp_path / "f.json"
-    result = CliRunner().invoke(
-        cli,
-        ["analyze", *map(str, inputs), "--json", str(out), "-q", "--jobs", "1", "--db", str(tmp_path / "d")],
-    )
-    return result.exit_code, (json.loads(out.read_text()) if out.exists() else {}), result.output
+    return analyze_json(tmp_path, *inputs)
 
 
 def _map(path: Path) -> dict[str, dict[str, str]]:

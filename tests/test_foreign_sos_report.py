@@ -26,14 +26,12 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
-from analyzer.cli import cli
 from analyzer.intake import foreign
 from analyzer.intake.foreign import sos_report as sos
 from analyzer.intake.load import load
 from analyzer.intake.safe_read import Limits
 from analyzer.store.tables import connect
+from tests.analyze_json import analyze_json
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MANIFEST = FIXTURES / "sos-report" / "manifest-4.10.2-gpu-node.json"
@@ -130,22 +128,7 @@ def _tarball(
 
 
 def _analyze(tmp_path: Path, *inputs: Path) -> tuple[int, dict[str, Any], str]:
-    out = tmp_path / "f.json"
-    result = CliRunner().invoke(
-        cli,
-        [
-            "analyze",
-            *map(str, inputs),
-            "--json",
-            str(out),
-            "--db",
-            str(tmp_path / "t.duckdb"),
-            "-q",
-            "--jobs",
-            "1",
-        ],
-    )
-    return result.exit_code, (json.loads(out.read_text()) if out.exists() else {}), result.output
+    return analyze_json(tmp_path, *inputs)
 
 
 def _store(tmp_path: Path, *inputs: Path) -> Any:

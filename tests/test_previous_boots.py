@@ -10,18 +10,15 @@ are the logs derived from the script's printers (``derived-37062940-*``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from click.testing import CliRunner
-
-from analyzer.cli import cli
 from analyzer.intake.foreign import nvidia_bug_report as nbr
 from analyzer.intake.load import load
 from analyzer.intake.safe_read import Limits
 from analyzer.judge.signals.kernel_events import distinct
 from analyzer.store.tables import connect
+from tests.analyze_json import analyze_json
 from tests.rules.helpers import analyze, fixture, write_node
 
 FIXTURES = Path(__file__).parent / "fixtures" / "nvidia-bug-report"
@@ -58,22 +55,7 @@ def _report(
 
 
 def _analyze(tmp_path: Path, *inputs: Path) -> tuple[int, dict[str, Any], str]:
-    out = tmp_path / "f.json"
-    result = CliRunner().invoke(
-        cli,
-        [
-            "analyze",
-            *map(str, inputs),
-            "--json",
-            str(out),
-            "--db",
-            str(tmp_path / "t.duckdb"),
-            "-q",
-            "--jobs",
-            "1",
-        ],
-    )
-    return result.exit_code, json.loads(out.read_text()) if out.exists() else {}, result.output
+    return analyze_json(tmp_path, *inputs)
 
 
 def _findings(report: dict[str, Any], rule: str) -> list[dict[str, Any]]:

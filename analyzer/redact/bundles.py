@@ -24,7 +24,7 @@ import re
 import tarfile
 import tempfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -134,33 +134,30 @@ class _Job:
 
     def _members(self, data: bytes, label: str) -> list[tuple[str, bytes]] | None:
         """The safe members of a tarball given as bytes, or None when it is no tarball."""
-        path = self.work / f"t{hashlib.sha256(data).hexdigest()[:16]}"
-        path.write_bytes(data)
-        refusals: list[Refusal] = []
-        errors: list[str] = []
-        try:
-            if not tarfile.is_tarfile(path):
-                return None
-            members = list(iter_tar(path, self.limits, refusals, errors))
-        finally:
-            path.unlink(missing_ok=True)
-        for r in refusals:
-            self._note(f"{label}!{r.path}: {r.reason}", self.report.refused)
-        for e in errors:
-            self._note(f"{label}: {e}", self.report.errors)
-        return members
+        return self._archive_members(data, label, tarfile.is_tarfile, iter_tar)
 
     def _zip_members(self, data: bytes, label: str) -> list[tuple[str, bytes]] | None:
         """The safe members of a zip given as bytes (the HyperPod issue report's), or None when it is
         no zip."""
-        path = self.work / f"z{hashlib.sha256(data).hexdigest()[:16]}"
+        return self._archive_members(data, label, zipfile.is_zipfile, iter_zip)
+
+    def _archive_members(
+        self,
+        data: bytes,
+        label: str,
+        is_archive: Callable[[Path], bool],
+        members_of: Callable[[Path, Limits, list[Refusal], list[str]], Iterator[tuple[str, bytes]]],
+    ) -> list[tuple[str, bytes]] | None:
+        """Members read by ``members_of`` (the safe reader of the archive type) from a private copy of
+        ``data``, or None when ``is_archive`` says it is none; what was refused is noted."""
+        path = self.work / f"a{hashlib.sha256(data).hexdigest()[:16]}"
         path.write_bytes(data)
         refusals: list[Refusal] = []
         errors: list[str] = []
         try:
-            if not zipfile.is_zipfile(path):
+            if not is_archive(path):
                 return None
-            members = list(iter_zip(path, self.limits, refusals, errors))
+            members = list(members_of(path, self.limits, refusals, errors))
         finally:
             path.unlink(missing_ok=True)
         for r in refusals:
