@@ -14,7 +14,8 @@
   did not understand, see tests/fixture_pairs.py), checked by tests/parsers/test_fixture_pairs.py.  A
   pair whose input is gone is removed.  Review the diff: a changed expectation is a changed parser.
 
-Name some of ``findings``, ``results``, ``pairs`` to regenerate only those.
+Name some of ``findings``, ``results``, ``pairs`` to regenerate only those; ``pairs:KIND[,KIND]`` regenerates
+the pairs of those kinds alone (``pairs:dmesg,nccl-tests``), leaving other kinds' pairs as they are.
 """
 
 from __future__ import annotations
@@ -113,10 +114,10 @@ def regenerate_results() -> None:
     print(f"wrote {RESULTS.relative_to(ROOT)}")
 
 
-def regenerate_parse_pairs() -> None:
+def regenerate_parse_pairs(only: frozenset[str] = frozenset()) -> None:
     from tests.fixture_pairs import FIXTURES, dumps, expected_path, pair_inputs, parse_as_cli
 
-    inputs = pair_inputs()
+    inputs = [(kind, path) for kind, path in pair_inputs() if not only or kind in only]
     written = changed = 0
     for kind, path in inputs:
         target = expected_path(path)
@@ -140,8 +141,12 @@ STEPS = {
 }
 
 if __name__ == "__main__":
-    unknown = [name for name in sys.argv[1:] if name not in STEPS]
+    unknown = [name for name in sys.argv[1:] if name.partition(":")[0] not in STEPS]
     if unknown:
-        sys.exit(f"unknown step(s) {', '.join(unknown)}; choose from {', '.join(STEPS)}")
+        sys.exit(f"unknown step(s) {', '.join(unknown)}; choose from {', '.join(STEPS)}, pairs:KIND[,KIND]")
     for name in sys.argv[1:] or list(STEPS):
-        STEPS[name]()
+        step, _, kinds = name.partition(":")
+        if kinds:
+            regenerate_parse_pairs(frozenset(kinds.split(",")))
+        else:
+            STEPS[step]()
