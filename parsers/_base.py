@@ -212,3 +212,21 @@ def require_text(text: str) -> None:
     lines = stripped.splitlines()
     if len(lines) <= 3 and any(err.lower() in stripped.lower() for err in _TOOL_ERRORS):
         raise CollectorError(lines[0][:300])
+
+
+def long_columns(entity_doc: str) -> list[Column]:
+    """The columns of a long table (one row per printed key, ``parsers._text.long_row``), with what
+    its entity is.
+
+    >>> [c.name for c in long_columns("the GPU's bus id")]
+    ['entity', 'section', 'key', 'value', 'number', 'unit', 'line']
+    """
+    return [
+        Column("entity", "str", entity_doc),
+        Column("section", "str", "the section path as printed, levels joined by ' / ' ('' at the top)"),
+        Column("key", "str", "the key as printed"),
+        Column("value", "str", "the value as printed"),
+        Column("number", "float", "the value's number, when it is one number with an optional unit"),
+        Column("unit", "str", "the unit printed after that number"),
+        Column("line", "int", "the line of the file the key is on"),
+    ]

@@ -324,3 +324,62 @@ def keep_value(extra: dict[str, Any], key: str, value: Any) -> None:
         extra[key].append(value)
     else:
         extra[key] = [extra[key], value]
+
+
+# -- long tables: one row per printed key ----------------------------------------------------------
+
+#: The columns of every long table of a key-value tool (``gpu_attribute`` of nvidia-smi -q,
+#: ``port_attribute`` of ibv_devinfo, ``provider_attribute`` of fi_info -v, ...): the entity the key
+#: belongs to (a GPU's bus id, ``device/port``, ``provider/domain``), the section path as printed
+#: (`` / `` between levels: ``Clocks / Applications Clocks``), the key, the value as printed, and
+#: the number and unit where the value is one number with an optional unit.
+LONG_COLUMNS = ("entity", "section", "key", "value", "number", "unit", "line")
+_VALUE_UNIT = re.compile(
+    r"^\s*(?P<n>[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(?P<u>[A-Za-z%°µ/][\w%°µ/.\- ]{0,15})?\s*$"
+)
+
+
+def number_and_unit(value: str) -> tuple[float | None, str | None]:
+    """The number a printed value holds and its unit, when it is one number with an optional unit
+    (hex is a number; a list, a range or a version is not).
+
+    >>> number_and_unit("700.00 W"), number_and_unit("80 %"), number_and_unit("0x10de"), number_and_unit("4096")
+    ((700.0, 'W'), (80.0, '%'), (4318.0, None), (4096.0, None))
+    >>> number_and_unit("535.104.05"), number_and_unit("N/A"), number_and_unit("25.78125 Gb/sec (4X EDR)")
+    ((None, None), (None, None), (None, None))
+    >>> number_and_unit("1,980 MHz"), number_and_unit("2.50 V")
+    ((1980.0, 'MHz'), (2.5, 'V'))
+    """
+    v = value.strip()
+    if v[:2].lower() == "0x" and len(v) > 2:
+        try:
+            return float(int(v, 16)), None
+        except ValueError:
+            return None, None
+    m = _VALUE_UNIT.match(v)
+    if m is None:
+        return None, None
+    digits = m.group("n")
+    if digits.count(",") and "." not in digits and not re.fullmatch(r"\d{1,3}(?:,\d{3})+", digits):
+        return None, None  # "1,2" is a list, not a number
+    number = to_float(digits.replace(",", "") if re.fullmatch(r"[\d,]+(?:\.\d*)?", digits) else digits)
+    unit = (m.group("u") or "").strip() or None
+    return number, unit
+
+
+def long_row(entity: str | None, section: str, key: str, value: str, line: int | None) -> dict[str, Any]:
+    """One row of a long table (``LONG_COLUMNS``).
+
+    >>> long_row("0000:18:00.0", "Power Readings", "Power Draw", "71.14 W", 40)["number"]
+    71.14
+    """
+    number, unit = number_and_unit(value)
+    return {
+        "entity": entity,
+        "section": section,
+        "key": key,
+        "value": value,
+        "number": number,
+        "unit": unit,
+        "line": line,
+    }
