@@ -7,16 +7,21 @@ recorded as a problem, and decoding stops at the safe reader's caps (:class:`Lim
 expansion ratio).
 
 Sections are separated by a line of 44 underscores.  The first holds the header ("Start of NVIDIA bug
-report log file", ``Date:``, ``uname:``); file sections start ``*** /path`` (then ``*** ls: ...``);
-command sections start with the command as run (``dmesg:``, ``/usr/bin/nvidia-smi --query``).  The
-nvidia-smi section holds several outputs back to back, each starting with the command line
-(``--query``, ``--query --unit``, ``nvlink --status``...).
+report log file", ``Date:``, ``uname:``); file sections start ``*** /path`` (then ``*** ls: ...``), or the
+bare path in scripts before about 2011 (``/proc/driver/nvidia/version``); command sections start with
+the command as run (``dmesg:``, ``/usr/bin/nvidia-smi --query``).  The nvidia-smi section holds several
+outputs back to back, each starting with the command line (``--query``, ``--query --unit``,
+``nvlink --status``...; ``-q`` and ``-q -u`` in older scripts).  When nvidia-smi fails, its answer
+("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", "Failed to initialize
+NVML: Driver/library version mismatch") is that output: it is kept as the ``nvidia-smi-q`` output, so
+the catalogue of failure answers finds it there and the node never reads as healthy.
 
 The report is written out as a node bundle (``meta.env``, ``manifest.tsv``, ``cmd/<kind>.txt``) so that
 discovery, every parser and every rule read it unchanged.  Kinds the report cannot carry (EFA, fi_info,
 file systems, I/O) get manifest rows with no file and the note ``not carried by nvidia-bug-report``.
 
-The kernel-log scan ("Scanning kernel log files for NVIDIA kernel messages:") holds the NVRM lines of
+The kernel-log scan ("Scanning kernel log files for NVIDIA kernel messages:", "... for NVRM messages:"
+in older scripts) holds the NVRM lines of
 ``/var/log/messages``, ``kern.log``... (``  <path>:``) and of the journal per boot (``  journalctl -b -0:``,
 ``-1``, ``-2``).  An earlier boot's journal part is one more ``dmesg`` output (``cmd/dmesg-boot-1.txt``,
 command ``journalctl -b -1 | grep ...``: the dmesg parser reads the boot from it).  The current boot's part
@@ -164,8 +169,8 @@ def header_facts(block: Block) -> dict[str, str]:
     {'hostname': 'nomade', 'report_date': 'Thu Oct 27 08:50:11 PM -03 2022', 'collected_at': '2022-10-27T23:50:11Z'}
     """
     facts: dict[str, str] = {}
-    if m := _UNAME.search(block.text):
-        facts["hostname"] = m.group(1)
+    if (m := _UNAME.search(block.text)) and re.search(r"[A-Za-z0-9]", m.group(1)):
+        facts["hostname"] = m.group(1)  # a name masked before posting ('****-*****') is no name
     if m := _DATE.search(block.text):
         facts["report_date"] = m.group(1)
         when = _parse_date(m.group(1))
@@ -174,9 +179,17 @@ def header_facts(block: Block) -> dict[str, str]:
     return facts
 
 
+#: zone names ``date`` prints that stand for one offset only (CST, IST, BST stand for several: not read)
+_ZONES = {"EST": -5, "EDT": -4, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7, "CET": 1, "CEST": 2, "JST": 9}
+
+
 def _parse_date(text: str) -> datetime | None:
-    """``date`` output in the C locale with a zone that says its offset (UTC, GMT, +0800, -03);
-    other locales and named zones (CST is three different zones) are not guessed."""
+    """``date`` output in the C locale with a zone that says its offset (UTC, GMT, +0800, -03, EDT);
+    other locales and ambiguous zone names (CST is three different zones) are not guessed.
+
+    >>> _parse_date("Tue Oct 27 14:31:54 EDT 2009").isoformat(), _parse_date("Thu Jul 14 14:11:55 IST 2011")
+    ('2009-10-27T18:31:54+00:00', None)
+    """
     parts = text.split()
     if len(parts) == 7 and parts[4] in ("AM", "PM"):  # Thu Oct 27 08:50:11 PM -03 2022
         parts = [parts[0], parts[1], parts[2], parts[3] + parts[4], parts[5], parts[6]]
@@ -188,6 +201,8 @@ def _parse_date(text: str) -> datetime | None:
     zone = parts[4]
     if zone in ("UTC", "GMT"):
         offset = timedelta(0)
+    elif zone in _ZONES:
+        offset = timedelta(hours=_ZONES[zone])
     elif m := re.fullmatch(r"([+-])(\d\d)(\d\d)?", zone):
         sign = -1 if m.group(1) == "-" else 1
         offset = sign * timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))
@@ -211,6 +226,23 @@ def smi_outputs(block: Block) -> list[tuple[str, str]]:
     return [(cmd, "".join(body)) for cmd, body in outs]
 
 
+#: the driver's version file: ``*** /proc/driver/nvidia/./version`` or, in older scripts, the bare path
+_VERSION_FILE = re.compile(r"^(?:\*\*\* )?/proc/driver/nvidia/(?:\./)?version$")
+
+
+def file_body(block: Block) -> str:
+    """The content of a file section: its lines after the path line, without the ``*** ls:`` lines.
+
+    >>> file_body(Block("/proc/driver/nvidia/version", "\\n/proc/driver/nvidia/version\\nNVRM version: x\\n"))
+    'NVRM version: x\\n'
+    >>> file_body(Block("*** /etc/issue", "*** /etc/issue\\n*** ls: -rw-r--r-- 1 root\\nUbuntu\\n"))
+    'Ubuntu\\n'
+    """
+    lines = block.text.splitlines(keepends=True)
+    at = next((i for i, ln in enumerate(lines) if ln.strip() == block.header), -1)
+    return "".join(ln for ln in lines[at + 1 :] if not ln.startswith("*** "))
+
+
 def pick(blocks: list[Block]) -> dict[str, tuple[str, str]]:
     """kind -> (command as run, text) for the sections hptriage reads."""
     found: dict[str, tuple[str, str]] = {}
@@ -218,16 +250,15 @@ def pick(blocks: list[Block]) -> dict[str, tuple[str, str]]:
         head = block.header
         if head == "dmesg:" and "dmesg" not in found:
             found["dmesg"] = ("dmesg", block.text.split("dmesg:", 1)[1].lstrip("\r\n"))
-        elif head.startswith("*** /proc/driver/nvidia/") and head.replace("/./", "/").endswith(
-            "/nvidia/version"
-        ):
-            body = "".join(ln for ln in block.text.splitlines(keepends=True) if not ln.startswith("*** "))
-            found.setdefault("versions", ("cat /proc/driver/nvidia/version", body))
+        elif _VERSION_FILE.match(head):
+            found.setdefault("versions", ("cat /proc/driver/nvidia/version", file_body(block)))
         elif _SMI.match(head):
             for cmd, text in smi_outputs(block):
                 args = cmd.split()[1:]
-                if args == ["--query"] or args == ["-q"]:
+                if args in (["--query"], ["-q"], ["-a"]):
                     found.setdefault("nvidia-smi-q", (cmd, text))
+                elif not args:
+                    found.setdefault("nvidia-smi", (cmd, text))
                 elif args[:1] == ["nvlink"] and args[1:] in (["--status"], ["-s"]):
                     found.setdefault("nvidia-smi-nvlink", (cmd, text))
         elif "fabricmanager" in head and (
@@ -241,6 +272,8 @@ def pick(blocks: list[Block]) -> dict[str, tuple[str, str]]:
 
 
 _SCAN = "Scanning kernel log files for NVIDIA kernel messages:"
+#: the scan's title over the years (scripts before about 2011 grepped NVRM only)
+SCAN_TITLES = (_SCAN, "Scanning kernel log files for NVRM messages:")
 #: a part of the scan: ``  /var/log/kern.log:`` (with a host-root prefix on Bottlerocket), ``  journalctl -b -1:``
 _SCAN_PART = re.compile(r"^  (?P<name>\S*/var/log/\S+?|journalctl -b (?P<boot>[+-]?\d+)):\s*$")
 #: the scan's own sentences, no log lines
@@ -297,7 +330,8 @@ def kernel_outputs(blocks: list[Block], have_dmesg: bool) -> tuple[list[Output],
     Earlier boots' journal parts always (``cmd/dmesg-boot-1.txt``...); the current boot's journal part,
     else a log file's lines since the driver's last load, only without a ``dmesg:`` section (they repeat
     it)."""
-    parts = [p for b in blocks if b.header == _SCAN for p in kernel_scan(b)]
+    parts = [p for b in blocks if b.header in SCAN_TITLES for p in kernel_scan(b)]
+    grep = _GREP if any(b.header == _SCAN for b in blocks) else "grep NVRM"  # what the older scan ran
     outputs: list[Output] = []
     notes: list[str] = []
     for part in parts:
@@ -306,7 +340,7 @@ def kernel_outputs(blocks: list[Block], have_dmesg: bool) -> tuple[list[Output],
                 Output(
                     "dmesg",
                     part.text,
-                    f"journalctl -b {part.boot} | {_GREP}",
+                    f"journalctl -b {part.boot} | {grep}",
                     name=f"dmesg-boot{part.boot}.txt",
                     note=f"{SOURCE}: the journal's NVIDIA kernel messages of boot {part.boot}",
                 )
@@ -317,7 +351,7 @@ def kernel_outputs(blocks: list[Block], have_dmesg: bool) -> tuple[list[Output],
             outputs.insert(
                 0,
                 Output(
-                    "dmesg", current.text, f"journalctl -b -0 | {_GREP}", note=f"{SOURCE}: no dmesg section"
+                    "dmesg", current.text, f"journalctl -b -0 | {grep}", note=f"{SOURCE}: no dmesg section"
                 ),
             )
             notes.append(
@@ -329,7 +363,7 @@ def kernel_outputs(blocks: list[Block], have_dmesg: bool) -> tuple[list[Output],
                 Output(
                     "dmesg",
                     since_last_driver_load(logfile.text),
-                    f"{_GREP} {logfile.name}",
+                    f"{grep} {logfile.name}",
                     note=f"{SOURCE}: no dmesg section; the lines since the driver's last load",
                 ),
             )
@@ -506,6 +540,10 @@ def read_text(text: str, origin: str = "") -> ReportContent | str:
     if not blocks or START not in blocks[0].text:
         return "nvidia-bug-report without its header section"
     content = ReportContent(facts=header_facts(blocks[0]))
+    if "hostname" not in content.facts and (m := _UNAME.search(blocks[0].text)):
+        content.problems.append(
+            f"the uname line's host name {m.group(1)!r} is masked: the node is named after the file"
+        )
     found = pick(blocks)
     kernel, notes = kernel_outputs(blocks, "dmesg" in found)
     table = versions_table(blocks[0])
@@ -558,7 +596,8 @@ def read_text(text: str, origin: str = "") -> ReportContent | str:
             content.problems.append(f"no 'nvidia-smi --query' output: the script skipped it ({skipped})")
         else:
             content.problems.append(
-                "no 'nvidia-smi --query' output in the report (a --safe-mode run, or nvidia-smi failed)"
+                "no 'nvidia-smi --query' output in the report (a --safe-mode run, nvidia-smi failed, or a "
+                "script that did not run it)"
             )
     if unread:
         content.problems.append(
