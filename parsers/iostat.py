@@ -22,7 +22,12 @@ svctm``), 12.x (``Device``, ``r/s rkB/s rrqm/s %rrqm r_await rareq-sz w/s ... d/
 kB_read kB_wrtn kB_dscd``, ``MB_*`` with ``-m``, ``Blk_*``).  Decimal commas, locale banner dates, ``-t``
 timestamp lines, ``-p`` partitions, ``-N`` mapper names, -z reports without device rows, an avg-cpu
 value row whose header was cut off (six numbers alone) and ``[...]``/``^C`` lines are accepted, and
-``-o JSON`` is read too.  Not handled: ``-h`` (human units, device name last).
+``-o JSON`` is read too.  ``--human`` (``-h`` of sysstat >= 12: the device name last, sizes with the
+suffixes of sysstat's cprintf_unit, ``s`` sectors, ``B``, ``k``, ``M``, ``G``, ``T`` in powers of 1024,
+percents with ``%``) is converted to each column's own unit (``2.1M`` under ``dkB/s`` is 2150.4 kB/s,
+``70.4M`` under ``kB_read`` 72090 kB, rounded to a whole kB for the totals); ``-x --pretty`` column
+groups (r, w, d, f: one header each, ``Device`` last) join into one row per device and report; the
+``-h`` of sysstat < 12 (the device name alone on its line, its numbers on the next) is read too.
 
 Lossless: every printed value is kept under the tool's own column name and unit, snake-cased
 (``%rrqm`` -> ``pct_rrqm``, ``kB_read/s`` -> ``kb_read_s``, ``avgrq-sz`` -> ``avgrq_sz``, ``%iowait`` ->
@@ -205,7 +210,7 @@ SCHEMA = {
 }
 
 _BANNER = re.compile(
-    r"^Linux\s+(?P<kernel>\S+)\s+\((?P<host>[^)]*)\)\s+(?P<date>.*?)\s+"
+    r"^Linux\s+(?P<kernel>\S+)\s+(?:\((?P<host>[^)]*)\)\s+)?(?P<date>.*?)\s+"
     r"(?:_(?P<arch>\S+)_\s+)?\((?P<ncpu>\d+)\s+CPU\)\s*$"
 )
 _TS = re.compile(r"^\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}[ T]\d{1,2}:\d\d:\d\d(?:\s*[AP]M)?(?:\s*[+-]\d{4}|Z)?$")
@@ -246,6 +251,8 @@ def detect(text: str) -> int:
         return 85
     if _JSON.match(head) and ('"avg-cpu"' in head or '"disk_device"' in head):
         return 85
+    if re.search(r"^[ \t]*(?:r/s|w/s|tps|rrqm/s|d/s|f/s)[ \t]+(?:\S+[ \t]+)*?Device:?[ \t]*$", head, re.M):
+        return 85  # --human / --pretty: the Device column last
     return 0
 
 
@@ -274,6 +281,9 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         if not tokens:
             if not spaced or (index and not cleaned.lines[index - 1].strip()):
                 st["header"] = st["cpu_cols"] = None
+                if (pending := st["pending"]) is not None:
+                    result.issue(pending[0], raw_lines[pending[0] - 1], "device name without its numbers")
+                    st["pending"] = None
             continue
         stamp = None
         if (
@@ -292,10 +302,10 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         elif first == "avg-cpu:":
             st["cpu_cols"] = [_key(t) for t in tokens[1:]]
         elif st["cpu_cols"] is not None or (
-            st["header"] is None and len(tokens) == 6 and all(map(_NUM.match, tokens))
+            st["header"] is None and len(tokens) == 6 and all(_NUM.match(t.rstrip("%")) for t in tokens)
         ):
             cols, st["cpu_cols"] = st["cpu_cols"] or [c for c in _CPU_RAW if c != "pct_sys"], None
-            values = _numbers(tokens)
+            values = _numbers([t[:-1] if t.endswith("%") else t for t in tokens])  # --human: "0.6%"
             if len(values) != len(cols) or None in values:
                 result.issue(
                     no, raw_lines[index], f"expected the {len(cols)} avg-cpu values under its header"
@@ -307,7 +317,9 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             result.add("iostat_cpu", cpu)
         elif first in ("Device:", "Device"):
             _next(st, "dev")
-            st["header"] = [_key(t) for t in tokens[1:]]
+            st["header"], st["dev_last"], st["groups"] = [_key(t) for t in tokens[1:]], False, None
+        elif tokens[-1] in ("Device", "Device:") and len(tokens) > 1 and _LABEL.match(first):
+            _device_last_header(st, [_key(t) for t in tokens[:-1]])
         elif (
             "iostat" in line and _IOSTAT_CMD.search(line) and not _NUM.match(tokens[-1])
         ):  # `# iostat -xy 1 1`, `./iostat -mt`
@@ -316,13 +328,39 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             continue
         elif st["header"] is not None:
             st["ts"] = stamp or st["ts"]
+            pending, st["pending"] = st["pending"], None
+            if len(tokens) == 1 and not st["dev_last"] and not _NUM.match(first):
+                # sysstat < 12 with -h: the device name alone, its numbers on the next line
+                if pending is not None:
+                    result.issue(pending[0], raw_lines[pending[0] - 1], "device name without its numbers")
+                st["pending"] = (no, first)
+                continue
+            if pending is not None:
+                if len(tokens) == len(st["header"]):
+                    tokens = [pending[1], *tokens]
+                else:
+                    result.issue(pending[0], raw_lines[pending[0] - 1], "device name without its numbers")
+            if st["dev_last"]:  # --human / --pretty: the device name is the last cell
+                tokens = tokens[-1:] + tokens[:-1]
             device = _device(no, tokens, st["header"], st, host)
             if device is None:
-                result.issue(no, raw_lines[index], f"expected a device name and {len(st['header'])} numbers")
+                result.issue(
+                    no,
+                    raw_lines[index],
+                    f"expected a device name and {len(st['header'])} numbers"
+                    + (" (with --human units k, M, G, % where printed)" if st["dev_last"] else ""),
+                )
+            elif st["groups"] is not None and (same := st["groups"][1].get(tokens[0])) is not None:
+                _merge(same, device)  # another column group of the same device and report
             else:
+                if st["groups"] is not None:
+                    st["groups"][1][tokens[0]] = device
                 result.add("iostat_device", device)
         else:
             result.issue(no, raw_lines[index], "line outside any iostat block (banner, avg-cpu, Device)")
+    for st in states.values():
+        if (pending := st["pending"]) is not None:
+            result.issue(pending[0], raw_lines[pending[0] - 1], "device name without its numbers")
     if not (result.rows("iostat_host") or result.rows("iostat_cpu") or result.rows("iostat_device")):
         seen = next((ln.strip() for ln in cleaned.lines if ln.strip()), "")[:120]
         if any(st["report"] for st in states.values()):
@@ -370,7 +408,29 @@ def _double_spaced(lines: list[str]) -> bool:
 def _state() -> dict[str, Any]:
     """Per host: report counter, the part last seen, -t stamp, device header, avg-cpu header, -y."""
     return {"report": 0, "seen": -1, "ts": None, "banner": False, "boot": None, "y": None, "header": None,
-            "cpu_cols": None, "dated": False}  # fmt: skip
+            "cpu_cols": None, "dated": False, "dev_last": False, "groups": None, "pending": None}  # fmt: skip
+
+
+def _device_last_header(st: dict[str, Any], header: list[str]) -> None:
+    """A header with ``Device`` last (``--human``, ``--pretty``).  ``-x --pretty`` prints a report's
+    columns in groups (r, w, d, f), each with its header: a group whose columns are new to the report
+    continues it, and its cells join the rows of the same devices."""
+    groups = st["groups"]
+    if st["seen"] == _RANK["dev"] and st["dev_last"] and groups is not None and not groups[0] & set(header):
+        groups[0].update(header)
+    else:
+        _next(st, "dev")
+        st["groups"] = (set(header), {})
+    st["header"], st["dev_last"] = header, True
+
+
+def _merge(row: dict[str, Any], more: dict[str, Any]) -> None:
+    """The cells of a further column group (``-x --pretty``) into the device's row of the report."""
+    for key, value in more.items():
+        if value is not None and row.get(key) is None:
+            row[key] = value
+    if more["extra"] != "{}":
+        row["extra"] = json.dumps({**json.loads(row["extra"]), **json.loads(more["extra"])})
 
 
 def _command(st: dict[str, Any], command: str) -> None:
@@ -385,6 +445,34 @@ def _dated(tokens: list[str]) -> tuple[str, list[str]] | None:
         n = 3 if tokens[2] in ("AM", "PM") else 2
         return " ".join(tokens[:n]), tokens[n:]
     return None
+
+
+#: --human suffixes (sysstat's cprintf_unit): sectors, bytes, kB, MB, ... -> bytes
+_SUFFIX = {"s": 512.0, "B": 1.0, "k": 1024.0, "M": 1024.0**2, "G": 1024.0**3, "T": 1024.0**4, "P": 1024.0**5}
+#: a column's own unit in bytes, from its snake-cased name (kB, MB, sectors/blocks; request sizes in kB)
+_UNIT_OF = ((re.compile(r"(?:^|_)kb(?:_|$)|^[rwd]kb_s$|areq_sz$"), 1024.0), (re.compile(r"mb(?:_|$)"), 1024.0**2),
+            (re.compile(r"sec_s$|^blk_|avgrq_sz$"), 512.0))  # fmt: skip
+_LABEL = re.compile(r"^(?:%?[A-Za-z][\w/%-]*)$")
+
+
+def _human(cell: str, key: str) -> float | None:
+    """A ``--human`` cell in its column's unit: ``67.3k`` in a kB column is 67.3, ``2.1M`` is 2150.4,
+    ``1.8G`` 1887436.8; ``21.6%`` in a percent column is 21.6.  None when the suffix does not fit the
+    column (a size on a count, a percent on a size).
+
+    >>> _human("2.1M", "dkb_s"), _human("1,5%", "pct_util"), _human("2.8G", "kb_read"), _human("1.2k", "r_s")
+    (2150.4, 1.5, 2936012.8, None)
+    """
+    number = to_float(cell[:-1])
+    suffix = cell[-1:]
+    if number is None:
+        return None
+    if suffix == "%":
+        return number if key.startswith("pct_") else None
+    unit = next((size for pattern, size in _UNIT_OF if pattern.search(key)), None)
+    if unit is None or suffix not in _SUFFIX:
+        return None
+    return round(number * _SUFFIX[suffix] / unit, 6)
 
 
 def _key(label: str) -> str:
@@ -480,13 +568,20 @@ def _device(
     if len(tokens) != len(header) + 1 or _NUM.match(tokens[0]):
         return None
     numbers = _numbers(tokens[1:])
+    human = None in numbers and st["dev_last"]
+    if human:  # --human: "67.3k", "1.8G", "21.6%"
+        numbers = [
+            n if n is not None else _human(c, k) for n, c, k in zip(numbers, tokens[1:], header, strict=True)
+        ]
     if None in numbers:
         return None
     values = cast("list[float]", numbers)  # none of them None; the whole counts become int below
     plan = _PLANS.get(tuple(header)) or _plan(header)
-    for i in plan.ints:  # counts (kB_read ...) must be whole numbers
+    for i in plan.ints:  # counts (kB_read ...) must be whole numbers (--human: rounded to one)
         if not values[i].is_integer():
-            return None
+            if not human:
+                return None
+            values[i] = round(values[i])
         values[i] = int(values[i])
     base = st.get("_base")
     if base is None or base[0] != (st["report"], st["ts"], st["y"], st["boot"], st["banner"], host):

@@ -175,6 +175,9 @@ JC_CANNOT = {
     "sysstat-222-ydx-json-quoted-backticks.txt": "-o JSON: jc's iostat parser reads text only",
     "sysstat-pr414-mT-datetime-column-proposed.txt": "-T Datetime column (proposed): jc finds no rows",
     "sysstat-pr414-mt-timestamp-mb-dscd.txt": "plain (not -x) report: this test compares -x columns",
+    "azure-6.14-xh-pretty-groups-human-3reports.txt": "--human: jc reads no suffixed cell ('67.3k', '21.6%')",
+    "wsl2-h-plain-human-device-last.txt": "--human: jc reads no suffixed cell ('70.4M')",
+    "ubuntu19-xdh-human-comma-no-hostname.txt": "--human with decimal commas: jc reads neither",
 }
 #: our column -> jc's key(s)
 JC_KEYS = {

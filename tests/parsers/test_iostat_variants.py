@@ -25,6 +25,9 @@ JC_CANNOT = {
     "sysstat-163-y-json-leading-comma.txt": "-o JSON: jc's iostat parser reads text only",
     "sysstat-222-ydx-json-quoted-backticks.txt": "-o JSON: jc's iostat parser reads text only",
     "sysstat-pr414-mT-datetime-column-proposed.txt": "-T Datetime column (proposed): jc finds no rows",
+    "azure-6.14-xh-pretty-groups-human-3reports.txt": "--human: jc reads no suffixed cell ('67.3k', '21.6%')",
+    "wsl2-h-plain-human-device-last.txt": "--human: jc reads no suffixed cell ('70.4M')",
+    "ubuntu19-xdh-human-comma-no-hostname.txt": "--human with decimal commas: jc reads neither",
 }
 
 
@@ -366,7 +369,11 @@ avg-cpu:  %user   %nice %system %iowait  %steal   %idle
 """
 
 
-def test_human_units_are_reported_not_dropped() -> None:
+def test_human_units_are_converted_to_each_columns_unit() -> None:
     r = iostat.parse(HUMAN)
-    assert r.rows("iostat_device") == [] and r.rows("iostat_cpu") == []
-    assert [i.line_no for i in r.issues] == [4, 6, 7]
+    assert not r.issues
+    (cpu,) = r.rows("iostat_cpu")
+    assert (cpu["user_pct"], cpu["iowait_pct"], cpu["idle_pct"]) == (1.6, 0.1, 97.7)
+    (dev,) = r.rows("iostat_device")
+    assert (dev["device"], dev["tps"], dev["rkb_s"], dev["wkb_s"]) == ("nvme0n1", 4.43, 38.5, 54.6)
+    assert (dev["kb_read"], dev["kb_wrtn"], dev["kb_dscd"]) == (2097152, 3040870, 0)
