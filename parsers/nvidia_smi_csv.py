@@ -14,8 +14,11 @@ Sample (lines of tests/fixtures/nvidia-smi-csv/slurm-v100-timestamp-l5.txt)::
 
 Any set of fields is accepted, keyed by the header.  Output of ``--format=csv,noheader`` (and
 ``nounits``) has no header: its fields come from the command line recorded in the manifest
-(``parse``'s ``command``; ``hptriage parse --fields a,b,c`` on the command line); without them it
-raises ``ParseError``.  Units are stripped from headers (``[MiB]``) and values (``99 %``);
+(``parse``'s ``command``; ``hptriage parse --fields a,b,c`` on the command line) or from the command
+line pasted before the rows (after a ``$``/``#`` prompt or none, with a path to the tool, or broken
+with a backslash so that its ``--query-gpu=`` starts the next line); without them it raises
+``ParseError``.  A header hard-wrapped over several lines (a PDF's text) is joined again when the lines
+joined make a header with as many cells as the row after it.  Units are stripped from headers (``[MiB]``) and values (``99 %``);
 ``[N/A]``, ``[Not Supported]`` and ``N/A`` become null.  Old and new names are both mapped
 (``clocks_throttle_reasons.active`` / ``clocks_event_reasons.active``, ``pci.bus_id`` / ``gpu_bus_id``).
 A file may hold several blocks, each starting with its own header line (``-l`` loops, remapped rows).
@@ -130,6 +133,13 @@ _UNITS = frozenset(
     {"%", "w", "mw", "mhz", "ghz", "c", "b", "kib", "mib", "gib", "tib", "kb", "mb", "gb", "tb"}
     | {"rpm", "v", "mv", "ms", "us", "s", "gb/s", "mb/s", "kb/s", "bytes"}
 )
+#: A command line pasted before its output without a prompt ("nvidia-smi --query-gpu=... --format=csv").
+#: Also a "# " or "$ " prompt the cleaner keeps, a path to the tool (nvidia-smi.exe under WSL) and the
+#: continuation line of a command broken with a backslash ("  --query-gpu=... --format=csv,noheader").
+_TYPED = re.compile(
+    r"^(?:[#$]\s+)?(?:sudo\s+)?(?:\S*/)?nvidia-smi(?:\.exe)?\s.*--query-(?:gpu|remapped-rows)[= ]"
+    r"|^--query-(?:gpu|remapped-rows)="
+)
 _TOOL_ERROR = re.compile(
     r"is not a valid field to query|Invalid combination of input arguments|nvidia-smi -h"
 )
@@ -176,11 +186,23 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     header: list[str] | None = [f.strip().lower() for f in fields] if fields else None
     headerless = False
     before: list[tuple[int, str]] = []  # lines seen before the first header
-    for no, line in enumerate(clean_lines(text).lines, start=1):
+    cleaned = clean_lines(text)
+    lines = cleaned.lines
+    prompts = {no: command for no, command in cleaned.commands}  # "$ nvidia-smi --query-gpu=..." lines
+    joined_up_to = 0  # the last line of a header hard-wrapped over several lines, already read
+    for no, line in enumerate(lines, start=1):
         line = line.strip()
-        if not line or set(line) <= {"."}:
+        typed = prompts.get(no) or (line if _TYPED.match(line) else None)
+        if typed is not None:  # the command printed before its output: its fields stand for a header
+            if typed_fields := fields_of(typed):
+                header = [f.strip().lower() for f in typed_fields]
+                before.clear()
+            continue
+        if no <= joined_up_to or not line or set(line) <= {"."}:
             continue
         fields = _header(line)
+        if not _fits(fields, lines, no) and (wrapped := _wrapped_header(lines, no)) is not None:
+            fields, joined_up_to = wrapped
         if fields is not None:
             if header is None:
                 for line_no, skipped in before:
@@ -204,6 +226,35 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         raise ParseError("no nvidia-smi CSV header line found")
     result.tables.setdefault("gpu_query", [])
     return result
+
+
+def _fits(fields: list[str] | None, lines: list[str], no: int) -> bool:
+    """Whether a header line read on line ``no`` is whole: the next line is a row of as many cells (or
+    there is none).  Another header line next may be the rest of this one, wrapped."""
+    if fields is None:
+        return False
+    after = next((x.strip() for x in lines[no:] if x.strip()), None)
+    return after is None or (len(after.split(",")) == len(fields) and _header(after) is None)
+
+
+def _wrapped_header(lines: list[str], no: int) -> tuple[list[str], int] | None:
+    """A header hard-wrapped over lines ``no``.. (a PDF's text, a narrow terminal): (its cells, its last
+    line number) when the lines joined make a header whose cell count the next data line has."""
+    first = lines[no - 1].strip()
+    if not first or "," not in first + "," or _field(first.split(",")[0].strip().lower()) not in _FIELDS:
+        return None
+    joined = first
+    for end in range(no + 1, min(no + 6, len(lines) + 1)):
+        part = lines[end - 1].strip()
+        if not part:
+            return None
+        for glue in (" ", ""):
+            cells = _header(joined + glue + part)
+            after = next((x.strip() for x in lines[end:] if x.strip()), None)
+            if cells and after and len(after.split(",")) == len(cells) and _header(after) is None:
+                return cells, end
+        joined = joined + " " + part
+    return None
 
 
 def _header(line: str) -> list[str] | None:

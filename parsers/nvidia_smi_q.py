@@ -43,7 +43,12 @@ children (``HW Slowdown``, ``Process ID``) is a section of them.  Travel noise (
 indentation (every line flush left under the ``GPU`` header) is rebuilt from the known nesting of
 nvidia-smi's sections.  Excerpts without a ``GPU <bus id>`` header (``nvidia-smi -q | grep -A6 Fabric``, a
 pasted ``Retired Pages`` section) give one row per excerpt with ``pci`` null; ``--`` separators and a
-repeated top-level key or section start the next row.  A value that should be a number and is not, or a
+repeated top-level key or section start the next row.  In a dump that has ``GPU <bus id>`` headers, a
+line outside every GPU block is the dump's own (its top lines at any indentation, a vGPU host's
+``vGPU Driver Capability`` section): it never makes a GPU record, and the top lines go to every GPU of
+the dump.  A line under a GPU that lost its indentation (a section header pasted flush left) is read
+at the depth of the GPU's own keys.  ``power_draw_w`` is the ``Power Draw`` printed, else the ``Average
+Power Draw``, else the ``Instantaneous Power Draw`` (whichever of the two is not N/A).  A value that should be a number and is not, or a
 line without a key that holds digits, is a ParseIssue.
 
 Schema
@@ -87,6 +92,15 @@ Schema
   ``driver_version_line``, ``cuda_version_line`` — the ``Driver Version`` / ``CUDA Version`` lines of the
   dump header; ``vbios_version_line`` — the GPU's ``VBIOS Version`` line
 
+``gpu_attribute`` (the long table: one row per printed key, the dump's top lines included):
+
+- ``entity`` str — the GPU's bus id as ``gpu.pci``; null for the dump's top lines (Timestamp, Driver
+  Version, CUDA Version, Attached GPUs, vGPU Driver Capability) and for excerpts without a GPU header
+- ``section`` str — the section path as printed, levels joined by `` / `` (``PCI / GPU Link Info /
+  Link Width``, ``Applications Clocks``); '' for the GPU's own keys
+- ``key``, ``value`` str — as printed; ``number`` float and ``unit`` str when the value is one number
+  with an optional unit (``700.00 W`` -> 700.0, ``W``); ``line`` int
+
 Examples
 --------
 >>> gpu = parse(SAMPLE).rows("gpu")[0]
@@ -98,6 +112,8 @@ Examples
 (2, 3, 5)
 >>> json.loads(gpu["extra"])["Temperature/GPU Current Temp"], json.loads(gpu["extra"])["Attached GPUs"]
 ('33 C', '1')
+>>> [(a["section"], a["key"], a["number"]) for a in parse(SAMPLE).rows("gpu_attribute")][4:6]
+[('PCI / GPU Link Info / Link Width', 'Max', 16.0), ('PCI / GPU Link Info / Link Width', 'Current', 16.0)]
 """
 
 from __future__ import annotations
@@ -107,13 +123,14 @@ import json
 import re
 from typing import Any
 
-from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
+from parsers._base import Column, ParseError, ParseResult, ParserInfo, long_columns, require_text, sample_of
 from parsers._text import (
     NOT_AVAILABLE,
     clean_head_text,
     clean_lines,
     keep_value,
     leading_number,
+    long_row,
     pci_address,
     to_int,
 )
@@ -124,7 +141,7 @@ INFO = ParserInfo(
     kind="nvidia-smi-q",
     title="nvidia-smi -q (full GPU query)",
     commands=("nvidia-smi -q", "nvidia-smi -q -d ECC,ROW_REMAPPER,...", "nvidia-smi -q | grep -A6 Fabric"),
-    tables=("gpu",),
+    tables=("gpu", "gpu_attribute"),
     versions_seen=(
         "396.37",
         "510.73.08",
@@ -133,6 +150,8 @@ INFO = ParserInfo(
         "550.90.07",
         "550.127.05",
         "565.57.01",
+        "535.129.03 (vGPU host: vGPU Driver Capability)",
+        "570.124.06 (whole dump indented by 4)",
         "580.142 (55-column keys)",
     ),
 )
@@ -240,7 +259,12 @@ SCHEMA = {
         + [Column(c, "float") for c in _FLOAT_COLS]
         + [Column(c, "str") for c in _STR_COLS]
         + [Column(c, "bool") for c in _BOOL_COLS]
-    )
+    ),
+    "gpu_attribute": tuple(
+        long_columns(
+            "the GPU's bus id (dddd:bb:dd.f, as gpu.pci); null for the dump's top lines and excerpts"
+        )
+    ),
 }
 
 #: Full section path + key (lower case, joined with '/') -> (column, converter).
@@ -296,6 +320,9 @@ _COLUMNS: dict[str, tuple[str, str]] = {
     "power readings/power draw": ("power_draw_w", "num"),
     "gpu power readings/power draw": ("power_draw_w", "num"),
     "gpu power readings/average power draw": ("power_draw_w", "num"),
+    "gpu power readings/instantaneous power draw": ("power_draw_w", "num"),
+    "power readings/average power draw": ("power_draw_w", "num"),
+    "power readings/instantaneous power draw": ("power_draw_w", "num"),
     "power readings/power limit": ("power_limit_w", "num"),
     "power readings/current power limit": ("power_limit_w", "num"),
     "gpu power readings/current power limit": ("power_limit_w", "num"),
@@ -449,11 +476,12 @@ class _Gpu:
         self.nonzero: set[str] = set()
         self.top_seen: set[str] = set()
         self.names: tuple[str, ...] | None = None  # the names of ``stack``, kept while it is unchanged
+        self.child: int | None = None  # indent of the GPU's own keys (the first line under the header)
 
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    result = ParseResult(tables={"gpu": []})
+    result = ParseResult(tables={"gpu": [], "gpu_attribute": []})
     cleaned = clean_lines(text)
     raw_lines = text.splitlines()
     header: dict[str, str] = {}
@@ -461,6 +489,12 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     gpus: list[_Gpu] = []
     gpu: _Gpu | None = None
     first_seen = ""
+    # A dump with a "GPU <bus id>" header: a line outside every GPU block is the dump's own (its top
+    # lines, a "vGPU Driver Capability" section), never a GPU of its own.
+    has_header = any(
+        line.lstrip()[:4] == "GPU " and _GPU_HEADER.match(line.strip()) for line in cleaned.lines
+    )
+    dump_section: tuple[int, str] | None = None  # a section of the dump's top lines, and its indent
     for no, line, host in cleaned.numbered():
         if "\t" in line:
             line = line.replace("\t", "    ")
@@ -468,7 +502,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         if stripped.startswith("=====") and "NVSMI LOG" in stripped:  # the banner: a new dump begins
             if gpu is not None:
                 _close(gpu, result, raw_lines)
-            gpu, header, header_lines = None, {}, {}
+            gpu, header, header_lines, dump_section = None, {}, {}, None
             continue
         if (
             not stripped
@@ -495,11 +529,20 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         kv = _split(stripped)
         if gpu is not None and kv and kv[0].lower() in _HEADER_KEYS and (gpu.flat or indent <= gpu.base):
             _close(gpu, result, raw_lines)  # the header of a further dump (concatenated nodes)
-            gpu, header, header_lines = None, {}, {}
+            gpu, header, header_lines, dump_section = None, {}, {}, None
         if gpu is None:
-            if kv and indent == 0 and kv[0].lower() in _HEADER_KEYS:
-                header[kv[0]] = kv[1]
-                header_lines[kv[0]] = no
+            if kv and (kv[0].lower() in _HEADER_KEYS or has_header):
+                if dump_section is not None and indent <= dump_section[0]:
+                    dump_section = None
+                section = dump_section[1] if dump_section else ""
+                name = f"{section}/{kv[0]}" if section else kv[0]
+                header[name] = kv[1]
+                header_lines[name] = no
+                result.add("gpu_attribute", long_row(None, section, kv[0], kv[1], no))
+                continue
+            if has_header:  # a section of the dump's top lines ("vGPU Driver Capability")
+                dump_section = (indent, stripped)
+                result.add("gpu_attribute", long_row(None, "", stripped, "", no))
                 continue
             if not (_PADDED.match(line) or _SECTION_LINE.match(line) or (kv and kv[0].lower() in _COLUMNS)):
                 if re.search(r"\d", stripped):
@@ -510,6 +553,9 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             result.add("gpu", gpu.row)
         if gpu.flat is None and not gpu.headerless:
             gpu.flat = indent <= gpu.base
+            gpu.child = indent
+        if gpu.child is not None and not gpu.flat and indent < gpu.child:
+            indent = gpu.child  # a line that lost its indentation: at least a section of the GPU
         gpu = _line(gpu, result, raw_lines, no, indent, stripped, kv, host, gpus, header, header_lines)
     if gpu is not None:
         _close(gpu, result, raw_lines)
@@ -524,6 +570,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         )
     for g in gpus:
         _finish(g)
+    result.tables["gpu_attribute"].sort(key=lambda r: r["line"])  # a key-less line is added when closed
     return result
 
 
@@ -606,6 +653,8 @@ def _pop(gpu: _Gpu, result: ParseResult, raw_lines: list[str]) -> None:
     if not has_child and raw:  # a line without a key and nothing under it: kept, loud if it holds digits
         path = "/".join([s[1] for s in gpu.stack] + [name])
         _keep(gpu.extra, path, "")
+        sections = tuple(s[1] for s in gpu.stack)
+        result.add("gpu_attribute", long_row(gpu.row["pci"], _section_path(sections), name, "", no))
         if re.search(r"\d", name):
             result.issue(no, raw, "a line without a key (value or cut line?)")
 
@@ -614,6 +663,12 @@ def _close(gpu: _Gpu, result: ParseResult, raw_lines: list[str]) -> None:
     while gpu.stack:
         _pop(gpu, result, raw_lines)
     gpu.pending = None
+
+
+@functools.lru_cache(maxsize=1024)
+def _section_path(sections: tuple[str, ...]) -> str:
+    """The section path of the long table: the sections as printed, joined by `` / ``."""
+    return " / ".join(s.strip() for s in sections)
 
 
 def _split(line: str) -> tuple[str, str] | None:
@@ -699,6 +754,7 @@ def _apply(
             row["vbios_version_line"] = no
     if path not in gpu.verbatim:
         _keep(gpu.extra, path, value)
+    result.add("gpu_attribute", long_row(row["pci"], _section_path(sections), key, value, no))
 
 
 def _keep(extra: dict[str, Any], path: str, value: str) -> None:
