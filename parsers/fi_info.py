@@ -23,7 +23,11 @@ Sample (lines of tests/fixtures/fi-info/eks-pod-kr-201.0-efa-direct.txt)::
         protocol: FI_PROTO_EFA
 
 Styles accepted: sub-keys indented under ``provider:`` or flattened to the same indentation (doc
-pastes), uniform indentation, markdown ``> ``, the verbose ``-v`` layout.  Old EFA devices are named
+pastes), uniform indentation, markdown ``> ``, the verbose ``-v`` layout (YAML-like: ``---``, ``fi_info:``,
+nested sections ``fi_tx_attr``, ``fi_ep_attr``, ``fi_domain_attr``, ``fi_fabric_attr``, ``nic`` /
+``fi_device_attr`` / ``fi_bus_attr`` / ``fi_pci_attr`` / ``fi_link_attr``, read by indentation; a paste that
+lost its indentation is read section by section), ``mpirun --tag-output`` lines (``[1,0]<stdout>:``, the
+rank kept in ``host``) with ssh's "Warning: Permanently added" lines, a bare command echo.  Old EFA devices are named
 ``efa_N``, current ones ``rdmapXsY``; fabrics ``EFA-fe80::...`` (old), ``efa``, ``efa-direct``
 (libfabric 2.x).  Newer libfabric prints up to three entries per device (efa-direct RDM, efa RDM,
 efa DGRAM): count distinct ``device`` values, not rows, to count NICs.
@@ -49,7 +53,16 @@ Schema
 - ``type`` str — endpoint type ``FI_EP_RDM`` / ``FI_EP_DGRAM`` / ``FI_EP_MSG``
 - ``device`` str — the domain without its ``-rdm`` / ``-dgrm`` suffix (``rdmap47s0``)
 - ``extra`` str — JSON object of the entry's other keys as printed (verbose: ``section.key``), else null
-- ``host`` str — launcher tag of the entry's first line (pdsh host, srun rank, pod), else null
+- ``host`` str — launcher tag of the entry's first line (pdsh host, srun rank, pod, mpirun
+  ``--tag-output`` rank ``1,0``), else null
+- ``max_msg_size`` float, bytes — verbose ``fi_ep_attr`` (18446744073709551615 = 2^64-1: no limit)
+- ``msg_prefix_size`` int, bytes — verbose ``fi_ep_attr`` (FI_MSG_PREFIX space the provider needs)
+- ``inject_size`` int, bytes — verbose ``fi_tx_attr``
+- ``mtu`` int, bytes — verbose ``nic`` / ``fi_link_attr``
+- ``link_speed_gbps`` float, Gb/s — verbose ``fi_link_attr`` ``speed`` (printed in bits/s)
+- ``link_state`` str — verbose ``fi_link_attr`` ``state`` (``FI_LINK_UP``, ``FI_LINK_DOWN``)
+- ``nic_name``, ``driver`` str — verbose ``fi_device_attr`` ``name`` (``rdmap79s0``) and ``driver`` (``efa``)
+- ``pci_bus_id`` str — verbose ``fi_bus_attr`` / ``fi_pci_attr`` (decimal ids) as ``dddd:bb:dd.f``
 
 ``fi_info_status`` (one row per file):
 
@@ -59,6 +72,12 @@ Schema
 - ``efa_listed`` bool — an ``efa`` provider entry is listed
 - ``requested_provider`` str — ``-p NAME`` of a prompt line in the capture, else null
 - ``message`` str — the ``fi_getinfo`` line as printed, else null
+
+``provider_attribute`` (one row per printed key of every entry, plain or verbose): ``entity`` str
+(``provider/domain``: ``efa/rdmap79s0-rdm``, or ``provider/fabric`` without a domain); ``section`` str
+(the verbose section path as printed, `` / `` between levels: ``nic / fi_link_attr``; ``''`` at the
+entry's top); ``key``, ``value`` str as printed (a list printed over several lines joined with `` | ``);
+``number`` float and ``unit`` str where the value is one number (hex too); ``line`` int; ``host`` str.
 
 Examples
 --------
@@ -73,8 +92,17 @@ import json
 import re
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_head_text, clean_lines, key_value
+from parsers._base import (
+    CollectorError,
+    Column,
+    ParseError,
+    ParseResult,
+    ParserInfo,
+    long_columns,
+    require_text,
+    sample_of,
+)
+from parsers._text import clean_head_text, clean_lines, key_value, long_row, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -82,13 +110,15 @@ INFO = ParserInfo(
     kind="fi-info",
     title="libfabric providers (fi_info)",
     commands=("fi_info -p efa", "fi_info", "fi_info --version", "fi_info -p efa -v"),
-    tables=("fi_provider", "fi_info_status"),
+    tables=("fi_provider", "fi_info_status", "provider_attribute"),
     versions_seen=(
         "efa 2.0",
         "efa 111.0",
         "efa 121.0",
         "efa 201.0 (efa-direct)",
         "fi_getinfo: -61 (no provider)",
+        "fi_info -v / --verbose (libfabric 1.x, 2.x: nic, fi_device_attr, fi_bus_attr, fi_link_attr)",
+        "mpirun --tag-output ([1,0]<stdout>:)",
     ),
 )
 
@@ -105,6 +135,15 @@ SCHEMA = {
         Column("device", "str", "domain without -rdm/-dgrm"),
         Column("extra", "str", "JSON object of the entry's other keys as printed"),
         Column("host", "str", "launcher tag of the entry's first line"),
+        Column("max_msg_size", "float", "fi_ep_attr max_msg_size, bytes (2^64-1: no limit)"),
+        Column("msg_prefix_size", "int", "fi_ep_attr msg_prefix_size, bytes"),
+        Column("inject_size", "int", "fi_tx_attr inject_size, bytes"),
+        Column("mtu", "int", "nic fi_link_attr mtu, bytes"),
+        Column("link_speed_gbps", "float", "nic fi_link_attr speed (bits/s) in Gb/s"),
+        Column("link_state", "str", "nic fi_link_attr state (FI_LINK_UP, FI_LINK_DOWN, ...)"),
+        Column("nic_name", "str", "nic fi_device_attr name (rdmap79s0)"),
+        Column("driver", "str", "nic fi_device_attr driver (efa)"),
+        Column("pci_bus_id", "str", "nic fi_bus_attr fi_pci_attr as a PCI address dddd:bb:dd.f"),
     ),
     "fi_info_status": (
         Column("line", "int", "line of the fi_getinfo message or of the first entry"),
@@ -113,6 +152,12 @@ SCHEMA = {
         Column("efa_listed", "bool", "an efa provider entry is listed"),
         Column("requested_provider", "str", "-p NAME of a prompt line, else null"),
         Column("message", "str", "fi_getinfo line as printed"),
+    ),
+    "provider_attribute": (
+        *long_columns(
+            "the entry: 'provider/domain' (efa/rdmap79s0-rdm), or 'provider/fabric' without a domain"
+        ),
+        Column("host", "str", "launcher tag of the line (pdsh host, srun rank, mpirun rank), else null"),
     ),
 }
 
@@ -132,6 +177,22 @@ _KEYS = {
     ("fi_ep_attr", "type"): "type",
     ("fi_ep_attr", "protocol"): "protocol",
 }
+#: verbose (section, key) -> number column and the factor from the printed unit (None: an integer)
+_NUMBERS: dict[tuple[str, str], tuple[str, float | None]] = {
+    ("fi_ep_attr", "max_msg_size"): ("max_msg_size", 1.0),
+    ("fi_ep_attr", "msg_prefix_size"): ("msg_prefix_size", None),
+    ("fi_tx_attr", "inject_size"): ("inject_size", None),
+    ("fi_link_attr", "mtu"): ("mtu", None),
+    ("fi_link_attr", "speed"): ("link_speed_gbps", 1e-9),
+}
+_TEXTS = {
+    ("fi_link_attr", "state"): "link_state",
+    ("fi_device_attr", "name"): "nic_name",
+    ("fi_device_attr", "driver"): "driver",
+}
+_PCI_KEYS = ("domain_id", "bus_id", "device_id", "function_id")
+#: an fi_info command line echoed without a prompt sign a cleaner knows ("$./fi_info -v", "# fi_info")
+_COMMAND_ECHO = re.compile(r"^[$#>%]?\s*\S*fi_info(?:\s+-\S.*)?$")
 _GETINFO_ERROR = re.compile(r"fi_getinfo:?\s*-?\d+|fi_getinfo failed", re.IGNORECASE)
 #: FI_ENODATA: no provider matches the request (an answer: "none here").
 _NO_PROVIDER = re.compile(r"fi_getinfo:?\s*-61\b|No data available|no provider found", re.IGNORECASE)
@@ -150,18 +211,22 @@ def detect(text: str) -> int:
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    result = ParseResult(tables={"fi_provider": [], "fi_info_status": []})
+    result = ParseResult(tables={"fi_provider": [], "fi_info_status": [], "provider_attribute": []})
     cleaned = clean_lines(text)
     raw_lines = text.splitlines()
     entry: dict[str, Any] | None = None
     extras: dict[int, dict[str, str]] = {}
-    section: str | None = None
+    attributes: dict[int, list[dict[str, Any]]] = {}  # id(entry) -> its provider_attribute rows
+    pci: dict[int, dict[str, str]] = {}  # id(entry) -> fi_pci_attr keys
+    stack: list[tuple[int, str]] = []  # verbose: (indentation, name) of the open sections
+    flat = _flat(cleaned.lines)
     verbose = False
     api_version: str | None = None
     errors: list[tuple[int, str]] = []
-    for no, line, host in cleaned.numbered():
+    for no, text_line, host in cleaned.numbered():
         raw = raw_lines[no - 1]
-        line = line.strip()
+        line = text_line.strip()
+        indent = len(text_line) - len(text_line.lstrip())
         if not line or line in ("...", "---", "…"):
             continue
         if _GETINFO_ERROR.search(line) or _NO_PROVIDER.search(line):
@@ -170,34 +235,57 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         if m := re.match(r"libfabric api:\s*(\S+)", line):
             api_version = m.group(1)
             continue
+        if line.startswith("Warning: Permanently added") or _COMMAND_ECHO.match(line):
+            continue  # ssh's known-hosts notice of an mpirun launch; a command line echoed
         kv = key_value(line)
         if kv is None:
             if not re.fullmatch(r"[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)*|\[\s*\]", line):
                 result.issue(no, raw, "not a 'key: value' line")
             elif entry is not None:  # a verbose list value on its own line: "FI_MSG", "[ ]"
-                _keep(extras.setdefault(id(entry), {}), section or "value", line)
+                _keep(extras.setdefault(id(entry), {}), ".".join(n for _, n in stack) or "value", line)
+                if rows := attributes.get(id(entry)):
+                    last = rows[-1]
+                    last["value"] = f"{last['value']} | {line}" if last["value"] else line
             continue
         key, value = kv
         if key in ("fi_info", "libfabric") and value[:1].isdigit():
             continue  # the --version banner: "fi_info: 1.18.2amzn1.0", "libfabric: 1.18.2amzn1.0"
         if key == "fi_info" and not value:  # a verbose entry starts
-            verbose, section = True, None
+            verbose, stack = True, [(indent, "")]
             entry = _new_entry(result, no, host)
             continue
-        if verbose and not value:
-            section = key
-            continue
-        column = _KEYS.get((section if verbose else None, key))
+        if verbose:
+            while len(stack) > 1 and (stack[-1][0] >= indent if not flat else not value):
+                stack.pop()  # a line no deeper than a section closes it (flat paste: a new section does)
+            if not value:
+                stack.append((indent, key))
+                continue
+        path = [n for _, n in stack[1:]] if verbose else []
+        section = path[-1] if path else None
+        column = _KEYS.get((section, key))
         if column == "provider" and not verbose:
             entry = _new_entry(result, no, host)
         if entry is None:
             if column is not None or not verbose:
                 result.issue(no, raw, "value outside any provider entry")
             continue
+        attribute = long_row(None, " / ".join(path), key, value, no)
+        attribute["host"] = host
+        attributes.setdefault(id(entry), []).append(attribute)
         if column is not None and entry[column] is None:
             entry[column] = value
         else:
-            _keep(extras.setdefault(id(entry), {}), f"{section}.{key}" if verbose and section else key, value)
+            _keep(extras.setdefault(id(entry), {}), ".".join([*path, key]), value)
+        if section == "fi_pci_attr":
+            pci.setdefault(id(entry), {})[key] = value
+        elif (number := _NUMBERS.get((section or "", key))) is not None:
+            read = to_int(value)
+            if read is None:
+                result.issue(no, raw, f"{key}: not a number")
+            else:
+                entry[number[0]] = read * number[1] if number[1] is not None else read
+        elif (text_column := _TEXTS.get((section or "", key))) is not None:
+            entry[text_column] = value
     rows = result.rows("fi_provider")
     requested = next((m.group(1) for _, cmd in cleaned.commands if (m := _REQUESTED.search(cmd))), None)
     if not rows:
@@ -224,6 +312,11 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             row["device"] = re.sub(r"-(?:rdm|dgrm|dgram|msg)$", "", row["domain"])
         extra = extras.get(id(row))
         row["extra"] = json.dumps(extra, sort_keys=False) if extra else None
+        row["pci_bus_id"] = _pci(pci.get(id(row), {}))
+        entity = f"{row['provider'] or ''}/{row['domain'] or row['fabric'] or ''}"
+        for attribute in attributes.get(id(row), []):
+            attribute["entity"] = entity
+            result.add("provider_attribute", attribute)
     for no, raw in errors:
         result.issue(no, raw, "fi_getinfo error next to provider entries")
     efa = any((r["provider"] or "").startswith("efa") for r in rows)
@@ -231,6 +324,25 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     status.update(requested_provider=requested, message=None)
     result.add("fi_info_status", status)
     return result
+
+
+def _flat(lines: list[str]) -> bool:
+    """True when a verbose capture lost its indentation (every ``key:`` line starts at one column)."""
+    indents = {len(line) - len(line.lstrip()) for line in lines[:400] if ":" in line and line.strip()}
+    return len(indents) <= 1
+
+
+def _pci(attrs: dict[str, str]) -> str | None:
+    """The PCI address of ``fi_pci_attr`` (decimal domain_id, bus_id, device_id, function_id).
+
+    >>> _pci({"domain_id": "0", "bus_id": "79", "device_id": "0", "function_id": "0"}), _pci({})
+    ('0000:4f:00.0', None)
+    """
+    parts = [to_int(attrs.get(k)) for k in _PCI_KEYS]
+    if any(p is None for p in parts):
+        return None
+    domain, bus, device, function = (int(p or 0) for p in parts)
+    return f"{domain:04x}:{bus:02x}:{device:02x}.{function}"
 
 
 def _keep(extra: dict[str, str], key: str, value: str) -> None:

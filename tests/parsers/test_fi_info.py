@@ -72,8 +72,9 @@ def test_verbose_layout_and_version_banner() -> None:
         "line": 5, "provider": "efa", "fabric": "efa", "domain": "rdmap16s27-rdm", "version": "118.20",
         "api_version": "1.18", "protocol": "FI_PROTO_EFA", "type": "FI_EP_RDM", "device": "rdmap16s27",
         "extra": '{"caps": "[ FI_MSG, FI_RMA ]", "fi_domain_attr.domain": "0x0", '
-        '"fi_device_attr.name": "rdmap16s27"}',
-        "host": None,
+        '"nic.fi_device_attr.name": "rdmap16s27"}',
+        "host": None, "max_msg_size": None, "msg_prefix_size": None, "inject_size": None, "mtu": None,
+        "link_speed_gbps": None, "link_state": None, "nic_name": "rdmap16s27", "driver": None, "pci_bus_id": None,
     }  # fmt: skip
 
 
