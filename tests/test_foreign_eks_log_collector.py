@@ -8,7 +8,9 @@ command outputs are real ones from tests/fixtures: ``kernel/dmesg.current`` is
 dmesg/uce-runbook-xid48-63-94-dbe.txt (``dmesg`` lines, Xid 48/63/94), ``kernel/dmesg.human.current``
 is dmesg/derived-gpud-readme-xid-redacted-pci.txt (``--ctime`` lines, Xid 13/109), and
 ``gpu/nvidia-bug-report.log.gz`` is the real nvidia-bug-report excerpt (tests/fixtures/
-nvidia-bug-report), gzipped one member per section as the script's ``gzip -c >>`` writes it.  The
+nvidia-bug-report), gzipped one member per section as the script's ``gzip -c >>`` writes it;
+``storage/mounts.txt`` is written as ``get_mounts_info`` writes it (``mount > f; echo >> f; df
+--human-readable >> f``) from mounts/jc-ubuntu-18.04-mount.out and df/jc-ubuntu-18.04-df-h.out.  The
 instance id, zone, region and ``uname -a`` line are made up for the test.
 """
 
@@ -31,6 +33,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 BUG_REPORT = FIXTURES / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--excerpt.log"
 DMESG = FIXTURES / "dmesg" / "uce-runbook-xid48-63-94-dbe.txt"
 DMESG_HUMAN = FIXTURES / "dmesg" / "derived-gpud-readme-xid-redacted-pci.txt"
+MOUNT = FIXTURES / "mounts" / "jc-ubuntu-18.04-mount.out"
+DF_H = FIXTURES / "df" / "jc-ubuntu-18.04-df-h.out"
 IID = "i-0123456789abcdef0"
 HOST = "ip-10-0-1-23.ec2.internal"
 NAME = f"eks_{IID}_2026-01-05_0800-UTC_0.7.9.tar.gz"
@@ -50,8 +54,7 @@ def _layout(uname: bool = True) -> dict[str, bytes]:
         "system/availability-zone.txt": b"us-west-2b\n",
         "kernel/dmesg.current": DMESG.read_bytes(),
         "kernel/dmesg.human.current": DMESG_HUMAN.read_bytes(),
-        "storage/mounts.txt": b"/dev/nvme0n1p1 on / type xfs (rw,noatime)\n\nFilesystem Size Used Avail Use% Mounted on\n"
-        b"/dev/nvme0n1p1 100G 10G 90G 10% /\n",
+        "storage/mounts.txt": MOUNT.read_bytes() + b"\n" + DF_H.read_bytes(),  # mount; echo; df -h
         "var_log/messages": b"",
         "gpu/nvidia-bug-report.log.gz": _bug_report_gz(),
     }
@@ -108,7 +111,7 @@ def test_node_with_instance_id_az_gpus_and_kernel_events(tmp_path: Path) -> None
     ).fetchall()
     assert xids == [(13,), (109,)]  # dmesg.human.current is preferred
     parsed = con.execute("SELECT kind FROM file WHERE node = ? AND status = 'parsed' ORDER BY 1", [HOST])
-    assert [k for (k,) in parsed.fetchall()] == ["dmesg", "nvidia-smi-q", "versions"]
+    assert [k for (k,) in parsed.fetchall()] == ["df", "dmesg", "mounts", "nvidia-smi-q", "versions"]
 
     code, report, output = _analyze(tmp_path, path)
     assert code == 0, output
@@ -116,9 +119,9 @@ def test_node_with_instance_id_az_gpus_and_kernel_events(tmp_path: Path) -> None
     assert IID in text and "us-west-2b" in text, "instance id and zone reach the report"
     not_examined = [r for r in report["verdict"]["not_examined"] if r["node"] == HOST]
     missing = {r["what"].split(" ")[0] for r in not_examined}
-    assert {"fi-info", "efa-ports", "lfs-df", "iostat", "df", "mounts"} <= missing
+    assert {"fi-info", "efa-ports", "lfs-df", "iostat"} <= missing and not {"df", "mounts"} & missing
     reasons = {r.get("reason", "") for r in not_examined}
-    assert eks.NOT_CARRIED_NOTE in reasons and eks.MOUNTS_NOTE in reasons
+    assert eks.NOT_CARRIED_NOTE in reasons
     assert report["verdict"]["status"] != "pass"
 
 
@@ -134,7 +137,13 @@ def test_meta_from_the_collector_files(tmp_path: Path) -> None:
     assert meta["node"] == "sdu-dpai-turing-1" and meta["instance_id"] == IID
     assert meta["availability_zone"] == "us-west-2b" and meta["region"] == "us-west-2"
     assert meta["collected_at"] == "2026-01-05T08:00:00Z" and meta["source"] == eks.SOURCE
-    assert not (converted.node_dir / "cmd" / "mounts.txt").exists()
+    # storage/mounts.txt split at the script's empty line, each part citing its own first line
+    assert (converted.node_dir / "cmd" / "mounts.txt").read_bytes() == MOUNT.read_bytes()
+    assert (converted.node_dir / "cmd" / "df.txt").read_bytes() == DF_H.read_bytes()
+    origins = (converted.node_dir / "origins.tsv").read_text()
+    first_df = len(MOUNT.read_bytes().splitlines()) + 2
+    assert f"cmd/mounts.txt\t{NAME}!storage/mounts.txt\t1\n" in origins
+    assert f"cmd/df.txt\t{NAME}!storage/mounts.txt\t{first_df}\n" in origins
     second = eks.convert(plain, tmp_path / "w2" / "node", Limits())
     assert second.node_dir is not None
     dmesg = (second.node_dir / "cmd" / "dmesg.txt").read_bytes()
@@ -164,3 +173,18 @@ def test_other_tarballs_are_not_taken_for_one(tmp_path: Path) -> None:
         assert not eks.detect(path), path
     code, report, output = _analyze(tmp_path, other)
     assert code == 3, output
+
+
+def test_mounts_txt_without_its_df_part_and_inodes(tmp_path: Path) -> None:
+    """``timeout 75 df --human-readable`` printed nothing: the mount table alone; ``storage/inodes.txt``
+    (``df --inodes``) is a df output of its own."""
+    files = _layout()
+    files["storage/mounts.txt"] = MOUNT.read_bytes() + b"\n"
+    files["storage/inodes.txt"] = DF_H.read_bytes()
+    converted = eks.convert(_tarball(tmp_path / NAME, files), tmp_path / "w" / "node", Limits())
+    assert converted.node_dir is not None
+    rows = (converted.node_dir / "manifest.tsv").read_text().splitlines()
+    assert any(r.startswith("cmd/mounts.txt\tmounts\t0\t") and "\tmount\t" in r for r in rows)
+    df = [r for r in rows if "\tdf\t" in r]
+    assert len(df) == 1 and "\tdf --inodes\t" in df[0]
+    assert eks.mounts_and_df(b"", "x", "y") == [] and eks.mounts_and_df(None, "x", "y") == []

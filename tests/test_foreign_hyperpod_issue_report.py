@@ -25,7 +25,8 @@ df/jc-ubuntu-18.04-df-h.out (``df -h``), the kernel log with Xid 79 is
 dmesg/gpud-870-dmesg-decode-iso-comma-xid79.txt, the other nodes' kernel log is
 dmesg/amzn-308-dmesg-efa-driver-v2.6.0g.txt, the EKS node's ``dmesg --ctime`` is
 dmesg/derived-gpud-readme-xid-redacted-pci.txt, a ``--command "nvidia-smi -q"`` output is
-nvidia-smi-q/della-h100-545-single-no-blank-after-banner.txt, and the bug report is the real excerpt in
+nvidia-smi-q/della-h100-545-single-no-blank-after-banner.txt, the EKS collector's ``mount`` is
+mounts/jc-ubuntu-18.04-mount.out, and the bug report is the real excerpt in
 tests/fixtures/nvidia-bug-report, gzipped one member per section as its script's ``gzip -c >>``
 writes it.  Cluster names, instance ids, host names, times and the summary's error text are made up.
 """
@@ -57,6 +58,7 @@ BUG_REPORT = FIXTURES / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--exc
 SMI = FIXTURES / "nvidia-smi" / "della-h100-545-narrow-busid.txt"
 DF = FIXTURES / "df" / "jc-ubuntu-18.04-df.out"
 DF_H = FIXTURES / "df" / "jc-ubuntu-18.04-df-h.out"
+MOUNT = FIXTURES / "mounts" / "jc-ubuntu-18.04-mount.out"
 XID79 = FIXTURES / "dmesg" / "gpud-870-dmesg-decode-iso-comma-xid79.txt"
 CLEAN = FIXTURES / "dmesg" / "amzn-308-dmesg-efa-driver-v2.6.0g.txt"
 DMESG_HUMAN = FIXTURES / "dmesg" / "derived-gpud-readme-xid-redacted-pci.txt"
@@ -329,6 +331,8 @@ def test_eks_instance_reads_the_extracted_eks_logs(tmp_path: Path) -> None:
         "eks-logs/kernel/uname.txt": b"Linux ip-10-3-1-5 5.10.230 #1 SMP x86_64 GNU/Linux\n",
         "eks-logs/system/availability-zone.txt": b"us-west-2b\n",
         "eks-logs/gpu/nvidia-bug-report.log.gz": _bug_report_gz(),
+        # eks-log-collector.sh get_mounts_info: mount > f; echo >> f; df --human-readable >> f
+        "eks-logs/storage/mounts.txt": MOUNT.read_bytes() + b"\n" + DF_H.read_bytes(),
         "command_01_df_-h.txt": DF_H.read_bytes(),
         "command_02_nvidia-smi_-q.txt": SMI_Q.read_bytes(),
     }
@@ -345,10 +349,13 @@ def test_eks_instance_reads_the_extracted_eks_logs(tmp_path: Path) -> None:
     assert sorted(p.name for p in cmd.iterdir()) == [
         "df.txt",
         "dmesg.txt",
+        "mounts.txt",
         "nvidia-smi-q.txt",
         "nvidia-smi.txt",
         "versions.txt",
     ], "the bug report's -q; the --command outputs add no second df or nvidia-smi-q"
+    assert (cmd / "mounts.txt").read_bytes() == MOUNT.read_bytes(), "the mount part of storage/mounts.txt"
+    assert (cmd / "df.txt").read_bytes() == DF.read_bytes(), "disk_usage.txt, not the collector's df -h"
     meta = dict(line.split("=", 1) for line in (converted.node_dir / "meta.env").read_text().splitlines())
     assert meta["node"] == "hyperpod-i-0eeeeeeeeeeeeeee5" and meta["cluster_type"] == "eks"
     assert meta["availability_zone"] == "us-west-2b" and meta["instance_id"] == iid

@@ -78,7 +78,7 @@ def _tree(manifest: dict[str, Any] | None = None) -> dict[str, bytes]:
     """The report's files, as sos writes them (outputs at their manifest filepath)."""
     man = manifest or _manifest()
     files: dict[str, bytes] = {
-        "version.txt": b"sosreport: 4.10.2\n",
+        "version.txt": b"sos report: 4.10.2",  # sos/report/__init__.py version(): no newline
         "sos_logs/sos.log": b"2026-01-05 08:00:00,216 INFO: [sos.report:setup] executing 'sos report'\n",
         "sos_reports/manifest.json": json.dumps(man, indent=4).encode(),
         "proc/driver/nvidia/version": _driver_version(),
@@ -101,14 +101,17 @@ def _tree(manifest: dict[str, Any] | None = None) -> dict[str, bytes]:
 
 
 def _tarball(
-    path: Path, files: dict[str, bytes], extra: list[tuple[tarfile.TarInfo, bytes]] | None = None
+    path: Path,
+    files: dict[str, bytes],
+    extra: list[tuple[tarfile.TarInfo, bytes]] | None = None,
+    top_dir: str = TOP,
 ) -> Path:
     """sos 4.x's tarfile writer: version.txt, sos_reports, sos_logs first, then the whole tree sorted."""
     mode = "w:xz" if path.name.endswith(".xz") else "w:gz"
     with tarfile.open(path, mode) as tar:
 
         def add(name: str) -> None:
-            info = tarfile.TarInfo(f"{TOP}/{name}")
+            info = tarfile.TarInfo(f"{top_dir}/{name}")
             info.size = len(files[name])
             tar.addfile(info, io.BytesIO(files[name]))
 
@@ -117,7 +120,7 @@ def _tarball(
         ]
         for name in first:
             add(name)
-        top = tarfile.TarInfo(TOP)
+        top = tarfile.TarInfo(top_dir)
         top.type = tarfile.DIRTYPE
         tar.addfile(top)
         for name in sorted(files):
@@ -240,13 +243,15 @@ def test_plugin_that_did_not_run_is_not_carried_with_that_reason(tmp_path: Path)
 
 
 def test_truncated_output_is_read_from_its_tail(tmp_path: Path) -> None:
+    """sos >= 4.2 (_collect_cmd_output): a cut output is written to sos_strings/<plugin>/<name>.tailed,
+    the manifest's filepath names that file, and sos_commands/<plugin>/<name> is a link to it."""
     manifest = _manifest()
     for cmd in manifest["components"]["report"]["plugins"]["kernel"]["commands"]:
         if cmd["exec"] == "dmesg -T":
             cmd["truncated"] = True
-    files = _tree(manifest)
-    del files["sos_commands/kernel/dmesg_-T"]
-    files["sos_strings/kernel/dmesg_-T.tailed"] = DMESG.read_bytes()
+            cmd["filepath"] = "sos_strings/kernel/dmesg_-T.tailed"
+    files = _tree(manifest)  # the tail at the manifest's filepath
+    assert "sos_commands/kernel/dmesg_-T" not in files
     link = tarfile.TarInfo(f"{TOP}/sos_commands/kernel/dmesg_-T")
     link.type, link.linkname = tarfile.SYMTYPE, "../../sos_strings/kernel/dmesg_-T.tailed"
     path = _tarball(tmp_path / f"{TOP}.tar.xz", files, [(link, b"")])
@@ -256,6 +261,22 @@ def test_truncated_output_is_read_from_its_tail(tmp_path: Path) -> None:
         r for r in (converted.node_dir / "manifest.tsv").read_text().splitlines() if r.startswith("cmd/dmesg")
     )
     assert "dmesg -T" in row and "tail was kept" in row
+    origins = (converted.node_dir / "origins.tsv").read_text()
+    assert f"{TOP}.tar.xz!sos_strings/kernel/dmesg_-T.tailed" in origins
+
+
+def test_truncated_output_of_a_manifest_naming_the_link_is_read_from_its_tail(tmp_path: Path) -> None:
+    """A manifest whose filepath still names the sos_commands link: the tail is looked up beside it."""
+    manifest = _manifest()
+    for cmd in manifest["components"]["report"]["plugins"]["kernel"]["commands"]:
+        if cmd["exec"] == "dmesg -T":
+            cmd["truncated"] = True
+    files = _tree(manifest)
+    del files["sos_commands/kernel/dmesg_-T"]
+    files["sos_strings/kernel/dmesg_-T.tailed"] = DMESG.read_bytes()
+    converted = sos.convert(_tarball(tmp_path / f"{TOP}.tar.xz", files), tmp_path / "w" / "n", Limits())
+    assert converted.node_dir is not None
+    assert (converted.node_dir / "cmd" / "dmesg.txt").read_bytes() == DMESG.read_bytes()
 
 
 def test_escaping_member_and_link_are_unread_inputs(tmp_path: Path) -> None:
@@ -322,3 +343,72 @@ def test_other_tarballs_and_names(tmp_path: Path) -> None:
     assert sos.NAMED.search(f"{TOP}.tar.xz") and sos.NAMED.search("sosreport-h-01234567-2026-01-05-ab.tar.gz")
     assert not sos.NAMED.search("report.tar.xz")
     assert sos._name_host(Path(f"{TOP}.tar.xz")) == HOST
+
+
+def test_df_inodes_of_sos_3_5_to_4_7_1(tmp_path: Path) -> None:
+    """sos 3.5-4.7.1's filesys plugin ran "df -ali -x autofs" (4.7.2 added -T: "df -aliT -x autofs")."""
+    manifest = _manifest()
+    for cmd in manifest["components"]["report"]["plugins"]["filesys"]["commands"]:
+        if cmd["exec"] == "df -aliT -x autofs":
+            cmd["exec"], cmd["parameters"] = "df -ali -x autofs", ["-ali", "-x", "autofs"]
+            cmd["filepath"] = "sos_commands/filesys/df_-ali_-x_autofs"
+    files = _tree(manifest)
+    files["sos_commands/filesys/df_-ali_-x_autofs"] = OUTPUTS["df -al -x autofs"].read_bytes()
+    converted = sos.convert(_tarball(tmp_path / f"{TOP}.tar.xz", files), tmp_path / "w" / "n", Limits())
+    assert converted.node_dir is not None
+    rows = (converted.node_dir / "manifest.tsv").read_text().splitlines()
+    df = [r.split("\t") for r in rows if "\tdf\t" in r]
+    assert sorted(r[6] for r in df) == ["df -al -x autofs", "df -ali -x autofs"]
+    assert sos.mangle("df -ali -x autofs") == "df_-ali_-x_autofs"
+
+
+#: sos 3.0-3.5: hostname, uptime and date in the general plugin, no manifest, eight --query-gpu fields
+#: and no nvidia-smi -q (sos/plugins/general.py, nvidia.py @ tags 3.2-3.5), the 'legacy' name pattern
+#: (sosreport-<host>[.<case>]-<YYYYmmddHHMMSS>) of policies other than Red Hat's and Debian's
+LEGACY_TOP = f"sosreport-{HOST}.01234567-20260105080002"
+
+
+def _sos_3_tree() -> dict[str, bytes]:
+    return {
+        "version.txt": b"sosreport: 3.4\ngeneral: 3.4\nkernel: 3.4",  # sosreport.py version()
+        "sos_logs/sos.log": b"2026-01-05 08:00:02,216 INFO: [sos.sosreport:setup] executing 'sosreport'\n",
+        "sos_commands/general/hostname": f"{HOST}\n".encode(),
+        "sos_commands/general/uptime": OUTPUTS["uptime"].read_bytes(),
+        "sos_commands/general/date": b"Mon Jan  5 08:00:02 UTC 2026\n",
+        "sos_commands/kernel/dmesg": DMESG.read_bytes(),
+        "sos_commands/kernel/uname_-a": MADE_UP["uname -a"].encode(),
+        "sos_commands/filesys/df_-al": OUTPUTS["df -al -x autofs"].read_bytes(),
+        "sos_commands/filesys/df_-ali": OUTPUTS["df -al -x autofs"].read_bytes(),
+        "sos_commands/filesys/mount_-l": OUTPUTS["mount -l"].read_bytes(),
+        f"sos_commands/nvidia/{sos.mangle(sos.QUERY_GPU_OLD)}": b"name, pci.bus_id\n",
+        "sos_commands/nvidia/nvidia-smi_-q_-d_PERFORMANCE": b"==============NVSMI LOG==============\n",
+    }
+
+
+def test_sos_3_report_general_plugin_old_query_and_legacy_name(tmp_path: Path) -> None:
+    path = _tarball(tmp_path / f"{LEGACY_TOP}.tar.xz", _sos_3_tree(), top_dir=LEGACY_TOP)
+    assert sos.detect(path) and sos.NAMED.search(path.name)
+    converted = sos.convert(path, tmp_path / "w" / "n", Limits())
+    assert converted.node_dir is not None, converted
+    names = {p.name for p in (converted.node_dir / "cmd").iterdir()}
+    assert {"dmesg.txt", "df.txt", "df-2.txt", "mounts.txt", "uptime.txt", "nvidia-smi-csv.txt"} <= names
+    rows = [r.split("\t") for r in (converted.node_dir / "manifest.tsv").read_text().splitlines()]
+    by_kind = {r[1]: r for r in rows[1:]}
+    assert by_kind["nvidia-smi-csv"][6] == sos.QUERY_GPU_OLD
+    assert by_kind["nvidia-smi-q"][7] == (
+        f"{sos.NOT_CARRIED_NOTE}: no 'nvidia-smi -q' from sos plugin nvidia"
+    )  # sos < 4.3 ran only -q -d PERFORMANCE and the like
+    meta = dict(line.split("=", 1) for line in (converted.node_dir / "meta.env").read_text().splitlines())
+    assert meta["node"] == HOST and meta["collector_version"] == "sos 3.4"
+    assert meta["collected_at"] == "2026-01-05T08:00:02Z"  # general/date, printed in UTC
+    assert sos._name_host(Path(f"{LEGACY_TOP}.tar.xz")) == HOST
+
+
+def test_report_names_of_each_policy_pattern() -> None:
+    """sos/policies/__init__.py get_archive_name, and sos clean's '-obfuscated' (cleaner/archives)."""
+    assert sos._name_host(Path(f"sosreport-{HOST}-20260105080002.tar.xz")) == HOST
+    assert sos._name_host(Path(f"sosreport-{HOST}.01234567-20260105080002.tar.gz")) == HOST
+    assert sos._name_host(Path(f"{TOP}-obfuscated.tar.xz")) == HOST
+    assert sos._name_host(Path("sosreport-host0-2026-01-05-qpkxdid-obfuscated.tar.xz")) == "host0"
+    # --label and --case-id stay with the host in the friendly pattern: they cannot be told apart
+    assert sos._name_host(Path(f"sosreport-{HOST}-mylabel-2026-01-05-qpkxdid.tar.xz")) == f"{HOST}-mylabel"

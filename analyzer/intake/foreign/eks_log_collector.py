@@ -13,8 +13,9 @@ so every member starts with ``./``.  The files read here:
   which appends ``.gz``): read by :mod:`~analyzer.intake.foreign.nvidia_bug_report`, decoded with the
   same caps, for ``nvidia-smi --query``, ``/proc/driver/nvidia/version``, nvlink and Fabric Manager.
 
-``storage/mounts.txt`` holds ``mount`` and ``df --human-readable`` one after the other in one file,
-which no parser of ours reads as one kind: it is left out, and ``mounts`` / ``df`` are noted so.
+- ``storage/mounts.txt``: ``mount``, an empty line (``echo``), then ``df --human-readable``, all in one
+  file; split at that empty line into ``mounts`` (``mount``) and ``df`` (``df -h``), each citing its own
+  lines of the file; ``storage/inodes.txt`` (``df --inodes``): ``df`` too.
 
 The tarball is recognised by its member layout: no ``meta.env``, every member inside the script's own
 folders, and at least one of the files only it writes (``system/script-params.txt``,
@@ -75,15 +76,14 @@ WANTED = frozenset(
         "system/instance-id.txt",
         "system/availability-zone.txt",
         "system/region.txt",
+        "storage/mounts.txt",
+        "storage/inodes.txt",
         BUG_REPORT,
     }
 )
 #: kinds of our bundles the script never collects in a form hptriage reads
 NOT_CARRIED = tuple(k for k in nbr.NOT_CARRIED if k not in ("df", "mounts"))
-MOUNTS_NOTE = (
-    "not carried by the EKS log collector in a form hptriage reads "
-    "(storage/mounts.txt holds mount and df -h together)"
-)
+MOUNTS = "storage/mounts.txt"
 _GPU_KINDS = ("nvidia-smi-q", "versions", "nvidia-smi-nvlink", "fabricmanager")
 _NAME = re.compile(r"^eks_(?P<iid>[^_]*)_(?P<date>\d{4}-\d\d-\d\d_\d{4})-UTC_(?P<ver>[^_]+)\.t(?:ar\.)?gz$")
 _MAX_PEEK = 20000
@@ -132,6 +132,11 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         if name in files and not layout.has("dmesg"):
             text = files[name].decode("utf-8", "replace")
             layout.add(Output("dmesg", text, command, note=SOURCE, origin=f"{path.name}!{name}"))
+    for output in mounts_and_df(files.get(MOUNTS), f"{path.name}!{MOUNTS}", SOURCE):
+        layout.add(output)
+    if "storage/inodes.txt" in files and files["storage/inodes.txt"].strip():
+        text = files["storage/inodes.txt"].decode("utf-8", "replace")
+        layout.add(Output("df", text, "df --inodes", note=SOURCE, origin=f"{path.name}!storage/inodes.txt"))
     if BUG_REPORT in files:
         report = nbr.read_bytes(files[BUG_REPORT], limits, origin=f"{path.name}!{BUG_REPORT}")
         if isinstance(report, str):
@@ -142,7 +147,7 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
             report.beside(layout, SOURCE)
     elif not any(r.path == BUG_REPORT for r in refusals):
         problems.append(f"no {BUG_REPORT} in the tarball (no NVIDIA driver on the node, or it was cut)")
-    if not layout.outputs:
+    if all(o.kind in ("mounts", "df") for o in layout.outputs):
         reason = "EKS log collector tarball without a kernel log or an nvidia-bug-report hptriage reads"
         return Converted(problems=problems, reason="; ".join([reason, *errors]), refusals=refusals)
     facts = layout.facts
@@ -153,9 +158,30 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         or facts.get("instance_id")
         or path.name.split(".")[0]
     )
-    layout.not_carried(NOT_CARRIED + ("dmesg", *_GPU_KINDS), NOT_CARRIED_NOTE)
-    layout.not_carried(("df", "mounts"), MOUNTS_NOTE)
+    layout.not_carried(NOT_CARRIED + ("dmesg", "df", "mounts", *_GPU_KINDS), NOT_CARRIED_NOTE)
     return Converted([write_node(dest / "node", layout)], problems=problems, refusals=refusals)
+
+
+def mounts_and_df(data: bytes | None, origin: str, note: str) -> list[Output]:
+    """``storage/mounts.txt`` as the script writes it (``mount``; ``echo``; ``df --human-readable``):
+    the mount table and the df table, each with the line of the file it starts at.  A file without the
+    empty line is the mount table alone (df was cut or failed)."""
+    if not data or not data.strip():
+        return []
+    lines = data.decode("utf-8", "replace").splitlines(keepends=True)
+    blank = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    outputs = []
+    mount = "".join(lines[:blank])
+    if mount.strip():
+        outputs.append(Output("mounts", mount, "mount", note=note, origin=origin))
+    rest = lines[blank + 1 :]
+    skip = next((i for i, line in enumerate(rest) if line.strip()), len(rest))
+    df = "".join(rest[skip:])
+    if df.strip():
+        outputs.append(
+            Output("df", df, "df --human-readable", note=note, origin=origin, first_line=blank + 2 + skip)
+        )
+    return outputs
 
 
 def _facts(path: Path, files: dict[str, bytes]) -> dict[str, str]:

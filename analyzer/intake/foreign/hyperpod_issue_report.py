@@ -19,7 +19,8 @@ node) and, on EKS clusters, ``kubectl_resources.tar.gz``.  Downloaded, the repor
   ``nvidia-bug-report.sh`` appends ``.gz``), ``sinfo.txt``, ``sinfo_R.txt``, service status, Slurm
   config and logs;
 - EKS: ``eks-logs/`` (the EKS log collector's tarball extracted: ``kernel/dmesg.human.current``,
-  ``kernel/dmesg.current``, ``kernel/uname.txt``, ``system/*.txt``, ``gpu/nvidia-bug-report.log.gz``),
+  ``kernel/dmesg.current``, ``kernel/uname.txt``, ``system/*.txt``, ``gpu/nvidia-bug-report.log.gz``,
+  and the ``mount`` part of ``storage/mounts.txt``: kind ``mounts``),
   containerd and kubelet status;
 - ``command_<NN>_<command>.txt``: the user's ``--command`` outputs, read when their content is a kind
   hptriage parses and the node has no output of that kind yet.
@@ -54,6 +55,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import analyzer.intake.foreign.eks_log_collector as eks
 import analyzer.intake.foreign.nvidia_bug_report as nbr
 import parsers
 from analyzer.intake.foreign.layout import Absent, Converted, NodeLayout, Output, write_node
@@ -112,6 +114,9 @@ CURRENT_FACTS = (
     "eks-logs/system/availability-zone.txt",
     "eks-logs/system/region.txt",
 )
+#: the EKS collector's ``mount``, empty line, ``df -h`` file: its mount table is read (df comes from
+#: the node's own disk_usage.txt)
+EKS_MOUNTS = "eks-logs/storage/mounts.txt"
 OLD_OUTPUTS = (
     ("nvidia-smi.log", "nvidia-smi", "nvidia-smi"),
     ("df.log", "df", "df -h"),
@@ -317,6 +322,7 @@ def _wanted_current(rel: str) -> bool:
         rel in CURRENT_FACTS
         or rel in CURRENT_BUG_REPORTS
         or rel == KERN_LOG[0]
+        or rel == EKS_MOUNTS
         or any(rel == m for m, _, _ in CURRENT_OUTPUTS)
         or bool(_COMMAND.match(rel))
     )
@@ -516,6 +522,10 @@ def _current_node(
         facts["collected_at"] = when
     facts = {k: v for k, v in facts.items() if v}
     layout = NodeLayout(facts.get("hostname") or facts.get("instance_id") or name, SOURCE, name, facts)
+    mounts = eks.mounts_and_df(files.get(EKS_MOUNTS), _origin(name, EKS_MOUNTS), f"{SOURCE} {EKS_MOUNTS}")
+    for output in mounts:
+        if output.kind == "mounts":
+            layout.add(output)
     _outputs(layout, files, CURRENT_OUTPUTS, CURRENT_BUG_REPORTS, limits, problems, name)
     for member in sorted(files):
         if _COMMAND.match(member):

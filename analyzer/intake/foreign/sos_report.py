@@ -9,29 +9,31 @@ logs in ``sos_logs/`` and, since sos 4.0, ``sos_reports/manifest.json``.  sos 4.
 The manifest (``components.report.plugins.<plugin>.commands``) lists every command a plugin ran:
 ``exec`` (the command line), ``filepath`` (``sos_commands/<plugin>/<name>``; null when the command
 was not found, exit 126/127, and no file was written), ``return_code`` (124: timed out, the output up
-to then is kept), ``truncated`` (the output was over sos's size limit: its tail is in
-``sos_strings/<plugin>/<name>.tailed`` and the ``sos_commands`` path is a link to it) and
-``start_time`` (seconds since the epoch).  A plugin that did not run has no entry.  Without a manifest
-(sos 3.x) the outputs are found by their names: sos names an output after its command
-(:func:`mangle`).
+to then is kept), ``truncated`` (sos >= 4.2: the output was over sos's size limit; its tail is in
+``sos_strings/<plugin>/<name>.tailed``, which ``filepath`` then names, and the ``sos_commands`` path
+is a link to it) and ``start_time`` (sos >= 4.3, seconds since the epoch).  A plugin that did not run
+has no entry.  Without a manifest (sos 3.x) the outputs are found by their names: sos names an output
+after its command (:func:`mangle`).
 
 Read here (kind: plugin, command):
 
-- ``nvidia-smi-q``: nvidia, ``nvidia-smi -q``; ``nvidia-smi-nvlink``: ``nvidia-smi nvlink -s``;
-  ``nvidia-smi-csv``: ``nvidia-smi --query-gpu=... --format=csv`` (the command line goes with it);
+- ``nvidia-smi-q``: nvidia, ``nvidia-smi -q``; ``nvidia-smi-nvlink``: ``nvidia-smi nvlink -s`` (both
+  since sos 4.3); ``nvidia-smi-csv``: ``nvidia-smi --query-gpu=... --format=csv`` (ten fields since
+  sos 4.3, eight before; the command line goes with it);
 - ``dmesg``: kernel, ``dmesg -T``, else ``dmesg``;
-- ``df``: filesys, ``df -al -x autofs`` and ``df -aliT -x autofs`` (sos 3.x: ``df -al``, ``df -ali``);
+- ``df``: filesys, ``df -al -x autofs`` and ``df -aliT -x autofs`` (sos 3.5-4.7.1: ``df -ali -x
+  autofs``; sos < 3.5: ``df -al``, ``df -ali``);
   ``mounts``: ``mount -l``, else the copied ``proc/mounts``;
 - ``lfs-df``: lustre, ``lfs df`` and ``lfs df -i``;
 - ``efa-ports``: infiniband, ``ibstat``, else ``ibv_devinfo -v``;
-- ``uptime``: host, ``uptime``; ``cpu-governor``: processor, ``cpupower frequency-info``, else
+- ``uptime``: host (sos < 3.6: general), ``uptime``; ``cpu-governor``: processor, ``cpupower frequency-info``, else
   ``cpufreq-info``;
 - ``versions``: the copied ``proc/driver/nvidia/version`` (kernel plugin);
-- facts: the node from ``hostname`` (host plugin), else ``uname -a`` (kernel), else ``etc/hostname``,
+- facts: the node from ``hostname`` (host plugin; general in sos < 3.6), else ``uname -a`` (kernel), else ``etc/hostname``,
   else the tarball's name; ``kernel`` from ``uname -a``; ``instance_id``, ``instance_type`` and
   ``az_id`` from the aws plugin (sos >= 4.10.1; IMDS ``placement/availability-zone-id``);
   ``collected_at`` from the manifest's first command start (epoch seconds), else ``date --utc``
-  (date plugin); ``collector_version`` from the manifest's ``version``.
+  (date plugin; sos < 3.6: the general plugin's ``date`` when it printed UTC); ``collector_version`` from the manifest's ``version``, else ``version.txt``.
 
 A command that failed is written with its exit code (a timeout, 124, keeps its partial output); one
 with no output file is a manifest row with its exit code and no file (127: not installed).  A kind
@@ -74,6 +76,11 @@ QUERY_GPU = (
     "memory.total,memory.free,memory.used,clocks.applications.graphics,clocks.applications.memory "
     "--format=csv"
 )
+#: sos < 4.3 queried eight fields (no clocks), and ran no ``nvidia-smi -q`` nor ``nvlink -s``
+QUERY_GPU_OLD = (
+    "nvidia-smi --query-gpu=gpu_name,gpu_bus_id,vbios_version,temperature.gpu,utilization.gpu,"
+    "memory.total,memory.free,memory.used --format=csv"
+)
 _MAX_PEEK = 100_000
 
 
@@ -87,18 +94,27 @@ class Spec:
     every: bool = False
     #: a command line that starts so matches too (the --query-gpu fields differ between sos versions)
     prefix: str = ""
+    #: the plugin's name in older sos (3.0-3.5 ran ``hostname``, ``uptime`` and ``date`` in ``general``),
+    #: tried by file name when the report has no manifest
+    legacy: str = ""
 
 
 SPECS = (
     Spec("nvidia-smi-q", "nvidia", ("nvidia-smi -q",)),
     Spec("nvidia-smi-nvlink", "nvidia", ("nvidia-smi nvlink -s",)),
-    Spec("nvidia-smi-csv", "nvidia", (QUERY_GPU,), prefix="nvidia-smi --query-gpu="),
+    Spec("nvidia-smi-csv", "nvidia", (QUERY_GPU, QUERY_GPU_OLD), prefix="nvidia-smi --query-gpu="),
     Spec("dmesg", "kernel", ("dmesg -T", "dmesg")),
-    Spec("df", "filesys", ("df -al -x autofs", "df -aliT -x autofs", "df -al", "df -ali"), every=True),
+    # sos 3.5-4.7.1: "df -ali -x autofs"; 4.7.2 on: "df -aliT -x autofs"; sos < 3.5: no "-x autofs"
+    Spec(
+        "df",
+        "filesys",
+        ("df -al -x autofs", "df -aliT -x autofs", "df -ali -x autofs", "df -al", "df -ali"),
+        every=True,
+    ),
     Spec("mounts", "filesys", ("mount -l",)),
     Spec("lfs-df", "lustre", ("lfs df", "lfs df -i"), every=True),
     Spec("efa-ports", "infiniband", ("ibstat", "ibv_devinfo -v")),
-    Spec("uptime", "host", ("uptime",)),
+    Spec("uptime", "host", ("uptime",), legacy="general"),
     Spec("cpu-governor", "processor", ("cpupower frequency-info", "cpufreq-info")),
 )
 #: copied files read as a kind: path in the report, kind, the command it stands for, its plugin
@@ -109,8 +125,11 @@ COPIED = (
 #: outputs read for facts: (plugin, command or suggested file name)
 FACT_FILES = {
     "hostname": ("host", "hostname"),
+    "hostname_legacy": ("general", "hostname"),
     "uname": ("kernel", "uname -a"),
     "date_utc": ("date", "date --utc"),
+    # plain ``date`` (general plugin in sos < 3.6): read only when it printed UTC
+    "date_legacy": ("general", "date"),
     "instance_id": ("aws", "aws_metadata_instance-id.txt"),
     "instance_type": ("aws", "aws_metadata_instance-type.txt"),
     "az_id": ("aws", "aws_metadata_placement_availability-zone-id.txt"),
@@ -120,7 +139,15 @@ _FACT_CHECK = {
     "instance_type": re.compile(r"^[a-z][a-z0-9-]*\.[a-z0-9-]+$"),
     "az_id": re.compile(r"^[a-z]{2,5}\d*-az\d+$"),
 }
-_NAME = re.compile(r"^sosreport-(?P<host>.+?)-(?P<date>\d{4}-\d\d-\d\d)-(?P<rand>[A-Za-z0-9]+)\.")
+#: the policies' name patterns: 'friendly' (Red Hat, Debian and their kin:
+#: ``sosreport-<host>[-<label>][-<case>]-<YYYY-mm-dd>-<7 letters>``) and 'legacy' (SUSE, COS, any other,
+#: and sos < 3.3: ``sosreport-<host>[.<case>]-<YYYYmmddHHMMSS>``); ``sos clean`` adds ``-obfuscated``
+_NAME = re.compile(
+    r"^sosreport-(?P<host>.+?)-(?P<date>\d{4}-\d\d-\d\d)-(?P<rand>[A-Za-z0-9]+)(?:-obfuscated)?\."
+)
+_LEGACY_NAME = re.compile(r"^sosreport-(?P<host>[^.]+?)(?:\.[^.]+?)?-(?P<date>\d{14})(?:-obfuscated)?\.")
+#: version.txt: "sosreport: 3.9" (sos 3.x, 4.0-4.x before the rename) or "sos report: 4.10.2"
+_VERSION_TXT = re.compile(r"^sos ?report: *(?P<version>\S+)", re.M)
 
 
 def mangle(command: str, name_max: int = 255) -> str:
@@ -136,6 +163,12 @@ def mangle(command: str, name_max: int = 255) -> str:
     return re.sub(r"/", ".", name).strip(" ._-")[:name_max]
 
 
+_LEGACY = {s.plugin: s.legacy for s in SPECS if s.legacy}
+_PLUGINS = frozenset(
+    {s.plugin for s in SPECS} | {s.legacy for s in SPECS if s.legacy} | {p for p, _ in FACT_FILES.values()}
+)
+
+
 def _wanted(name: str) -> bool:
     """Whether a file of the report may be read here (the rest is only counted against the caps)."""
     if name in (MANIFEST, "version.txt", "etc/hostname") or name in {c[0] for c in COPIED}:
@@ -143,8 +176,7 @@ def _wanted(name: str) -> bool:
     parts = name.split("/")
     if len(parts) != 3 or parts[0] not in ("sos_commands", "sos_strings"):
         return False
-    plugins = {s.plugin for s in SPECS} | {p for p, _ in FACT_FILES.values()}
-    return parts[1] in plugins
+    return parts[1] in _PLUGINS
 
 
 def detect(path: Path) -> bool:
@@ -319,14 +351,16 @@ def _read_spec(
         found = [c for c in commands if c.plugin == spec.plugin and _matches(spec, c.exec)]
         found.sort(key=lambda c: next((i for i, x in enumerate(spec.commands) if x == c.exec), 99))
     else:
+        plugins = (spec.plugin, spec.legacy) if spec.legacy else (spec.plugin,)
         found = [
-            _Command(spec.plugin, command, f"sos_commands/{spec.plugin}/{mangle(command)}", None, False, None)
+            _Command(plugin, command, f"sos_commands/{plugin}/{mangle(command)}", None, False, None)
             for command in spec.commands
+            for plugin in plugins
         ]
     failed: Absent | None = None
     for cmd in found:
         name = cmd.filepath or ""
-        data, note = _output(report, name, cmd.truncated or ran is None, spec.plugin)
+        data, note = _output(report, name, cmd.truncated or ran is None, cmd.plugin)
         code = "-" if cmd.return_code is None else str(cmd.return_code)
         if data is not None and (data.strip() or cmd.return_code not in (0, None)):
             text = data.decode("utf-8", "replace")
@@ -358,6 +392,10 @@ def _output(report: _Report, name: str, maybe_tailed: bool, plugin: str) -> tupl
     ``sos_strings/<plugin>/<name>.tailed`` and its own path is a link to it, never read."""
     if not name:
         return None, SOURCE
+    if name.startswith("sos_strings/") and name.endswith(".tailed"):
+        # sos >= 4.2 records a cut output's manifest filepath as the tail itself
+        data = report.get(name)
+        return data, f"{SOURCE}: over sos's size limit, its tail was kept ({name})"
     tailed = f"sos_strings/{plugin}/{name.rpartition('/')[2]}.tailed"
     data = report.files.get(name)
     if data is None and maybe_tailed and (tail := report.get(tailed)) is not None:
@@ -371,7 +409,7 @@ def _not_run(
     """A kind with nothing in the report: its plugin did not run, or ran without giving it."""
     if ran is not None and plugin not in ran:
         why = f"sos plugin {plugin} did not run"
-    elif ran is None and plugin not in report.dirs:
+    elif ran is None and plugin not in report.dirs and _LEGACY.get(plugin, plugin) not in report.dirs:
         why = f"sos plugin {plugin} did not run (no sos_commands/{plugin}/)"
     else:
         why = f"{what} from sos plugin {plugin}"
@@ -397,6 +435,9 @@ def _facts(path: Path, report: _Report, manifest: dict[str, Any], commands: list
         check = _FACT_CHECK.get(key)
         if value and (check is None or check.match(value)):
             facts[key] = value
+    legacy_host = facts.pop("hostname_legacy", "")
+    if legacy_host:
+        facts.setdefault("hostname", legacy_host)
     uname = facts.pop("uname", "").split()
     if len(uname) > 2:
         facts.setdefault("hostname", uname[1])
@@ -407,6 +448,8 @@ def _facts(path: Path, report: _Report, manifest: dict[str, Any], commands: list
             facts["hostname"] = etc
     starts = [c.start for c in commands if c.start is not None and c.start > 0]
     date_utc = facts.pop("date_utc", "")
+    date_legacy = facts.pop("date_legacy", "")
+    date_utc = date_utc or date_legacy
     when: datetime | None = None
     if starts:
         when = datetime.fromtimestamp(min(starts), tz=timezone.utc)
@@ -418,7 +461,10 @@ def _facts(path: Path, report: _Report, manifest: dict[str, Any], commands: list
     if when is not None:
         facts["collected_at"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
     version = manifest.get("version")
-    if isinstance(version, str) and version:
+    if not (isinstance(version, str) and version):
+        m = _VERSION_TXT.search(report.text("version.txt") or "")
+        version = m.group("version") if m else ""
+    if version:
         facts["collector_version"] = f"sos {version}"
     return facts
 
@@ -426,5 +472,5 @@ def _facts(path: Path, report: _Report, manifest: dict[str, Any], commands: list
 def _name_host(path: Path) -> str:
     """The host in the tarball's name (``sosreport-<host>[-<case>]-<date>-<random>``; a case id
     stays with the host, as the two cannot be told apart)."""
-    m = _NAME.match(path.name)
+    m = _NAME.match(path.name) or _LEGACY_NAME.match(path.name)
     return m.group("host") if m else path.name.split(".")[0]
