@@ -24,8 +24,10 @@ Tab-separated rows are read by position: the cell after the links is the CPU aff
 EMPTY), the other non-empty cells fill the other affinity columns in order (nvidia-smi prints extra
 tabs around "N/A").  With spaces an empty cell cannot be seen: one missing affinity value is taken to
 be the CPU affinity, unless the first value looks like a CPU list run into the NUMA value
-(``0-470`` for ``0-47`` + ``0``): that is split when another row shows the CPU list alone, else
-reported.  Travel noise (launcher prefixes, prompts, fences, CRLF) is taken off by
+(``0-470`` for ``0-47`` + ``0``): that is split when another row shows the CPU list alone,
+else by the shape of a CPU list (ascending ranges of one size, each a whole number of 4 CPUs; the NUMA
+id a small number or N/A) when exactly one split has it, else reported with the NUMA affinity
+unknown; tab-separated rows lacking one value are read the same way.  Travel noise (launcher prefixes, prompts, fences, CRLF) is taken off by
 ``parsers._text.clean_lines``.  A matrix row whose link codes cannot be read is a ParseIssue.
 
 Schema
@@ -206,12 +208,14 @@ def _emit(matrix: _Matrix, legend: dict[str, str], result: ParseResult) -> None:
         if values is None:
             result.issue(no, line, f"more affinity cells than affinity columns ({', '.join(labels)})")
             values = {}
-        elif not tabs and len(cells) == len(labels) - 1 and cells and re.search(r"[-,]", cells[0]):
+        elif labels[:2] == ["CPU Affinity", "NUMA Affinity"] and _short(cells, labels, tabs):
             cpu = cells[0]  # "0-470": a CPU list run into the NUMA value?
+            rest = [c for c in cells[1:] if c] if tabs else cells[1:]
             glued = next((k for k in known_cpu if cpu.startswith(k) and cpu[len(k) :].isdigit()), None)
-            if glued:
-                values = dict(zip(labels, [glued, cpu[len(glued) :], *cells[1:]], strict=False))
-            elif "NUMA Affinity" in labels:
+            split = (glued, cpu[len(glued) :]) if glued else _unglue(cpu)
+            if split:
+                values = dict(zip(labels, [*split, *rest], strict=False))
+            else:
                 reason = f"CPU list {cpu!r} may have the NUMA affinity run into it: NUMA affinity unknown"
                 result.issue(no, line, reason)
         for peer, link in zip(matrix.peers, links, strict=False):
@@ -247,6 +251,49 @@ def _affinity(cells: list[str], labels: list[str], tabs: bool) -> dict[str, str]
     if short and not (cells and re.search(r"[-,]", cells[0])):
         cells = ["", *cells]  # the CPU affinity cell is the one seen empty
     return dict(zip(labels, cells, strict=False))
+
+
+def _short(cells: list[str], labels: list[str], tabs: bool) -> bool:
+    """Whether the affinity cells lack one value and the first looks like a CPU list ("0-470")."""
+    if not cells or not re.search(r"[-,]", cells[0]):
+        return False
+    if tabs:
+        return len([c for c in cells[1:] if c]) == len(labels) - 2
+    return len(cells) == len(labels) - 1
+
+
+_RANGES = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
+
+
+def _unglue(cell: str) -> tuple[str, str] | None:
+    """Split a CPU list that a NUMA node id (or N/A) was run into, by the shape of a CPU list: ranges in
+    ascending order, a node's ranges of one size (SMT siblings), each a whole number of 4 CPUs; the NUMA
+    id a small number.  None when no split, or more than one, has that shape.
+
+    >>> _unglue("0-31,64-950"), _unglue("0-470"), _unglue("8-15,24-311"), _unglue("0-47N/A")
+    (('0-31,64-95', '0'), ('0-47', '0'), ('8-15,24-31', '1'), ('0-47', 'N/A'))
+    >>> _unglue("0-4") is None
+    True
+    """
+    if cell.endswith("N/A") and _cpu_list(cell[:-3]):
+        return cell[:-3], "N/A"
+    fits = [
+        (cell[:-n], cell[-n:])
+        for n in (1, 2)
+        if len(cell) > n and cell[-n:].isdigit() and int(cell[-n:]) < 64 and _cpu_list(cell[:-n])
+    ]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _cpu_list(text: str) -> bool:
+    """Whether text has the shape nvidia-smi prints a NUMA node's CPUs in (see ``_unglue``)."""
+    if not _RANGES.match(text):
+        return False
+    spans = [tuple(int(x) for x in part.split("-")) for part in text.split(",")]
+    if any(len(s) != 2 or s[0] > s[1] or (s[1] - s[0] + 1) % 4 for s in spans):
+        return False
+    sizes = {s[1] - s[0] for s in spans}
+    return len(sizes) == 1 and all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
 
 
 def _value(cell: str | None) -> str | None:

@@ -108,18 +108,47 @@ def test_glued_cpu_list_is_split_when_another_row_shows_it() -> None:
     assert not r.issues and devices(r)[2] == ("GPU2", "0-47,96-143", "0", None)
 
 
-def test_glued_cpu_list_without_reference_is_reported() -> None:
-    text = (  # synthetic: every row glued ("0-47" + "0")
+def test_glued_cpu_list_without_reference_is_split_by_its_shape() -> None:
+    text = (  # synthetic: every row glued ("0-47" + "0"): no row shows the CPU list alone
         "        GPU0    GPU1    CPU Affinity    NUMA Affinity\n"
         "GPU0     X      NV12    0-470\n"
         "GPU1    NV12     X      0-470\n"
     )
     r = nvidia_smi_topo.parse(text)
+    assert not r.issues
+    assert devices(r) == [("GPU0", "0-47", "0", None), ("GPU1", "0-47", "0", None)]
+
+
+def test_derived_every_row_glued_multi_range_spaces() -> None:
+    # derived from the DeepEP fixture: every GPU row's "0-47,96-143     0" lost its gap
+    text = fixture_text(TOPO, DEEPEP).replace("0-47,96-143     0 ", "0-47,96-1430      ")
+    assert "0-47,96-1430" in text
+    r = nvidia_smi_topo.parse(text)
+    assert not r.issues
+    assert {(d[1], d[2]) for d in devices(r) if d[0].startswith("GPU")} == {("0-47,96-143", "0")}
+
+
+def test_derived_glued_cpu_list_tabs() -> None:
+    # derived from the club3090 #1229 fixture (tabs): "0-63\t0\t\tN/A" lost the tab after the CPU list
+    text = fixture_text(TOPO, CLUB2).replace("0-63\t0\t", "0-630\t")
+    assert "0-630\t" in text
+    r = nvidia_smi_topo.parse(text)
+    assert not r.issues
+    gpus = [x for x in r.rows("topo_device") if x["device_type"] == "gpu"]
+    assert [(x["cpu_affinity"], x["numa_affinity"], x["gpu_numa_id"]) for x in gpus] == [
+        ("0-63", "0", None)
+    ] * 2
+
+
+def test_glued_cpu_list_of_two_shapes_is_reported() -> None:
+    text = (  # synthetic: "0-1112" is "0-111" + NUMA 2 or "0-11" + NUMA 12: both have the shape
+        "        GPU0    GPU1    CPU Affinity    NUMA Affinity\nGPU0     X      NV12    0-1112\n"
+    )
+    r = nvidia_smi_topo.parse(text)
     assert [(i.line_no, i.reason) for i in r.issues] == [
-        (2, "CPU list '0-470' may have the NUMA affinity run into it: NUMA affinity unknown"),
-        (3, "CPU list '0-470' may have the NUMA affinity run into it: NUMA affinity unknown"),
+        (2, "CPU list '0-1112' may have the NUMA affinity run into it: NUMA affinity unknown"),
     ]
-    assert devices(r) == [("GPU0", "0-470", None, None), ("GPU1", "0-470", None, None)]
+    assert devices(r) == [("GPU0", "0-1112", None, None)]
 
 
 def test_spaces_collapsed_to_one() -> None:
