@@ -26,7 +26,10 @@ indentation may be collapsed by a paste; ``ibv_devinfo`` is TAB-indented (``-v``
 attributes, flag lists on their own lines, ``key = value`` and tab-separated ``key<TAB>value`` lines).
 ``grep . /sys/class/infiniband/*/ports/*/state`` lines (``path:4: ACTIVE``) are sysfs lines.  Travel
 noise (launcher prefixes, prompts, fences, ``<---`` annotations, CRLF) is taken off by
-``parsers._text.clean_lines``; dmesg lines and prompts are skipped; any other line that looks like
+``parsers._text.clean_lines``; a shell loop's ``mlx5_0 Ethernet   4: ACTIVE`` lines (device, sysfs
+link_layer, state) and the content of one sysfs ``link_layer`` file (``Ethernet``, ``InfiniBand``,
+``Unspecified``: device and port from the file name's path, else unknown with a ParseIssue) are ports
+too; dmesg lines and prompts are skipped; any other line that looks like
 data is a ParseIssue.  Every key printed for a device or port that has no column is kept in
 ``extra``.  ``No IB devices found`` raises CollectorError.  The efa driver version (``modinfo efa``,
 ``/sys/module/efa/version``) and installed packages are the ``versions`` kind.
@@ -52,6 +55,12 @@ Schema
   (``transport``, ``vendor_id``, ``max_mtu``, ``Base lid``, ``state`` as printed ``PORT_ACTIVE (4)``, ...)
 - ``host`` str — launcher tag of the port's first line (pdsh host, srun rank, pod), else null
 
+``port_attribute`` (one row per printed key, the long table): ``entity`` str (``device/port`` for a
+port's key, the device for a device's key: ``vendor_id``, ``fw_ver``, ``node_guid``, ``max_mtu``...);
+``section`` str (the sysfs sub-folder, ``counters``, else ``''``); ``key``, ``value`` str as printed (a
+flag list over several lines joined with `` | ``); ``number`` float, ``unit`` str where the value is one
+number (``0x1d0f`` too); ``line`` int; ``source`` str; ``host`` str.
+
 Examples
 --------
 >>> rows = parse(SAMPLE).rows("efa_port")
@@ -67,8 +76,17 @@ import json
 import re
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_head_text, clean_lines, key_value, leading_number
+from parsers._base import (
+    CollectorError,
+    Column,
+    ParseError,
+    ParseResult,
+    ParserInfo,
+    long_columns,
+    require_text,
+    sample_of,
+)
+from parsers._text import clean_head_text, clean_lines, key_value, leading_number, long_row
 
 SAMPLE = sample_of(__doc__)
 
@@ -76,7 +94,7 @@ INFO = ParserInfo(
     kind="efa-ports",
     title="EFA / RDMA port state (sysfs, ibstat, ibv_devinfo)",
     commands=("grep -H . /sys/class/infiniband/*/ports/*/state ...", "ibstat", "ibv_devinfo"),
-    tables=("efa_port",),
+    tables=("efa_port", "port_attribute"),
     versions_seen=(
         "rdma-core 25 (efa_N)",
         "current kernels (rdmapXsY)",
@@ -104,8 +122,20 @@ SCHEMA = {
         Column("is_efa", "bool", "an EFA device"),
         Column("extra", "str", "JSON object of the other keys printed for the device and port"),
         Column("host", "str", "launcher tag of the port's first line"),
-    )
+    ),
+    "port_attribute": (
+        *long_columns("'device/port' for a port's key (rdmap79s0/1), the device name for a device's key"),
+        Column("source", "str", "sysfs, ibstat or ibv_devinfo"),
+        Column("host", "str", "launcher tag of the line, else null"),
+    ),
 }
+#: the content of one sysfs link_layer file (``cat /sys/class/infiniband/DEV/ports/N/link_layer``)
+_LINK_LAYERS = {"ethernet", "infiniband", "unspecified", "unknown"}
+#: a shell loop over the sysfs ports: "mlx5_0 Ethernet   4: ACTIVE" (device, link_layer, state)
+_LOOP = re.compile(
+    r"^(?P<dev>[A-Za-z][\w-]*)\s+(?P<ll>Ethernet|InfiniBand|Unspecified|Unknown)(?:\s+(?P<state>\d+:\s*\w+))?\s*$"
+)
+_SYSFS_PATH = re.compile(r"/sys/class/infiniband/(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/link_layer")
 
 _SYSFS = re.compile(
     r"/sys/class/infiniband/(?P<dev>[^/\s]+)/ports/(?P<port>\d+)/(?P<path>(?:[\w-]+/)*)"
@@ -146,13 +176,26 @@ def detect(text: str) -> int:
         return 80
     if re.search(r"^\W*hca_id:", text, re.MULTILINE) and re.search(r"\bport:\s+\d+", text):
         return 80
+    if (
+        len(
+            re.findall(
+                r"^[A-Za-z][\w-]*\s+(?:Ethernet|InfiniBand|Unspecified)\s+\d+:\s*[A-Z_]+\s*$", text, re.M
+            )
+        )
+        >= 1
+    ):
+        return 70  # a shell loop printing device, link_layer and state of each port
+    if text.strip() in ("Ethernet", "InfiniBand", "Unspecified"):
+        return 40  # one sysfs link_layer file
     return 0
 
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    result = ParseResult(tables={"efa_port": []})
+    result = ParseResult(tables={"efa_port": [], "port_attribute": []})
     cleaned = clean_lines(text)
+    if (single := _link_layer_file(cleaned.lines, filename)) is not None:
+        return single
     raw_lines = text.splitlines()
     ports: dict[tuple[str, str, int], dict[str, Any]] = {}
     extras: dict[int, dict[str, str]] = {}  # id(port row) -> printed keys
@@ -169,16 +212,30 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             continue
         if m := _SYSFS_FW.search(line):
             firmware[m["dev"]] = m["value"]
+            _attribute(result, m["dev"], "", "fw_ver", m["value"], no, "sysfs", host)
             continue
         if m := _SYSFS.search(line):
             row = _port(result, ports, "sysfs", m["dev"], int(m["port"]), no, host)
             attr, value = m["attr"], m["value"].strip()
             extras.setdefault(id(row), {})[m["path"] + attr] = value
+            section = m["path"].rstrip("/").replace("/", " / ")
+            _attribute(result, f"{m['dev']}/{m['port']}", section, attr, value, no, "sysfs", host)
             if attr in _SYSFS_KNOWN and (m["path"] in ("", "counters/")):
                 _set(result, row, attr, value, no, raw)
             continue
         if m := _SYSFS_DEV.search(line):
             devices.setdefault(m["dev"], {})[m["attr"]] = m["value"].strip()
+            _attribute(result, m["dev"], "", m["attr"], m["value"].strip(), no, "sysfs", host)
+            continue
+        if m := _LOOP.match(line):
+            row = _port(result, ports, "sysfs", m["dev"], 1, no, host)
+            _set(result, row, "link_layer", m["ll"], no, raw)
+            extras.setdefault(id(row), {})["link_layer"] = m["ll"]
+            _attribute(result, f"{m['dev']}/1", "", "link_layer", m["ll"], no, "sysfs", host)
+            if m["state"]:
+                _set(result, row, "state", m["state"], no, raw)
+                extras[id(row)]["state"] = m["state"]
+                _attribute(result, f"{m['dev']}/1", "", "state", m["state"], no, "sysfs", host)
             continue
         if m := re.match(r"CA '([^']+)'", line):
             device, current, source = m.group(1), None, "ibstat"
@@ -199,6 +256,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                 # a flag on its own line (BAD_PKEY_CNTR, NO SUPPORT), a note (tag matching not supported)
                 store, key = last
                 store[key] = f"{store[key]} | {line}" if store.get(key) else line
+                if attributes := result.rows("port_attribute"):
+                    attributes[-1]["value"] = store[key]
             elif _LOOKS_LIKE_DATA.search(line):
                 result.issue(no, raw, "not a sysfs, ibstat or ibv_devinfo line")
             continue
@@ -211,12 +270,15 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             if _LOOKS_LIKE_DATA.search(line):
                 result.issue(no, raw, f"{key} outside a device block")
             continue
+        entity = device if current is None else f"{device}/{current['port']}"
         if key in ("fw_ver", "Firmware version"):
             firmware[device] = value
+            _attribute(result, device, "", key, value, no, source, host)
             continue
         if key == "port" and source == "ibv_devinfo" and value.isdigit():
             current = _port(result, ports, source, device, int(value), no, host)
             last = None
+            _attribute(result, f"{device}/{value}", "", key, value, no, source, host)
             continue
         attr = (_IBSTAT if source == "ibstat" else _DEVINFO).get(key)
         if current is None:
@@ -230,6 +292,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         if key != "Device ports":
             store[key] = value
             last = (store, key)
+        _attribute(result, entity, "", key, value, no, source, host)
     rows = result.rows("efa_port")
     if not rows:
         if re.search(r"No IB devices found|ibpanic|cannot access '?/sys/class/infiniband", text):
@@ -249,6 +312,44 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         row["is_efa"] = row["provider"] == "efa"
         extra = {**dev, **extras.get(id(row), {})}
         row["extra"] = json.dumps(extra) if extra else None
+    return result
+
+
+def _attribute(
+    result: ParseResult,
+    entity: str,
+    section: str,
+    key: str,
+    value: str,
+    no: int,
+    source: str,
+    host: str | None,
+) -> None:
+    row = long_row(entity, section, key, value, no)
+    row["source"], row["host"] = source, host
+    result.add("port_attribute", row)
+
+
+def _link_layer_file(lines: list[str], filename: str | None) -> ParseResult | None:
+    """The content of one sysfs ``link_layer`` file (``Ethernet``, ``InfiniBand``, ``Unspecified``): one
+    port row, its device and port from the file's path when the name carries it, else unknown."""
+    words = [line.strip() for line in lines if line.strip()]
+    if len(words) != 1 or words[0].lower() not in _LINK_LAYERS:
+        return None
+    no = next(i + 1 for i, line in enumerate(lines) if line.strip())
+    m = _SYSFS_PATH.search(filename or "")
+    device, port = (m["dev"], int(m["port"])) if m else (None, None)
+    result = ParseResult(tables={"efa_port": [], "port_attribute": []})
+    row: dict[str, Any] = {c.name: None for c in SCHEMA["efa_port"]}
+    row.update(line=no, device=device, port=port, link_layer=words[0], source="sysfs")
+    if device is not None:
+        row["provider"] = _provider(device, None)
+        row["is_efa"] = row["provider"] == "efa"
+    else:
+        result.issue(no, words[0], "a link_layer file without its path: device and port unknown")
+    row["extra"] = json.dumps({"link_layer": words[0]})
+    result.add("efa_port", row)
+    _attribute(result, f"{device}/{port}" if device else "", "", "link_layer", words[0], no, "sysfs", None)
     return result
 
 
