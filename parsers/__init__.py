@@ -141,9 +141,20 @@ def available_kinds() -> tuple[str, ...]:
 
 
 def detect_kind(text: str) -> str | None:
-    """Name the kind of an unlabelled text, or None when no parser claims it."""
+    """Name the kind of an unlabelled text, or None when no parser claims it.
+
+    A block pasted indented, commented out or quoted (``parsers._text.common_prefix``) is judged
+    without that prefix, as the tool printed it.
+
+    >>> detect_kind("    # Filesystem Size Used Avail Use% Mounted on\\n    # /dev/root 2.0G 1.0G 1.0G 50% /\\n")
+    'df'
+    """
+    from parsers._text import clean_head, unprefixed  # here: `import parsers` stays light
+
     best: tuple[int, str] | None = None
     sample = text[:65536]
+    if clean_head(text).prefix:
+        sample = unprefixed(sample)
     for kind in available_kinds():
         score = module_for(kind).detect(sample)
         if score > 0 and (best is None or score > best[0]):

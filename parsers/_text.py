@@ -160,6 +160,75 @@ _ELISION = re.compile(r"^\s*(?:\.{3,}|…+|\[\s*(?:\.{3,}|…|snip\w*|truncated|
 _ANNOTATION = re.compile(r"\s+(?:<-{2,}|<={2,}|←).*$")
 
 
+#: What may stand before every line of a pasted block: indentation, comment marks (``# ``, ``// ``)
+#: and quote marks (``> ``, ``>> ``, ``> > ``), in any order.  A mark counts when a blank or the line's
+#: end follows it (``#define``, ``>>>`` prompts and ``//host/share`` are text, not marks).
+_LEAD = re.compile(r"(?:[ \t]+|(?:#|>{1,3}|//)(?=[ \t]|$))*")
+_LEAD_FIRST = frozenset(" \t#>/")
+
+
+def common_prefix(lines: list[str]) -> str:
+    """The indentation and comment or quote marks that EVERY non-blank line starts with (a block pasted
+    indented, commented out or quoted), so that taking it off gives the output as the tool printed it.
+
+    Only what all lines share goes: an nvidia-smi -q dump indented by four more spaces keeps its own
+    indentation.  A line that is the marks alone (``#``, ``>``) is a blank line of the block.  One line
+    alone has no common prefix (``# dmesg`` is a root prompt), and a first line that starts with none of
+    indentation, ``#``, ``>`` or ``/`` ends the search at once (a kernel log costs one test).
+
+    >>> common_prefix(["    # [ 1.0] NVRM: x", "    #", "    #   GPU 0"])
+    '    # '
+    >>> common_prefix(["\\tGPU 0", "\\t    Bus Id : 00000000:19:00.0"]), common_prefix(["[ 1.0] a", "  b"])
+    ('\\t', '')
+    >>> common_prefix([">> Filesystem Size", ">> /dev/root 2G"]), common_prefix(["#define A", "#define B"])
+    ('>> ', '')
+    """
+    prefix: str | None = None
+    count = 0
+    for line in lines:
+        if not line or line.isspace():
+            continue
+        if prefix is None:
+            if line[0] not in _LEAD_FIRST:
+                return ""
+            prefix = _LEAD.match(line).group(0)  # type: ignore[union-attr]  # matches the empty string
+            if not prefix:
+                return ""
+        elif not line.startswith(prefix):
+            bare = line.rstrip()
+            if prefix.startswith(bare) and bare.strip() and not prefix[len(bare) :].strip():
+                continue  # the marks alone: a blank line of the block
+            n = 0
+            while n < len(prefix) and n < len(line) and prefix[n] == line[n]:
+                n += 1
+            prefix = _LEAD.match(prefix[:n]).group(0)  # type: ignore[union-attr]
+            if not prefix:
+                return ""
+        count += 1
+    return "" if prefix is None or count < 2 else prefix
+
+
+def unprefixed(text: str) -> str:
+    """A text with its ``common_prefix`` taken off every line (the text itself when it has none); line
+    numbers stay, marks-only lines become empty.
+
+    >>> unprefixed("    Filesystem Size\\n    /dev/root 2G\\n")
+    'Filesystem Size\\n/dev/root 2G\\n'
+    """
+    lines = text.splitlines()
+    prefix = common_prefix(lines)
+    if not prefix:
+        return text
+    out = [_unprefix(line, prefix) for line in lines]
+    return "\n".join(out) + ("\n" if text.endswith(("\n", "\r")) else "")
+
+
+def _unprefix(line: str, prefix: str) -> str:
+    if line.startswith(prefix):
+        return line[len(prefix) :]
+    return "" if not line.strip() or prefix.startswith(line.rstrip()) else line
+
+
 @dataclass
 class Cleaned:
     """A capture with the travel noise taken off, line for line.
@@ -170,13 +239,15 @@ class Cleaned:
     (``...``) become empty.  ``hosts[i]`` is the launcher's tag of that line (a pdsh host, an srun
     rank, a pod) or None; ``hosts`` is None when the file has no tags at all.  ``commands`` are the
     command lines of the prompts seen, with their line numbers; ``noise`` the numbers of the lines
-    blanked.
+    blanked; ``prefix`` the indentation or comment/quote marks every line of a pasted block carried
+    (``common_prefix``), taken off every line first.
     """
 
     lines: list[str]
     hosts: list[str | None] | None = None
     commands: list[tuple[int, str]] = field(default_factory=list)
     noise: list[int] = field(default_factory=list)
+    prefix: str = ""
 
     def numbered(self) -> Iterator[tuple[int, str, str | None]]:
         """(line number, cleaned line, host tag) of every line that is not empty."""
@@ -226,11 +297,18 @@ class LineCleaner:
     """
 
     def __init__(self, text: str, *, tags: bool = True) -> None:
-        self.pattern = _tag_kind(text[:65536].splitlines()) if tags else None
+        first = text[:1] if text[:1] not in ("\n", "\r") else text.lstrip("\r\n")[:1]
+        self.prefix = common_prefix(text.splitlines()) if first in _LEAD_FIRST else ""
+        head = text[:65536].splitlines()
+        if self.prefix:
+            head = [_unprefix(line, self.prefix) for line in head]
+        self.pattern = _tag_kind(head) if tags else None
 
     def clean(self, line: str) -> tuple[str, str | None, str | None, bool]:
         """(cleaned line, launcher tag, command of a prompt line, whether the line was noise blanked)."""
         line = line.rstrip()
+        if self.prefix:
+            line = _unprefix(line, self.prefix)
         host = None
         pattern = self.pattern
         if line.startswith(">"):
@@ -277,13 +355,14 @@ def clean_lines(text: str, *, tags: bool = True) -> Cleaned:
     head = text[:65536]
     if (
         cleaner.pattern is None
+        and not cleaner.prefix
         and not any(q in head for q in _QUICK)
         and not any(q in text for q in _QUICK[:3])
     ):
         return Cleaned([line.rstrip() for line in raw])  # the common case: nothing travelled with it
     out: list[str] = []
     hosts: list[str | None] | None = [] if cleaner.pattern is not None else None
-    cleaned = Cleaned(out, hosts)
+    cleaned = Cleaned(out, hosts, prefix=cleaner.prefix)
     clean = cleaner.clean
     for no, line in enumerate(raw, start=1):
         line, host, command, blanked = clean(line)
@@ -383,3 +462,70 @@ def long_row(entity: str | None, section: str, key: str, value: str, line: int |
         "unit": unit,
         "line": line,
     }
+
+
+# -- text taken out of PDFs: tables that lost their newlines, headers wrapped ----------------------
+
+
+def split_flat_table(line: str, header: re.Pattern[str], *, min_cells: int = 5) -> list[str] | None:
+    """The lines of a table whose newlines were lost (text taken out of a PDF, a paste into one line):
+    ``df``-shaped tables, whose every row ends with a use% cell (``12%`` or ``-``) and a mount point
+    (``/...``).  ``header`` finds the header wherever it is repeated; each row is cut after its mount
+    point.  None unless the shape is unambiguous: at least two rows, each of at least ``min_cells``
+    cells, nothing left over.
+
+    >>> hdr = re.compile(r"Filesystem\\s+Size\\s+Used\\s+Avail\\s+Use%\\s+Mounted on")
+    >>> split_flat_table("Filesystem Size Used Avail Use% Mounted on /dev/root 7.7G 1.5G 6.3G 19% / "
+    ...                  "tmpfs 3.9G 0 3.9G 0% /dev/shm", hdr)
+    ['Filesystem Size Used Avail Use% Mounted on', '/dev/root 7.7G 1.5G 6.3G 19% /', 'tmpfs 3.9G 0 3.9G 0% /dev/shm']
+    >>> split_flat_table("/dev/root 7.7G 1.5G 6.3G 19% /", hdr) is None
+    True
+    """
+    out: list[str] = []
+    rows = 0
+    at = 0
+    for m in [*header.finditer(line), None]:
+        segment = line[at : m.start() if m else len(line)].split()
+        row: list[str] = []
+        for token in segment:
+            row.append(token)
+            if len(row) >= min_cells and token.startswith("/") and _is_use(row[-2]):
+                out.append(" ".join(row))
+                rows += 1
+                row = []
+        if row:
+            return None
+        if m:
+            out.append(" ".join(m.group(0).split()))
+            at = m.end()
+    return out if rows >= 2 else None
+
+
+def _is_use(token: str) -> bool:
+    return token == "-" or (token.endswith("%") and token[:-1].isdigit())
+
+
+def rewrap_csv_header(lines: list[str], sep: str = ",", *, most: int = 4) -> tuple[str, int]:
+    """A CSV header hard-wrapped over several lines (text taken out of a PDF, a narrow terminal) joined
+    back, by the row under it: pieces are joined until the header has as many fields as that row.  A
+    piece that starts with ``[`` or ``(`` (a unit) or follows a separator joins with a blank, any other
+    joins without one (a field cut in its middle: ``memory.to`` + ``tal [MiB]``).  Returns the header
+    and how many lines it took; ``(lines[0], 1)`` when no join up to ``most`` lines makes the counts agree.
+
+    >>> rewrap_csv_header(["index, name, memory.to", "tal [MiB], memory.used", "[MiB]",
+    ...                    "0, NVIDIA H100 80GB HBM3, 81559 MiB, 0 MiB"])
+    ('index, name, memory.total [MiB], memory.used [MiB]', 3)
+    >>> rewrap_csv_header(["index, name", "0, NVIDIA A100"])
+    ('index, name', 1)
+    """
+    if not lines:
+        return "", 0
+    header = lines[0]
+    for taken in range(1, min(most, len(lines) - 1) + 1):
+        row = lines[taken]
+        if header.count(sep) == row.count(sep) and header.count(sep):
+            return header, taken
+        piece = row.strip()
+        glue = " " if piece[:1] in "[(" or header.rstrip().endswith(sep) else ""
+        header = header.rstrip() + glue + piece
+    return lines[0], 1

@@ -36,9 +36,11 @@ Inputs accepted:
   list; get-metric-data's ``METRICDATARESULTS``/``TIMESTAMPS``/``VALUES`` rows) and ``--output
   table`` of get-metric-statistics (the ``| Maximum | Timestamp | Unit |`` header names the columns).
 
-A boto3/boto response printed with ``print()`` (a Python repr: single-quoted keys, ``u'...'``,
-``datetime.datetime(...)``, ``Decimal('...')``, ``True``/``None``) is refused with a ParseError that
-says "Python repr, not JSON".  Every dimension of a ``--dimensions Name=..,Value=.. Name=..,Value=..``
+A boto3/boto response printed with ``print()`` or ``pprint`` (a Python repr: single-quoted keys,
+``u'...'``, ``datetime.datetime(...)``, ``Decimal('...')``, ``True``/``None``) is rewritten as JSON,
+line for line, and read as such (nothing is evaluated; a cut repr is salvaged like cut JSON).  JSON
+with ``//`` or ``/* */`` comments (the AWS docs annotate their examples so) is read without them, and
+``--output text`` whose tabs became spaces is read by the shape of its rows.  Every dimension of a ``--dimensions Name=..,Value=.. Name=..,Value=..``
 command line or a MetricDataQueries entry is kept in ``dimensions``; response keys not read
 (``NextToken``, ``ResponseMetadata``) go to ``extra``.  Travel noise (launcher prefixes,
 prompts, fences, CRLF) is taken off by ``parsers._text.clean_lines``; a prompt's command line still
@@ -97,6 +99,7 @@ Examples
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import csv
 import json
@@ -161,8 +164,11 @@ _PY_REPR = re.compile(
 #: ``aws ... --output text`` rows (awscli/text.py: upper-cased list key, then the scalar values in
 #: sorted key order) and ``--output table`` frames.
 _TEXT_ROW = re.compile(
-    r"^(?:DATAPOINTS|METRICDATARESULTS|TIMESTAMPS|VALUES|EXTENDEDSTATISTICS|MESSAGES)(?:\t|$)"
+    r"^(?:DATAPOINTS|METRICDATARESULTS|TIMESTAMPS|VALUES|EXTENDEDSTATISTICS|MESSAGES)(?:\t|$| +\S)"
 )
+#: A row of ``--output text`` whose tabs became spaces (a copy from a terminal, a PDF): read by shape.
+_SPACED_ROW = re.compile(r"^(?:DATAPOINTS +[-\d.]|METRICDATARESULTS +\w)", re.M)
+_STATUS_CODES = frozenset({"Complete", "PartialData", "InternalError", "Forbidden"})
 _BARE_DATAPOINTS = re.compile(
     r'^\s*\[\s*\{(?=[^{}]*"Timestamp"\s*:)(?=[^{}]*"(?:Average|Sum|Minimum|Maximum|SampleCount|ExtendedStatistics)"\s*:)',
     re.M,
@@ -244,8 +250,10 @@ def detect(text: str) -> int:
         return 70
     if re.search(r"u?'(?:Datapoints|MetricDataResults)'\s*:|u?'Timestamp'\s*:\s*datetime\.datetime\(", text):
         return 80  # a Python repr: parse says so
-    if re.search(r"(?m)^\S*\s*(?:DATAPOINTS|METRICDATARESULTS)\t", text) or re.search(
-        r"(?m)^\S*\s*\|+\s*GetMetric(?:Statistics|Data)\s*\|+\s*$", text
+    if (
+        re.search(r"(?m)^\S*\s*(?:DATAPOINTS|METRICDATARESULTS)\t", text)
+        or _SPACED_ROW.search(text)
+        or re.search(r"(?m)^\S*\s*\|+\s*GetMetric(?:Statistics|Data)\s*\|+\s*$", text)
     ):
         return 75
     head = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
@@ -279,22 +287,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
 def _parse(text: str, filename: str, command: str) -> ParseResult:
     require_text(text)
     text = text.lstrip("\ufeff")
-    if m := _PY_REPR.search(text):
-        seen = [
-            w
-            for w, pat in (
-                ("single-quoted keys", r"(?<![\w'])u?'\w+'\s*:"),
-                ("datetime.datetime(...)", r"datetime\.datetime\("),
-                ("True/False/None", r"[:\[,]\s*(?:True|False|None)\b"),
-                ("u'' strings", r"[{\[,:]\s*u'"),
-                ("Decimal(...)", r"Decimal\('"),
-            )
-            if re.search(pat, text)
-        ]
-        raise ParseError(
-            f"Python repr, not JSON ({', '.join(seen)}; first at {m.group(0)[:40]!r}): save the response with"
-            " json.dumps(response, default=str) or the AWS CLI's --output json"
-        )
+    if _PY_REPR.search(text):
+        text = _from_python_repr(text)  # a boto/boto3 response printed by Python: the same data as JSON
     cleaned = clean_lines(text)
     original = text
     if cleaned.hosts is not None or cleaned.noise:  # prefixes, prompts, fences: the same lines without them
@@ -332,6 +326,8 @@ def _parse(text: str, filename: str, command: str) -> ParseResult:
 
 
 def _json_docs(text: str, start: int, base: dict[str, Any], result: ParseResult) -> None:
+    if "//" in text or "/*" in text:  # the AWS docs' JSON with comments in it
+        text = text[:start] + _without_js_comments(text[start:])
     docs: list[Any] = []
     decoder, pos = json.JSONDecoder(), start
     while pos < len(text):
@@ -408,6 +404,12 @@ def _text_output(lines: list[str], original: str, base: dict[str, Any], result: 
         cells = rest.split("\t") if rest else []
         if not line:
             continue
+        if "\t" not in line and _TEXT_ROW.match(line):  # tabs turned to spaces: the cells by shape
+            key, *cells = line.split()
+            if key == "METRICDATARESULTS" and len(cells) >= 3 and cells[-1] in _STATUS_CODES:
+                cells = [cells[0], " ".join(cells[1:-1]), cells[-1]]  # a label of several words
+            elif key == "METRICDATARESULTS" and len(cells) >= 2:
+                cells = [cells[0], " ".join(cells[1:])]
         if key == "DATAPOINTS":
             at = next((i for i, c in enumerate(cells) if _ts(c) and not _NUMBERISH.match(c)), None)
             if at is None:
@@ -422,7 +424,9 @@ def _text_output(lines: list[str], original: str, base: dict[str, Any], result: 
                 )
             info = _merge({"label": label}, _hints(label or "", words=True), base, {"unit": unit})
             for name, cell in zip(names, numbers, strict=True):
-                if cell:
+                if cell and to_float(cell) is None:
+                    result.issue(no, printed[no - 1], f"DATAPOINTS value not a number: {cell!r}")
+                elif cell:
                     _add(result, no, cells[at], to_float(cell), {**info, "statistic": name}, printed[no - 1])
             last = {**info, "ts": cells[at]}
         elif key == "EXTENDEDSTATISTICS" and last is not None:
@@ -861,6 +865,89 @@ def _repair(text: str) -> str | None:
     if not stack or cut is None:
         return None
     return text[: cut[0]] + "".join(reversed(cut[1]))
+
+
+#: The tokens of a Python repr that JSON spells otherwise (strings first, so a ``True`` inside one stays).
+_PY_TOKEN = re.compile(
+    r"""(?P<str>(?<![\w'"])[uUbB]?(?:'(?:\\.|[^'\\\n])*'|"(?:\\.|[^"\\\n])*"))"""
+    r"|(?P<dt>\bdatetime\.datetime\((?P<args>[\d\s,]*)(?:,\s*tzinfo=(?P<tz>[\w.]+\([^()]*\)))?\s*\))"
+    r"|\bDecimal\((?P<dec>'[^'\n]*'|\"[^\"\n]*\")\)"
+    r"|\b(?P<name>True|False|None)\b"
+)
+
+
+def _from_python_repr(text: str) -> str:
+    """A Python (2 or 3) repr of a boto/boto3 response rewritten as JSON, line for line: ``u'...'`` and
+    ``'...'`` strings become JSON strings, ``datetime.datetime(2013, 3, 18, 16, 44[, tzinfo=tzutc()])``
+    an ISO timestamp (UTC: botocore's tzutc, and boto 2's naive times, are UTC), ``Decimal('1.5')`` its
+    number, True/False/None true/false/null.  Nothing is evaluated: each literal is read by
+    ``ast.literal_eval`` alone, the rest is copied as printed.
+
+    >>> _from_python_repr("{u'Timestamp': datetime.datetime(2013, 3, 18, 16, 44), u'Sum': Decimal('1.5'), 'X': None}")
+    '{"Timestamp": "2013-03-18T16:44:00Z", "Sum": 1.5, "X": null}'
+    """
+
+    def one(m: re.Match[str]) -> str:
+        if m.group("str"):
+            literal = m.group("str")
+            if literal[:1] in "uU":
+                literal = literal[1:]
+            try:
+                value = ast.literal_eval(literal)
+            except (ValueError, SyntaxError):
+                return m.group(0)
+            return json.dumps(value.decode("utf-8", "replace") if isinstance(value, bytes) else value)
+        if m.group("dt"):
+            parts = [int(p) for p in re.findall(r"\d+", m.group("args"))]
+            if not 3 <= len(parts) <= 7 or (m.group("tz") and "utc" not in m.group("tz").lower()):
+                return json.dumps(m.group(0))  # a local-time zone: kept as printed, the row says why
+            try:
+                stamp = datetime(*parts)  # type: ignore[arg-type]  # 3 to 7 ints: year .. microsecond
+            except ValueError:
+                return json.dumps(m.group(0))
+            return json.dumps(stamp.isoformat() + "Z")
+        if m.group("dec"):
+            number = to_float(m.group("dec")[1:-1])
+            return json.dumps(number) if number is not None and math.isfinite(number) else "null"
+        return {"True": "true", "False": "false", "None": "null"}[m.group("name")]
+
+    return _PY_TOKEN.sub(one, text)
+
+
+def _without_js_comments(text: str) -> str:
+    """JSON text with ``// ...`` and ``/* ... */`` comments outside strings taken out (the AWS docs
+    annotate their examples so); newlines stay, so line numbers do too.
+
+    >>> _without_js_comments('{"a": "http://x", // the URL\\n "b": 1 /* one */}')
+    '{"a": "http://x", \\n "b": 1 }'
+    """
+    out: list[str] = []
+    i, n, in_str = 0, len(text), False
+    while i < n:
+        c = text[i]
+        if in_str:
+            out.append(c)
+            if c == "\\" and i + 1 < n:
+                out.append(text[i + 1])
+                i += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+            out.append(c)
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            out.append("\n" * text.count("\n", i, n if end < 0 else end))
+            i = n if end < 0 else end + 2
+            continue
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
 
 
 class _Locator:

@@ -74,6 +74,7 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from parsers._base import (
@@ -86,7 +87,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import clean_lines, percent, to_float
+from parsers._text import clean_lines, percent, split_flat_table, to_float
 
 SAMPLE = sample_of(__doc__)
 
@@ -155,12 +156,30 @@ _HUMAN = re.compile(r"^([0-9]+(?:[.,][0-9]+)?)([kKMGTPEZY]?)$")
 _POWERS = "_KMGTPEZY"
 
 
+#: The header of a df table wherever it stands in a line (a table whose newlines were lost).
+_FLAT_HEADER = re.compile(
+    r"Filesystem\s+(?:Type\s+)?(?:Size|Inodes|\S*-blocks)\s+\S+\s+\S+\s+(?:Use%|Capacity|IUse%)\s+Mounted\s+on"
+)
+
+
+def _unflattened(lines: list[str]) -> Iterator[tuple[int, str]]:
+    """(index, line) of every line, a table that lost its newlines (text out of a PDF) given back as its
+    header and rows, all under the index of the one line that holds them."""
+    for index, line in enumerate(lines):
+        if len(line) > 60 and line.count("%") >= 2 and (rows := split_flat_table(line, _FLAT_HEADER)):
+            yield from ((index, row) for row in rows)
+        else:
+            yield index, line
+
+
 def detect(text: str) -> int:
     """Confidence that text is df output."""
     head = "\n".join(text.splitlines()[:60])
     cleaned = clean_lines(head)
     lines = cleaned.lines
-    if any("Filesystem" in line and HEADER.match(line) for line in lines):
+    if any(
+        "Filesystem" in line and (HEADER.match(line) or _FLAT_HEADER.match(line.lstrip())) for line in lines
+    ):
         return 80
     # a grep'd excerpt: a df command line (`$ df | grep /$`) and a row that reads without a header
     if any(_is_df(cmd) for _, cmd in cleaned.commands) or any(_is_df(ln) and len(ln) < 80 for ln in lines):
@@ -220,7 +239,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     states: dict[str | None, dict[str, Any]] = {}  # per host: fmt, a wrapped device, the last df command
     errors: list[str] = []
     si_hint = _si_hint(cleaned.lines)
-    for index, line in enumerate(cleaned.lines):
+    for index, line in _unflattened(cleaned.lines):
         no = index + 1
         host = hosts[index] if hosts else None
         state = states.get(host) or states.setdefault(host, {"fmt": None, "pending": None, "cmd": None})

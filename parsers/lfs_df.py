@@ -61,10 +61,11 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_lines, percent, to_float
+from parsers._text import clean_lines, percent, split_flat_table, to_float
 
 SAMPLE = sample_of(__doc__)
 
@@ -122,7 +123,9 @@ _STATUS = re.compile(r"^(?P<name>\S+)\s*:\s+(?P<msg>\D.*)$")
 
 def detect(text: str) -> int:
     """Confidence that text is lfs df output (a grep'd excerpt of target lines is still recognised)."""
-    if re.search(r"^\S*\s*UUID\s+(?:bytes|1K-blocks|Inodes)\s+I?Used\s", text, re.MULTILINE):
+    if re.search(r"^\S*\s*UUID\s+(?:bytes|1K-blocks|Inodes)\s+I?Used\s", text, re.MULTILINE) or (
+        _FLAT_HEADER.search(text[:4096]) and re.search(r"_UUID\s", text[:4096])
+    ):
         return 85
     if re.search(r"\S+-(?:OST|MDT)[0-9a-fA-F]{4}_UUID\s.*\[(?:OST|MDT):(?:0x[0-9a-fA-F]+|\d+)\]", text):
         return 80
@@ -148,7 +151,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     warned = False
     fsname: str | None = None
     tags = {f"{h}:" for h in cleaned.hosts or () if h}  # 'srun -l' prints an empty line as '0: '
-    for no, line, host in cleaned.numbered():
+    for no, line, host in _unflattened(cleaned.numbered()):
         raw = raw_lines[no - 1]
         line = line.strip()
         if not line or set(line) <= set("-=.…[]") or line in tags:
@@ -185,6 +188,25 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         if not result.issues:
             raise ParseError("lfs df header without any MDT/OST or summary line")
     return result
+
+
+#: The header of an lfs df table wherever it stands in a line (a table whose newlines were lost).
+_FLAT_HEADER = re.compile(
+    r"UUID\s+(?:bytes|1K-blocks|Inodes)\s+I?Used\s+(?:Avail(?:able)?|I?Free)\s+I?Use%\s+Mounted\s+on"
+)
+
+
+def _unflattened(
+    numbered: Iterator[tuple[int, str, str | None]],
+) -> Iterator[tuple[int, str, str | None]]:
+    """Every line, a table that lost its newlines (text out of a PDF) given back as its header and rows,
+    all under the number of the one line that holds them."""
+    for no, line, host in numbered:
+        rows = split_flat_table(line, _FLAT_HEADER) if len(line) > 60 and line.count("%") >= 2 else None
+        if rows:
+            yield from ((no, row, host) for row in rows)
+        else:
+            yield no, line, host
 
 
 def _unit_of_command(commands: list[tuple[int, str]]) -> str | None:

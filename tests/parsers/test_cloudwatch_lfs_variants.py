@@ -246,31 +246,27 @@ def test_empty_datapoints_is_an_answer_not_an_error() -> None:
     assert result.tables == {"cw_metric": []} and result.issues == []
 
 
-@pytest.mark.parametrize(
-    ("name", "seen"),
-    [
-        (
-            "boto3-212-python2-repr-u-prefix-empty.txt",
-            "single-quoted keys, u'' strings; first at \"{u'Datapoints':\"",
-        ),
-        (
-            "boto-1398-python2-repr-datetime-list-cut.txt",
-            "single-quoted keys, datetime.datetime(...), u'' strings",
-        ),
-    ],
-)
-def test_python_reprs_of_real_boto_responses_are_refused(name: str, seen: str) -> None:
-    text = fixture_text("cloudwatch", f"refused/{name}")  # real: boto3 #212 / boto #1398 (cut)
+def test_python_reprs_of_real_boto_responses_are_read() -> None:
+    # real: boto #1398 (a boto 2 list, cut inside its 9th datapoint) and boto3 #212 (empty answer)
+    text = fixture_text("cloudwatch", "boto-1398-python2-repr-datetime-list-cut.txt")
     assert parsers.detect_kind(text) == "cloudwatch"
-    with pytest.raises(ParseError, match="^Python repr, not JSON") as err:
-        cloudwatch.parse(text)
-    assert seen in str(err.value) and "json.dumps(response, default=str)" in str(err.value)
+    result = cloudwatch.parse(text)
+    rows = result.rows("cw_metric")
+    assert [(r["ts"], r["value"], r["statistic"], r["unit"]) for r in rows[:2]] == [
+        ("2013-03-18T15:49:00", 31.838, "Average", "Percent"),
+        ("2013-03-18T15:54:00", 50.154, "Average", "Percent"),
+    ]
+    assert len(rows) == 8 and rows[0]["line"] == 8 and rows[0]["period_s"] == 300
+    assert any("truncated JSON" in i.reason for i in result.issues)
+    empty = cloudwatch.parse(fixture_text("cloudwatch", "boto3-212-python2-repr-u-prefix-empty.txt"))
+    assert empty.rows("cw_metric") == [] and not empty.issues
 
 
-def test_python_repr_with_decimal_is_refused() -> None:
+def test_python_repr_with_decimal_is_read() -> None:
     text = "{'Datapoints': [{'Timestamp': '2024-05-01', 'Sum': Decimal('1.5')}]}"  # synthetic
-    with pytest.raises(ParseError, match=r"^Python repr, not JSON \(single-quoted keys, Decimal\(\.\.\.\)"):
-        cloudwatch.parse(text)
+    assert [(r["ts"], r["value"]) for r in cloudwatch.parse(text).rows("cw_metric")] == [
+        ("2024-05-01T00:00:00", 1.5)
+    ]
 
 
 def test_every_statistic_extended_statistics_and_units_kept() -> None:

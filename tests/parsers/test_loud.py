@@ -23,6 +23,8 @@ from tests.conftest import fixture_files
 EMPTY_ANSWERS: dict[str, str] = {
     "steampipe-1311-get-metric-statistics-empty-datapoints.txt": 'CloudWatch answered "Datapoints": []',
     "lkml-87blbg7tlo-boot-ec2-r5d-apic-verbose-blank-line.txt": "a clean boot log: no kernel event in it",
+    "boto3-212-python2-repr-u-prefix-empty.txt": "a boto3 answer printed by Python 2: 'Datapoints': []",
+    "boto3-1696-pprint-python2-empty-http-headers.txt": "a boto3 answer printed by pprint: 'Datapoints': []",
 }
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")

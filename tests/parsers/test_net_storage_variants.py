@@ -302,12 +302,19 @@ def test_epoch_timestamps_partial_status_and_messages_kept() -> None:
     assert json.loads(rows[0]["extra"]) == {"NewKey": "kept", "Messages": doc["Messages"]}
 
 
-def test_python_repr_is_refused_with_a_clear_message() -> None:
+def test_python_repr_of_boto3_is_read_as_json() -> None:
     # synthetic: print(boto3_client.get_metric_statistics(...))
     text = (
         "{'Label': 'DataReadBytes', 'Datapoints': [{'Timestamp': datetime.datetime(2024, 5, 1, 10, 0,"
         " tzinfo=tzutc()), 'Sum': 1.0, 'Unit': 'Bytes'}], 'ResponseMetadata': {'RetryAttempts': 0, 'X': None}}\n"
     )
     assert parsers.detect_kind(text) == "cloudwatch"
-    with pytest.raises(ParseError, match=r"^Python repr, not JSON \(single-quoted keys, datetime\.datetime"):
-        cloudwatch.parse(text)
+    (row,) = cloudwatch.parse(text).rows("cw_metric")
+    assert (row["ts"], row["value"], row["statistic"], row["unit"], row["label"]) == (
+        "2024-05-01T10:00:00",
+        1.0,
+        "Sum",
+        "Bytes",
+        "DataReadBytes",
+    )
+    assert json.loads(row["extra"]) == {"ResponseMetadata": {"RetryAttempts": 0, "X": None}}
