@@ -76,6 +76,13 @@ or on a row with a null unit when no status was captured):
 - ``device`` str — ``nvidia-nvswitch3`` of kernel SXid lines; ``physical_id`` int; ``port`` int (FM port / SXid link)
 - ``host`` str — launcher tag, else null
 
+``fabric_attribute`` (one row per printed key, the long table): ``entity`` str (the unit of a status
+block, ``nvidia-fabricmanager.service``; ``''`` for the nvidia-smi -q ``Fabric`` block and the FM version
+line); ``section`` str (``Fabric`` or ``''``); ``key``, ``value`` str as printed (a CGroup tree line is a
+further value of its key); ``number`` float, ``unit`` str where the value is one number (``Memory: 11.8M``);
+``line`` int; ``host`` str.  Journal lines whose host was redacted (``xxx``, ``<redacted>``) or cut (the
+ident right after the stamp) are read as journal lines.
+
 Examples
 --------
 >>> row = parse(SAMPLE).rows("service_state")[0]
@@ -92,8 +99,17 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_lines, key_value, pci_address, to_int
+from parsers._base import (
+    CollectorError,
+    Column,
+    ParseError,
+    ParseResult,
+    ParserInfo,
+    long_columns,
+    require_text,
+    sample_of,
+)
+from parsers._text import clean_lines, key_value, long_row, pci_address, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -108,7 +124,7 @@ INFO = ParserInfo(
         "nv-fabricmanager --version",
         "nvidia-smi -q | grep -A2 -i fabric",
     ),
-    tables=("service_state", "fabric_event"),
+    tables=("service_state", "fabric_event", "fabric_attribute"),
     versions_seen=(
         "systemd 245-256",
         "Fabric Manager 515-590",
@@ -135,6 +151,10 @@ _EVENT = (
 SCHEMA = {
     "service_state": tuple(Column(n, t) for n, t in _STATE),
     "fabric_event": tuple(Column(n, t) for n, t in _EVENT),
+    "fabric_attribute": (
+        *long_columns("the systemd unit of a status block (nvidia-fabricmanager.service), '' elsewhere"),
+        Column("host", "str", "launcher tag of the line, else null"),
+    ),
 }
 
 _UNIT = re.compile(
@@ -154,7 +174,7 @@ _JOURNAL = re.compile(
     r"|(?:[^\W\d_]{2,4}\.? )?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?(?: [A-Za-z]{2,5}|[+-]\d{4})?"
     r"|(?:[^\W\d_]{3,5}\.?|\d{1,2}月)\s+\d{1,2},? \d\d:\d\d:\d\d(?:\.\d+)?"
     r"|\d{9,10}\.\d+|\[\s*\d+\.\d+\])"
-    r"\s+(?P<hostname>\S+)\s+(?P<ident>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?:(?:\s(?P<msg>.*))?$"
+    r"(?:\s+(?P<hostname>\S+))?\s+(?P<ident>[^\s\[:]+)(?:\[(?P<pid>\d+)\])?:(?:\s(?P<msg>.*))?$"
 )
 #: the Fabric Manager's own stamp: "[Feb 25 2025 13:59:45]" (and "[Mon Jan  1 12:00:00 2024]")
 _FMLOG = re.compile(
@@ -225,7 +245,7 @@ class _Parser:
 
     def __init__(self, text: str) -> None:
         self.cleaned = clean_lines(text)
-        self.result = ParseResult(tables={"service_state": [], "fabric_event": []})
+        self.result = ParseResult(tables={"service_state": [], "fabric_event": [], "fabric_attribute": []})
         self.row: dict[str, Any] | None = None  # the open status block
         self.in_status = False  # between a header and the first blank line / journal line
         self.extra: dict[str, Any] = {}
@@ -264,7 +284,9 @@ class _Parser:
             row = self._state_row(no, m["unit"], "status", host)
             row.update(load_state="not-found", active_state="not-found")
             return
-        if m := _JOURNAL.match(s):
+        if (m := _JOURNAL.match(s)) and (m["hostname"] is not None or not m["stamp"].startswith("[")):
+            # a journal line; its host may be redacted ("xxx", "<redacted>") or cut (none: the ident
+            # follows the stamp); a kernel line "[ 12.3] nvidia-nvswitch3: ..." is no journal line
             self._close_status(keep_row=True)
             self._journal(no, m, host)
             return
@@ -287,12 +309,18 @@ class _Parser:
             if kv[0] in self.fabric:
                 self.fabric[kv[0]].append(kv[1])
             self.facts["line"] = self.facts["line"] or no
+            self._attribute(no, "", "Fabric", kv[0], kv[1], host)
             return
         self.in_fabric = False
         if m := re.search(r"Fabric Manager version(?: is)?\s*:?\s*(\d[\w.]*|\d*\.?x[\w.]*)", s):
             self.facts["version"], self.facts["line"] = m.group(1), self.facts["line"] or no
+            self._attribute(no, "", "", "Fabric Manager version", m.group(1), host)
             return
         if self.in_status and self.row is not None and self._status_line(s, no):
+            if kv is not None and not _TREE.match(s):
+                self._attribute(no, self.row["unit"] or "", "", kv[0], kv[1], host)
+            elif _TREE.match(s) and self.last_key is not None:
+                self._attribute(no, self.row["unit"] or "", "", self.last_key, s.lstrip("├└│|`─- "), host)
             return
         if "SXid" in s and _KERNEL_SXID.search(s):  # a kernel line (dmesg, journalctl -k) in the capture
             stamp = re.match(r"^\[\s*([^\]]+)\]\s*", s)
@@ -311,6 +339,11 @@ class _Parser:
             self.result.issue(
                 no, s, "unrecognised line (not systemctl status, journal or Fabric Manager log)"
             )
+
+    def _attribute(self, no: int, entity: str, section: str, key: str, value: str, host: str | None) -> None:
+        row = long_row(entity, section, key, value, no)
+        row["host"] = host
+        self.result.add("fabric_attribute", row)
 
     # --- status block --------------------------------------------------------------------------------
 
