@@ -20,9 +20,12 @@ Timestamp styles accepted (``ts_raw`` keeps each as printed): ``[ 1843.308145]``
 prefixes (``kern  :err   : ``), syslog and ``journalctl -k`` ``-o short``/``short-precise``
 (``Aug 30 11:43:09[.123456] host kernel:``, with or without the host, the rsyslog ``[  885.24]`` after
 ``kernel:`` giving ``uptime_s``), ``-o short-iso`` (``2024-08-30T11:43:09+0000 host kernel:``),
+``-o short-full`` (``Fri 2024-08-30 11:43:09 UTC host kernel:``), ``-o short-unix``, ``-o short-monotonic``
+(``[  12.3] host kernel:``), Talos ``talosctl dmesg`` (``<node>: kern: warning: [<RFC 3339, ns>Z]: ``),
 ``/dev/kmsg`` records (``4,1234,5678901,-;message``: microseconds since boot; the `` KEY=value``
 dictionary lines are skipped), a bare ``kernel:`` and lines without any stamp (bare ``NVRM:`` lines).
-Lines quoted by a markdown ``> `` are unquoted.  Indented lines without a timestamp continue the message
+Lines quoted by a markdown ``> `` are unquoted; a log pasted as a block indented throughout is read
+with that indentation taken off.  Indented lines without a timestamp continue the message
 above, and so do stamped ``NVRM:`` lines that name no GPU of their own while the message above has not
 ended its sentence (the device named on the first line belongs to the event).  GPU addresses are read
 in every spelling: ``GPU 0000:18:00.0``, ``GPU 18:00.0``, ``GPU at 0000:01:00.0``, ``GPU at
@@ -46,10 +49,18 @@ Schema
 - ``ts`` ts — wall-clock time when printed (``-T`` or ISO); host time, UTC when the collector ran it
 - ``event_type`` str — xid, sxid, fallen_off_bus, pcie_aer, nvlink_error, efa_error, oom_kill,
   hung_task, soft_lockup, kernel_panic, mce, nmi, nvrm_driver_loaded (message = driver version,
-  proprietary or open banner), nvrm_message (another NVRM line naming a GPU: RmInitAdapter failed,
-  "Device is currently unavailable", GSP RPC timeouts, rate-limit notices), efa_driver_loaded (message =
-  EFA driver version), link_down / link_up (NIC or bond slave link, mlx5/ena/efa/...), bond_failover
-  (a bond made another slave active); OOM kills in the global and memory-cgroup wordings are oom_kill
+  proprietary or open banner), efa_driver_loaded (message = EFA driver version), efa_probe (an EFA
+  device brought up: ``pci``, ``interface`` = its ``efa_N``), link_down / link_up (NIC or bond slave
+  link, mlx5/ena/efa/...), bond_failover (a bond made another slave active); OOM kills in the global and
+  memory-cgroup wordings are oom_kill.  NVRM lines without an Xid, by what they say: gpu_identity
+  (``GPU at PCI:...: GPU-<uuid>`` with its ``GPU Board Serial Number``), gsp_timeout (GSP heartbeat and
+  RPC timeouts), gsp_rpc_failed (``rpcSendMessage failed``, GSP RPC error notices), gpu_lost
+  (``NV_ERR_GPU_IS_LOST``), gpu_init_failed (``RmInitAdapter failed``, GSP boot, ``Cannot attach gpu``),
+  memory_error (memory-subsystem, ECC/DBE, row remapping), bus_timeout (sysmembar, flush and bus
+  timeouts), mmu_error (TLB invalidation, MMU faults), nvlink_error; any other NVRM line naming a GPU
+  is nvrm_message.  An NVRM line of these kinds is an event even when it names no GPU (``pci`` and
+  ``gpu_index`` empty), and one naming the GPU by the driver's number gets its address where the log
+  ties the two (see :func:`_read_devices`)
 - ``pci`` str — PCI address normalised to ``dddd:bb:dd.f`` (null when the line gives none that can be read)
 - ``gpu_index`` int — the driver's GPU number when the line names the GPU by it (``NVRM: GPU6 ...``,
   ``Xid (GPU3)``), else null; the driver's numbering, not necessarily nvidia-smi's index
@@ -60,7 +71,8 @@ Schema
 - ``message`` str — the text after the code, continuation lines joined
 - ``raw`` str — the first line as printed
 - ``interface`` str — the network interface of a link event (for bonding: the slave)
-- ``host`` str — the launcher's tag of the event's line (pdsh/clush host, ``srun -l`` rank, pod), else null
+- ``host`` str — the launcher's tag of the event's line (pdsh/clush host, ``srun -l`` rank, pod), else the
+  host the log pipeline printed (Talos' node, the syslog/journal host before ``kernel:``), else null
 - ``boot`` int — the boot the log is of, from the command that printed it (:func:`boot_of`): 0 the
   current boot (``dmesg``, ``journalctl -k``, ``journalctl -b``/``-b 0``), -1, -2 ... an earlier one
   (``journalctl -b -1``, ``--boot=-2``); 0 for a bundle's ``cmd/dmesg.txt`` without a command; null when
@@ -79,8 +91,9 @@ Examples
 
 from __future__ import annotations
 
+import os
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 from itertools import product
 from typing import Any
 
@@ -95,7 +108,7 @@ INFO = ParserInfo(
     commands=("TZ=UTC dmesg -T", "dmesg", "journalctl -k -o short-iso --no-pager"),
     tables=("kernel_event",),
     empty_means_none=("kernel_event",),  # a clean kernel log is a checked one
-    versions_seen=("util-linux dmesg raw/-T/--reltime", "syslog", "journald short-iso"),
+    versions_seen=("util-linux dmesg raw/-T/--reltime", "syslog", "journald short/-iso/-full/-unix", "Talos"),
 )
 
 SCHEMA = {
@@ -121,15 +134,19 @@ SCHEMA = {
 }
 
 _STAMP = re.compile(
-    r"""^(?:[a-z]+\s*:[a-z]+\s*:\s)?(?:                          # dmesg -x: "kern  :err   : "
-        \[\s*(?P<up>\d+\.\d+)\]\s?                                   # [ 1843.308145]
+    r"""^(?:(?P<node>[\w.:-]+):\s+(?=[a-z]+:\s*[a-z]+:\s*\[\d{4}-))?   # Talos: "<node>: kern: warning: [..]:"
+        (?:[a-z]+\s*:\s*[a-z]+\s*:\s)?(?:                          # dmesg -x "kern  :err   : ", Talos "kern:    info: "
+        \[(?P<biso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[+-]\d\d:?\d\d|Z)?)\]:?\s?  # Talos [RFC 3339]:
+      | \[\s*(?P<up>\d+\.\d+)\]\s?                                   # [ 1843.308145]
       | \[(?P<rel>\s*[+-]\d+\.\d+)\]\s?                              # [  +0.000316]
       | \[(?P<ctime>\w{3}\s+\w{3}\s+\d+\s+\d\d:\d\d:\d\d\s+\d{4})\]\s?  # [Fri Aug 30 11:43:09 2024]
       | (?P<iso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:[+-]\d\d:?\d\d|Z)?)
-        (?:\s+(?:\S+\s+)?kernel:|\s)\s?                               # journal short-iso, dmesg --time-format iso
-      | (?P<syslog>\w{3}\s+\d+\s+\d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:\S+\s+)?kernel:\s?  # syslog, short(-precise)
+        (?:\s+(?:(?P<isohost>\S+)\s+)?kernel:|\s)\s?                 # journal short-iso, dmesg --time-format iso
+      | (?P<syslog>\w{3}\s+\d+\s+\d\d:\d\d:\d\d(?:\.\d+)?)\s+(?:(?P<syshost>\S+)\s+)?kernel:\s?  # syslog, short
+      | (?P<full>\w{3}\s\d{4}-\d\d-\d\d\s\d\d:\d\d:\d\d(?:\.\d+)?)(?:\s[A-Z]{2,5})?\s+(?:(?P<fullhost>\S+)\s+)?kernel:\s?
+      | (?P<unix>\d{9,10}\.\d{1,9})\s+(?:(?P<unixhost>\S+)\s+)?kernel:\s?      # journalctl -o short-unix
       | (?P<kmsg>\d+),\d+,(?P<usec>\d+),[^;]*;                         # /dev/kmsg: prio,seq,usec,flags;
-      | kernel:\s?
+      | (?:(?P<barehost>[\w.-]+)\s+)?kernel:\s?                       # "kernel:", "host kernel:" (a grep'd journal)
     )""",
     re.VERBOSE,
 )
@@ -149,7 +166,7 @@ _XID_INDEX = re.compile(r"(?:PCI:)?GPU\s?(\d{1,3})\s*")
 #: a GPU UUID (``NVRM: GPU at PCI:0000:3b:00: GPU-1a2b3c4d-...`` ties it to an address)
 _UUID = re.compile(r"\bGPU-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b")
 #: ``NVRM: GPU6 _kgspIsHeartbeatTimedOut: ...``: a line naming the GPU by the driver's number
-_NVRM_INDEX = re.compile(r"^NVRM: GPU(\d{1,3}) ")
+_NVRM_INDEX = re.compile(r"^NVRM: GPU(\d{1,3}) (?:(\w+):)?")
 #: ``... RPC response from GPU4 GSP!`` in an Xid 119 line: the driver's number of the GPU of that line
 _GSP_OF = re.compile(r"\bfrom GPU(\d{1,3}) GSP\b")
 _CAUSED = re.compile(r"caused by previous Xid (\d+)", re.IGNORECASE)
@@ -169,6 +186,11 @@ _AER_FATAL = re.compile(
 _NVLINK = re.compile(r"NVRM:.*nvlink.*(?:error|fatal|fail)", re.IGNORECASE)
 _EFA = re.compile(r"^(?:infiniband )?efa[_ ]\S*.*(?:error|fail|timeout|reset)", re.IGNORECASE)
 _EFA_LOADED = re.compile(r"Elastic Fabric Adapter \(EFA\) v(?P<ver>\d+(?:\.\d+)+\w*)")
+#: the EFA driver bringing a device up: ``efa 0000:00:07.0: Setup irq:...`` (its admin interrupt, once per
+#: device) and ``infiniband efa_0: IB device registered`` (its verbs device)
+_EFA_PROBE = re.compile(
+    r"^(?:efa (?P<dev>[0-9a-fA-F]{4}:[0-9a-fA-F:.]+): Setup irq|infiniband (?P<ibdev>efa_\d+): IB device registered)"
+)
 _OOM = re.compile(
     r"out of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<name>[^)]*)\)|(?P<inv>\S+) invoked oom-killer",
     re.IGNORECASE,
@@ -199,9 +221,19 @@ _BOND_ACTIVE = re.compile(
     r"the new active one"
 )
 #: a stamp-like prefix that ``_STAMP`` does not read ("[  903.61q]", "Mar 21q 21:42:01 host kernel:")
-_LOOSE_STAMP = re.compile(r"^(?:\[(?P<bracket>[^\]]{1,40})\]\s?|(?P<syslog>.{1,80}?\bkernel:)\s?)")
+_LOOSE_STAMP = re.compile(
+    r"^(?:(?:[\w.:-]+:\s+)?[a-z]+:\s*[a-z]+:\s*\[(?P<talos>[^\]]{1,40})\]:\s?"  # Talos
+    r"|\[(?P<bracket>[^\]]{1,40})\]\s?|(?P<syslog>.{1,80}?\bkernel:)\s?)"
+)
 #: "GPU 0000q:01:00:", "GPU at 0000q:01:00": a GPU named by something address-shaped
 _GPU_NAMED = re.compile(r"\bGPU (?:at )?(?:PCI:)?[0-9A-Fa-f]{2,8}\w*:")
+#: after a ``[ uptime]`` stamp, ``journalctl -o short-monotonic``'s host and ``kernel:``
+_AFTER_UP = re.compile(r"(?:(?P<host>[\w.-]+)\s+)?kernel:\s?")
+#: the nvidia driver's probe lines (``nvidia 0000:01:00.0: enabling device``): the order it numbers GPUs in
+_PROBE = re.compile(
+    r"nvidia (\S+:[0-9a-fA-F]{2}\.\d): (?:enabling device|vgaarb:|Enabling HDA controller|"
+    r"setting latency timer|can't derive routing|irq \d+ for MSI)"
+)
 _KMSG_DICT = re.compile(r"^ [A-Z_]+=")  # /dev/kmsg dictionary lines (" SUBSYSTEM=pci")
 _UNKNOWN = {"'<unknown>'", "<unknown>", ""}
 #: lines between a fault's "fallen off the bus" lines that still belong to the same fault
@@ -212,9 +244,9 @@ def detect(text: str) -> int:
     """Confidence that text is a kernel log (launcher tags and prompts taken off first)."""
     if re.search(r"NVRM: Xid|SXid \(PCI|NVRM: loading NVIDIA", text):
         return 80
-    lines = clean_head(text).lines[:200]
+    lines = [line.lstrip(" \t") for line in clean_head(text).lines[:200] if line.strip()]
     stamped = sum(1 for line in lines if _STAMP.match(line))
-    return 30 if stamped >= 3 else 0
+    return 30 if stamped >= min(3, len(lines)) > 0 else 0
 
 
 #: Every substring that ``_event`` (and an NVRM continuation) tests before its regexes: a line holding
@@ -222,7 +254,7 @@ def detect(text: str) -> int:
 CANDIDATE_KEYS = (
     "NVRM", "SXid", "AER", "PCIe Bus Error", "of memory", "oom-killer", "ink ", "new active",
     "blocked for more", "BUG", "panic", "ockup", "LOCKUP", "watchdog", "mce:", "NMI",
-    "Elastic Fabric Adapter",
+    "Elastic Fabric Adapter", "nvidia 0",
     *("".join(c) for c in product("eE", "fF", "aA")),  # a line that starts "efa" in any case
 )  # fmt: skip
 #: Above this size the candidate lines are found by one vectorised RE2 pass (pyarrow) instead of a
@@ -255,8 +287,9 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     require_text(text)
     raw = text.splitlines()
     result = ParseResult(lines=raw)
-    clean = LineCleaner(text).clean  # travel noise taken off the lines looked at, and only those
+    clean = _cleaner(text)  # travel noise taken off the lines looked at, and only those
     events: list[dict[str, Any]] = []
+    probes: list[tuple[int, str]] = []  # (line, address) of the nvidia driver's probe lines, in order
     current: dict[str, Any] | None = None
     consumed = -1  # index of the last line that belongs to ``current`` (or was looked at)
     n = len(raw)
@@ -272,8 +305,16 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         m = _STAMP.match(line)
         body = line[m.end() :] if m else line.strip()
         inner = _INNER_UP.match(body) if m is not None and (m.group("syslog") or m.group("iso")) else None
+        after = None
         if inner:
             body = body[inner.end() :]
+        elif m is not None and m.group("up") and (after := _AFTER_UP.match(body)):
+            body = body[after.end() :]  # journalctl -o short-monotonic: "[  12.3] host kernel: "
+        host = host or _printed_host(m, after)
+        if body.startswith("nvidia ") and (probe := _PROBE.match(body)):
+            address = pci_address(probe.group(1))
+            if address and all(address != known for _, known in probes):
+                probes.append((i + 1, address))
         if current is not None and current.get("_open") and _continues(current, body, m):
             current["message"] = f"{current['message']} {_body(body)}".strip()
             _classify_continuation(current)
@@ -290,7 +331,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                     _unreadable_device(result, i + 1, raw[i], body)
                 continue
             if loose is not None:
-                stamp = loose.group("bracket") or loose.group("syslog")
+                stamp = loose.group("talos") or loose.group("bracket") or loose.group("syslog")
                 current.update(
                     ts_raw=stamp.strip(), uptime_s=float(inner.group(1)) if inner else None, ts=None
                 )
@@ -312,14 +353,70 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         consumed = j - 1
     if not events and not any(_STAMP.match(clean(line)[0]) for line in raw):
         raise ParseError("no kernel log lines found (no timestamps, no NVRM lines)")
-    _read_devices(result, events)
+    events = _efa_devices(events)
+    _read_devices(result, events, probes)
     boot = boot_of(command, filename)
     for ev in _one_event_per_fault(events):
-        ev.pop("_open", None)  # internal marker of a message that may continue
+        ev.pop("_open", None)  # internal markers: a message that may continue, its driver function
+        ev.pop("_func", None)
         ev.setdefault("interface", None)
         ev["boot"] = boot
         result.add("kernel_event", ev)
     return result
+
+
+def _cleaner(text: str) -> Any:
+    """``LineCleaner.clean`` of the text, with the indentation every line of the capture shares taken off
+    too (a log pasted as a block: ``    [Sun Jul 28 09:15:27 2024] NVRM: ...``); deeper lines keep the rest
+    of theirs (they continue the message above)."""
+    clean = LineCleaner(text).clean
+    common: str | None = None
+    for line in text[:65536].splitlines()[:400]:
+        cleaned = clean(line)[0]
+        if not cleaned.strip():
+            continue
+        lead = cleaned[: len(cleaned) - len(cleaned.lstrip(" \t"))]
+        common = lead if common is None else os.path.commonprefix([common, lead])
+        if not common:
+            return clean
+    if not common:
+        return clean
+    indent = common
+
+    def dedented(line: str) -> tuple[str, str | None, str | None, bool]:
+        out, host, command, noise = clean(line)
+        return (out[len(indent) :] if out.startswith(indent) else out.lstrip(" \t")), host, command, noise
+
+    return dedented
+
+
+def _efa_devices(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One ``efa_probe`` event per EFA device: the ``infiniband efa_N: IB device registered`` line names the
+    verbs device of the probe just before it (``efa 0000:00:07.0: Setup irq``), so it fills that one's
+    ``interface`` (a registered line without such a probe before it stays an event of its own)."""
+    out: list[dict[str, Any]] = []
+    open_probe: dict[str, Any] | None = None
+    for ev in events:
+        if ev["event_type"] == "efa_probe":
+            if ev["pci"] is None and open_probe is not None:
+                open_probe["interface"] = ev["interface"]
+                open_probe = None
+                continue
+            open_probe = ev if ev["pci"] is not None else None
+        out.append(ev)
+    return out
+
+
+def _printed_host(m: re.Match[str] | None, after: re.Match[str] | None) -> str | None:
+    """The host a log pipeline printed before the message (Talos' node, a syslog or journal host)."""
+    if after is not None:
+        return after.group("host")
+    if m is None:
+        return None
+    return next((m.group(g) for g in _HOST_GROUPS if m.group(g)), None)
+
+
+_HOST_GROUPS = ("node", "syshost", "isohost", "fullhost", "unixhost", "barehost")
 
 
 #: ``-b -1``, ``--boot=-2``, ``-b 0``, ``-b`` alone (the current boot) in a journalctl command line
@@ -364,23 +461,46 @@ def _unreadable_device(result: ParseResult, no: int, raw: str, body: str) -> Non
         result.issue(no, raw, "NVRM line naming a GPU whose address is not understood: no event")
 
 
-def _read_devices(result: ParseResult, events: list[dict[str, Any]]) -> None:
-    """Xid and SXid events whose line named no readable address (``_device``: the text inside the
-    parentheses) stay events of the node, with a ParseIssue each.  The address is filled in when this
-    log ties the name to exactly one address: a GPU UUID by ``NVRM: GPU at PCI:...: GPU-<uuid>``, a
-    driver GPU number by an Xid line with an address that names it (``... from GPU4 GSP!``)."""
+def _read_devices(result: ParseResult, events: list[dict[str, Any]], probes: list[tuple[int, str]]) -> None:
+    """Fill in the address of events that name their GPU otherwise, where this log ties the name to one.
+
+    Xid and SXid events whose line named no readable address (``_device``: the text inside the
+    parentheses) stay events of the node, with a ParseIssue each.  NVRM lines naming the GPU by the
+    driver's number (``NVRM: GPU6 ...``) get its address without an issue where the log ties the number
+    to one address itself, with one where only the driver's probe order does.  The ties: a GPU UUID by
+    ``NVRM: GPU at PCI:...: GPU-<uuid>``; a driver GPU number by a line naming both (an Xid with an
+    address that says ``... from GPU4 GSP!``), by ``GPU 0000:a1:00.0: RmInitAdapter failed!`` right
+    after that GPU's own ``GPU6 ...`` lines, else by the order of the ``nvidia 0000:..: enabling device``
+    probe lines (GPU0 the first probed)."""
     by_uuid: dict[str, set[tuple[str, int]]] = {}
     by_index: dict[int, set[tuple[str, int]]] = {}
+    pending: list[dict[str, Any]] = []  # the NVRM events just before, naming no address
     for ev in events:
         if ev["pci"] is None:
+            if ev.get("_open") and "_device" not in ev:
+                pending.append(ev)
+            else:
+                pending.clear()
             continue
-        if ev["event_type"] == "nvrm_message" and (u := _UUID.search(ev["message"])):
+        if u := _UUID.search(ev["message"]):
             by_uuid.setdefault(u.group(0).lower(), set()).add((ev["pci"], ev["line"]))
         if ev["gpu_index"] is not None:
             by_index.setdefault(ev["gpu_index"], set()).add((ev["pci"], ev["line"]))
+        elif ev["event_type"] == "gpu_init_failed" and "RmInitAdapter failed" in ev["message"]:
+            # the OS layer's verdict on the GPU whose RM lines came just before it
+            for before in pending:
+                if 0 < ev["line"] - before["line"] <= 5:
+                    if before["gpu_index"] is None:
+                        before["pci"] = ev["pci"]
+                    else:
+                        by_index.setdefault(before["gpu_index"], set()).add((ev["pci"], ev["line"]))
+        pending.clear()
+    said: set[int] = set()  # GPU numbers placed by probe order (said once each)
     for ev in events:
         inside = ev.pop("_device", None)
         if inside is None:
+            if ev["pci"] is None and ev["gpu_index"] is not None and ev.get("_open"):
+                _place_by_number(result, ev, by_index, probes, said)
             continue
         what = "SXid" if ev["event_type"] == "sxid" else "Xid"
         u = _UUID.search(inside)
@@ -404,17 +524,60 @@ def _read_devices(result: ParseResult, events: list[dict[str, Any]]) -> None:
         result.issue(ev["line"], ev["raw"], reason)
 
 
+def _place_by_number(
+    result: ParseResult,
+    ev: dict[str, Any],
+    by_index: dict[int, set[tuple[str, int]]],
+    probes: list[tuple[int, str]],
+    said: set[int],
+) -> None:
+    """The address of an NVRM event naming its GPU by the driver's number: from a tie in the log (no
+    issue), else from the order of the probe lines printed before it (said once per GPU: the driver
+    numbers GPUs as it probes them, which a log that starts after the probe cannot show)."""
+    known = {pci for pci, _ in by_index.get(ev["gpu_index"], set())}
+    probed = [pci for line, pci in probes if line < ev["line"]]
+    if len(known) == 1:
+        ev["pci"] = known.pop()
+    elif not known and ev["gpu_index"] < len(probed):
+        ev["pci"] = probed[ev["gpu_index"]]
+        if ev["gpu_index"] in said:
+            return
+        said.add(ev["gpu_index"])
+        result.issue(
+            ev["line"],
+            ev["raw"],
+            f"GPU{ev['gpu_index']} placed at {ev['pci']} by the order the driver probed the GPUs"
+            " (nvidia ...: enabling device lines), not by a line naming both",
+        )
+
+
 def _continues(event: dict[str, Any], body: str, m: re.Match[str] | None) -> bool:
-    """A stamped ``NVRM:`` line that goes on with an open multi-line message: it names no GPU of its own,
-    the message so far has not ended its sentence ("The NVIDIA GPU 0000:b3:00.0" / "... has" /
-    "fallen off the bus ...") and it was printed at the same time (within 50 ms since boot)."""
-    if not body.startswith("NVRM:") or body.startswith("NVRM: Xid") or _NAMES_GPU.search(body):
+    """A stamped ``NVRM:`` line that goes on with an open multi-line message, printed at the same time
+    (within 50 ms): one that names no GPU of its own while the message so far has not ended its sentence
+    ("The NVIDIA GPU 0000:b3:00.0" / "... has" / "fallen off the bus ..."), or the next line of the same
+    driver function on the same GPU (``GPU6 _kgspBootGspRm: unexpected WPR2 already up, ...`` /
+    ``GPU6 _kgspBootGspRm: (the GPU is likely in a bad state ...)``), not a repeat of it."""
+    if not body.startswith("NVRM:") or body.startswith("NVRM: Xid"):
         return False
-    if event["message"].rstrip().endswith((".", "!", ")")):
+    if _NAMES_GPU.search(body):
+        index = _NVRM_INDEX.match(body)
+        if (
+            index is None
+            or event.get("_func") is None
+            or (int(index.group(1)), index.group(2)) != (event["gpu_index"], event["_func"])
+            or _body(body) in event["message"]
+        ):
+            return False
+    elif event["message"].rstrip().endswith((".", "!", ")")):
         return False
-    stamp = _stamp(m) if m else {"ts_raw": None, "uptime_s": None}
+    elif (kind := _nvrm_kind(body)) is not None and not (kind == event["event_type"] == "gpu_identity"):
+        return False  # a line that says what it is is an event of its own (the serial goes with its GPU)
+    stamp = _stamp(m) if m else {"ts_raw": None, "uptime_s": None, "ts": None}
     if event["uptime_s"] is not None and stamp["uptime_s"] is not None:
         return bool(abs(stamp["uptime_s"] - event["uptime_s"]) < 0.05)
+    if event["ts"] and stamp["ts"] and "." in event["ts"] + stamp["ts"]:
+        apart = datetime.fromisoformat(stamp["ts"]) - datetime.fromisoformat(event["ts"])
+        return abs(apart.total_seconds()) < 0.05
     return bool(stamp["ts_raw"] == event["ts_raw"])
 
 
@@ -500,6 +663,8 @@ def _event(body: str) -> dict[str, Any] | None:
         return _row("nmi", body)
     if "Elastic Fabric Adapter" in body and (m := _EFA_LOADED.search(body)):
         return _row("efa_driver_loaded", m.group("ver"))
+    if (body.startswith("efa ") or body.startswith("infiniband efa")) and (m := _EFA_PROBE.match(body)):
+        return _row("efa_probe", body, pci=pci_address(m.group("dev")), interface=m.group("ibdev"))
     if (body[:3].lower() == "efa" or body.startswith("infiniband efa")) and _EFA.search(body):
         return _row("efa_error", body)
     return None
@@ -533,20 +698,47 @@ def _nvrm_event(body: str) -> dict[str, Any] | None:
     if not body.startswith("NVRM:"):
         return None
     gpu = _GPU_PCI.search(body) if "GPU" in body else None
-    if gpu or _FALLEN.search(body) or (("GSP" in body or "gsp" in body) and _GSP_TIMEOUT.search(body)):
-        index = _NVRM_INDEX.match(body)
+    index = _NVRM_INDEX.match(body)
+    kind = "fallen_off_bus" if _FALLEN.search(body) else _nvrm_kind(body)
+    if gpu or index or kind:
         row = _row(
-            "nvrm_message",
+            kind or "nvrm_message",
             _body(body),
             pci=pci_address(gpu.group(1)) if gpu else None,
             gpu_index=int(index.group(1)) if index else None,
+            xid=79 if kind == "fallen_off_bus" else None,
         )
-        _classify_continuation(row)
-        row["_open"] = True
+        row["_open"] = True  # the driver's next lines may go on with it (see _continues)
+        row["_func"] = index.group(2) if index else None
         return row
-    if "nvlink" in body.lower() and _NVLINK.search(body):
-        return _row("nvlink_error", _body(body))
     return None
+
+
+#: What an NVRM line without an Xid is, by the words the driver prints (first match wins): the
+#: ``event_type`` of its row.  A line naming no GPU is an event only when it is one of these.
+_NVRM_KINDS = tuple(
+    (re.compile(p, re.IGNORECASE), kind)
+    for p, kind in (
+        (r"\bGPU (?:at )?(?:PCI:)?[0-9a-f:.]+:? GPU-[0-9a-f]{8}-|GPU Board Serial Number", "gpu_identity"),
+        (r"heartbeat|GSP.*(?:timed out|timeout)|(?:timed out|timeout).*GSP|_kgspLogRpcTimeout|_kgspRpcRecvPoll",
+         "gsp_timeout"),
+        (r"rpcSendMessage failed|rpcRecvPoll failed|\bRPC\b.*\bfail|GSP RPC error", "gsp_rpc_failed"),
+        (r"NV_ERR_GPU_IS_LOST|GPU lost from the bus|GPU is lost\b", "gpu_lost"),
+        (r"nvlink.*(?:error|fatal|fail)", "nvlink_error"),
+        (r"\bECC\b|\bDBE\b|\bSBE\b|row remap|page retire|retired pages?|dynamic page|uncorrectable|"
+         r"memory (?:subsystem )?(?:error|fault)|MemsysError|\bHBM\b.*(?:error|fail)", "memory_error"),
+        (r"sysmembar|PCI-?E? ?Bus timeout|flush (?:timed out|timeout)|\bBAR\d? .*time(?:d )?out|bus.*time(?:d )?out",
+         "bus_timeout"),
+        (r"RmInitAdapter|rm_init_adapter|Cannot initialize GSP|_kgspBootGspRm|kgspExecuteFwsec|"
+         r"failed to (?:initialize|boot|allocate)|cannot attach gpu", "gpu_init_failed"),
+        (r"MMU Fault|TLB invalidation|kgmmu\w*:.*fail", "mmu_error"),
+    )
+)  # fmt: skip
+
+
+def _nvrm_kind(body: str) -> str | None:
+    """The ``event_type`` of an NVRM line without an Xid by what it says (``_NVRM_KINDS``), else None."""
+    return next((kind for pattern, kind in _NVRM_KINDS if pattern.search(body)), None)
 
 
 def _link_event(body: str) -> dict[str, Any] | None:
@@ -566,7 +758,7 @@ def _link_event(body: str) -> dict[str, Any] | None:
 
 def _classify_continuation(event: dict[str, Any]) -> None:
     """A multi-line NVRM message becomes 'fallen_off_bus' once its text says so."""
-    if event["event_type"] == "nvrm_message" and _FALLEN.search(event["message"]):
+    if event.get("_open") and event["event_type"] != "fallen_off_bus" and _FALLEN.search(event["message"]):
         event["event_type"] = "fallen_off_bus"
         event["xid"] = 79
 
@@ -581,9 +773,15 @@ def _stamp(m: re.Match[str]) -> dict[str, Any]:
         except ValueError:
             ts = None
         return {"ts_raw": raw, "uptime_s": None, "ts": ts}
-    if m.group("iso"):
-        iso = m.group("iso")
+    if iso := m.group("iso") or m.group("biso"):
         return {"ts_raw": iso, "uptime_s": None, "ts": _iso_utc(iso)}
+    if m.group("full"):  # journalctl -o short-full: "Fri 2024-08-30 11:43:09 UTC" (host time)
+        full = m.group("full")
+        return {"ts_raw": full, "uptime_s": None, "ts": _iso_utc(full[4:].replace(" ", "T"))}
+    if m.group("unix"):  # journalctl -o short-unix: seconds since the epoch, UTC
+        unix = m.group("unix")
+        ts = datetime.fromtimestamp(float(unix), tz=timezone.utc).replace(tzinfo=None).isoformat()
+        return {"ts_raw": unix, "uptime_s": None, "ts": ts}
     if m.group("kmsg"):  # /dev/kmsg: microseconds since boot
         return {"ts_raw": m.group("usec"), "uptime_s": int(m.group("usec")) / 1e6, "ts": None}
     raw = m.group("rel") or m.group("syslog")
@@ -593,6 +791,8 @@ def _stamp(m: re.Match[str]) -> dict[str, Any]:
 def _iso_utc(iso: str) -> str | None:
     """ISO time with any offset (``+0000``, ``+00:00``, ``Z``) as naive UTC."""
     text = re.sub(r"([+-]\d\d)(\d\d)$", r"\1:\2", iso.replace("Z", "+00:00").replace(",", "."))
+    # Python 3.10 reads 3 or 6 fraction digits only: Talos prints nanoseconds, trimmed zeros too
+    text = re.sub(r"\.(\d+)", lambda f: "." + f.group(1)[:6].ljust(6, "0"), text, count=1)
     try:
         parsed = datetime.fromisoformat(text)
     except ValueError:

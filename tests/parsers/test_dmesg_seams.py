@@ -80,18 +80,35 @@ def test_redacted_sxid_is_an_event_with_pci_none_and_an_issue() -> None:
 
 
 def test_real_nvrm_lines_by_gpu_number_keep_it() -> None:
+    """ogkm-1230: GSP heartbeat, sysmembar timeout and memory-subsystem lines of GPU6, named for what they
+    are; the log names no address for GPU6, so none is guessed (and nothing is unread: no issue)."""
     ev, issues = parsed("ogkm-1230-dmesg-gsp-timeout-by-gpu-number.txt")
-    gsp = [e for e in ev if e["event_type"] == "nvrm_message"]
-    assert [(e["line"], e["pci"], e["gpu_index"]) for e in gsp] == [(3, None, 6), (4, None, 6), (10, None, 6)]
+    nvrm = [(e["line"], e["event_type"], e["pci"], e["gpu_index"]) for e in ev if e["gpu_index"] is not None]
+    assert nvrm == [
+        (3, "gsp_timeout", None, 6),
+        (4, "gsp_timeout", None, 6),  # the driver printed it twice: two events
+        (5, "nvrm_message", None, 6),  # _threadNodeCheckTimeout: two lines of one function, one event
+        (7, "bus_timeout", None, 6),
+        (8, "memory_error", None, 6),
+        (9, "memory_error", None, 6),
+        (10, "gsp_timeout", None, 6),
+    ]
+    assert ev[3]["message"].endswith("Timeout was set to: 4000 msecs!")
+    assert "kbusSendSysmembarSingle_GH100: - timeout error" in ev[4]["message"]
     assert issues == []
 
 
-def test_a_gpu_number_next_to_an_address_is_not_guessed() -> None:
+def test_a_gpu_number_is_tied_to_the_address_of_the_rminitadapter_verdict_after_it() -> None:
+    """ogkm-1230: ``GPU6 _kgspBootGspRm`` / ``GPU6 RmInitAdapter: Cannot initialize GSP firmware RM``, then
+    the OS layer's ``GPU 0000:a1:00.0: RmInitAdapter failed!`` for the same GPU: GPU6 is a1:00.0."""
     ev, issues = parsed("ogkm-1230-dmesg-wpr2-gpu-number-then-address.txt")
-    assert [(e["line"], e["pci"], e["gpu_index"]) for e in ev] == [
-        (4, "0000:a1:00.0", None),
-        (5, "0000:a1:00.0", None),
+    assert [(e["line"], e["event_type"], e["pci"], e["gpu_index"]) for e in ev] == [
+        (1, "gpu_init_failed", "0000:a1:00.0", 6),
+        (3, "gpu_init_failed", "0000:a1:00.0", 6),
+        (4, "gpu_init_failed", "0000:a1:00.0", None),
+        (5, "gpu_init_failed", "0000:a1:00.0", None),
     ]
+    assert ev[0]["message"].endswith("(the GPU is likely in a bad state and may need to be reset)")
     assert issues == []
 
 

@@ -25,7 +25,8 @@ def parsed(text: str) -> list[dict]:
 
 def test_journal_short_with_rsyslog_uptime_inside() -> None:
     ev = events("gpuop-1146-journal-short-rminitadapter-inner-uptime.txt")
-    assert [e["event_type"] for e in ev] == ["nvrm_message"] * 4
+    assert [e["event_type"] for e in ev] == ["gpu_init_failed"] * 4
+    assert {e["host"] for e in ev} == {"worker4"}  # the journal's host, printed before "kernel:"
     assert {e["pci"] for e in ev} == {"0000:0a:00.0"}
     assert ev[0]["ts_raw"] == "Dec  2 11:49:53" and ev[0]["uptime_s"] == pytest.approx(885.242168)
     assert "RmInitAdapter failed!" in ev[0]["message"] and ev[2]["line"] == 3
@@ -33,15 +34,28 @@ def test_journal_short_with_rsyslog_uptime_inside() -> None:
 
 def test_journal_short_without_hostname() -> None:
     ev = events("bazzite-4449-journal-nohostname-gsp-heartbeat.txt")
-    assert [e["line"] for e in ev] == [3, 4]  # the two GSP heartbeat timeouts, each its own event
+    # every GPU0 line is an event; the two GSP heartbeat timeouts each its own
+    assert [(e["line"], e["event_type"], e["gpu_index"]) for e in ev] == [
+        (1, "nvrm_message", 0),
+        (2, "nvrm_message", 0),
+        (3, "gsp_timeout", 0),
+        (4, "gsp_timeout", 0),
+    ]
     assert all(e["ts_raw"] == "Mar 21 21:42:01" for e in ev)
-    assert "Heartbeat timed out" in ev[0]["message"] and "GSP RM heartbeat" not in ev[0]["message"]
+    # the only probe line (``nvidia 0000:05:00.0: Enabling HDA controller``) comes after: no address guessed
+    assert {e["pci"] for e in ev} == {None}
+    assert "Heartbeat timed out" in ev[2]["message"] and "GSP RM heartbeat" not in ev[2]["message"]
 
 
 def test_dmesg_raw_uptime() -> None:
     ev = events("ogkm-789-dmesg-rminitadapter-gsp.txt")
-    assert [(e["line"], e["pci"]) for e in ev] == [(2, "0000:98:00.0"), (3, "0000:98:00.0")]
-    assert ev[0]["ts_raw"] == "903.610907" and ev[0]["uptime_s"] == pytest.approx(903.610907)
+    # "RmInitAdapter: Cannot initialize GSP firmware RM" names no GPU: the verdict right after it does
+    assert [(e["line"], e["event_type"], e["pci"]) for e in ev] == [
+        (1, "gpu_init_failed", "0000:98:00.0"),
+        (2, "gpu_init_failed", "0000:98:00.0"),
+        (3, "gpu_init_failed", "0000:98:00.0"),
+    ]
+    assert ev[1]["ts_raw"] == "903.610907" and ev[1]["uptime_s"] == pytest.approx(903.610907)
 
 
 def test_dmesg_iso_comma_fraction_with_decode_prefix() -> None:
@@ -85,7 +99,7 @@ def test_dev_kmsg_records() -> None:  # hand-written: cat /dev/kmsg (prio,seq,us
 def test_bare_nvrm_lines_without_stamp() -> None:
     ev = events("bumblebee-329-kernlog-bare-nvrm-gpu-at-old-xid.txt")
     assert [(e["event_type"], e["xid"]) for e in ev] == [
-        ("nvrm_message", None),
+        ("gpu_identity", None),
         ("xid", 16),
         ("xid", 16),
         ("xid", 8),
@@ -112,23 +126,34 @@ def test_every_stamped_line_keeps_its_stamp() -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "pci"),
+    ("line", "pci", "event_type"),
     [
-        ("NVRM: GPU 0000:18:00.0: RmInitAdapter failed! (0x25:0x65:1234)", "0000:18:00.0"),
-        ("NVRM: GPU 18:00.0: RmInitAdapter failed! (0x25:0x65:1234)", "0000:18:00.0"),
-        ("NVRM: GPU at 0000:01:00.0: GPU-1a2b3c4d-0000-1111-2222-333344445555", "0000:01:00.0"),
-        ("NVRM: GPU at PCI:0000:01:00: GPU-1a2b3c4d-0000-1111-2222-333344445555", "0000:01:00.0"),
+        ("NVRM: GPU 0000:18:00.0: RmInitAdapter failed! (0x25:0x65:1234)", "0000:18:00.0", "gpu_init_failed"),
+        ("NVRM: GPU 18:00.0: RmInitAdapter failed! (0x25:0x65:1234)", "0000:18:00.0", "gpu_init_failed"),
+        (
+            "NVRM: GPU at 0000:01:00.0: GPU-1a2b3c4d-0000-1111-2222-333344445555",
+            "0000:01:00.0",
+            "gpu_identity",
+        ),
+        (
+            "NVRM: GPU at PCI:0000:01:00: GPU-1a2b3c4d-0000-1111-2222-333344445555",
+            "0000:01:00.0",
+            "gpu_identity",
+        ),
         (
             "NVRM: Rate limiting GSP RPC error prints for GPU at PCI:0000:c1:00 (printing 1 of every 30).  "
             "The GPU likely needs to be reset.",
             "0000:c1:00.0",
+            "gsp_rpc_failed",
         ),
-        ("NVRM: GPU 0000:41:00.0: Device is currently unavailable", "0000:41:00.0"),
+        ("NVRM: GPU 0000:41:00.0: Device is currently unavailable", "0000:41:00.0", "nvrm_message"),
     ],
 )
-def test_nvrm_lines_naming_a_gpu(line: str, pci: str) -> None:  # hand-written in the driver's wording
+def test_nvrm_lines_naming_a_gpu(
+    line: str, pci: str, event_type: str
+) -> None:  # hand-written, driver's wording
     ev = parsed(f"[  100.000001] {line}\n")
-    assert len(ev) == 1 and ev[0]["event_type"] == "nvrm_message" and ev[0]["pci"] == pci
+    assert len(ev) == 1 and ev[0]["event_type"] == event_type and ev[0]["pci"] == pci
 
 
 def test_xid_with_mig_suffix_and_without_domain() -> None:  # hand-written: MIG-mode Xid lines
@@ -232,8 +257,14 @@ def test_driver_banners(line: str, version: str) -> None:  # hand-written in eac
 def test_efa_driver_load_line_with_version() -> None:
     ev = events("amzn-308-dmesg-efa-driver-v2.6.0g.txt")
     assert [(e["event_type"], e["message"], e["uptime_s"]) for e in ev] == [
-        ("efa_driver_loaded", "2.6.0g", pytest.approx(68998.526165))
+        ("efa_driver_loaded", "2.6.0g", pytest.approx(68998.526165)),
+        (
+            "efa_probe",
+            "efa 0000:4f:00.0: Setup irq:1861 name:efa-mgmnt@pci:0000:4f:00.0",
+            pytest.approx(68998.638853),
+        ),
     ]
+    assert ev[1]["pci"] == "0000:4f:00.0"
 
 
 # --- OOM ---------------------------------------------------------------------------------------------
@@ -323,6 +354,6 @@ def test_a_later_nvrm_line_is_no_continuation() -> None:  # hand-written
         "[ 960.000001] NVRM: GPU has fallen off the bus.\n"
     )
     assert [(e["event_type"], e["pci"]) for e in ev] == [
-        ("nvrm_message", "0000:98:00.0"),
+        ("gpu_init_failed", "0000:98:00.0"),
         ("fallen_off_bus", None),
     ]
