@@ -24,8 +24,11 @@ that ate the ``#``; NCCL log lines whose ``host:pid:tid [dev]`` follows other te
 ``[2026-01-05 08:14:03] `` wall-clock stamp on WARN lines, with subseconds or a zone too, a job tag stacked
 behind a launcher tag, a log pipeline's stamp, a CloudWatch console's ``| stamp |`` or a stamp glued to
 the host) keep their host, what came before it kept in ``prefix``; NCCL log lines from several hosts interleaved with the table; a log that starts at the
-column header or at the rows (a grep'd excerpt); a log cut mid-table (``truncated``, and an issue for the
-cut row).  Loud: a result row is known by its shape (two numbers, a dtype word such as ``float`` or
+column header or at the rows (a grep'd excerpt); a log cut mid-table (``truncated``; the cut row keeps
+its complete cells, the cells after them empty, and an issue says so; a cell the file's very end cuts is
+left out); tags stacked before Open MPI's ``[1,0]<stdout>:`` (a Ray ``(head, rank=0, pid=3808)``, a job or
+pod tag, a container log's stamp) and before nccl-tests' own ``#`` lines are taken off (kept in ``prefix``
+on result rows).  Loud: a result row is known by its shape (two numbers, a dtype word such as ``float`` or
 ``bfloat16``, then a redop or a root), so one behind a prefix no launcher pattern takes off is still read
 (the prefix kept in ``prefix``) and one whose size or count is not a number is a ParseIssue; a header,
 rank, summary or NCCL log line (``host:pid:tid [dev]``) field that should be a number but is not is a
@@ -78,7 +81,10 @@ off, as printed (``[1,0]<stdout>:`` mangled, an unknown tag), else null.
 host and run): ``line`` int, ``run`` int, ``host`` str (the log line's host, else a pdsh/kubectl tag),
 ``level`` str (INFO/WARN/ERROR; ERROR = a non-NCCL line matching an error pattern), ``code`` str,
 ``message`` str, ``prefix`` str (what the line printed before its ``host:pid:tid [dev]``, as printed:
-``[2026-01-05 08:14:03]``, a launcher or job tag, a log pipeline's stamp; else null).  Codes follow
+``[2026-01-05 08:14:03]``, a launcher or job tag, a log pipeline's stamp; else null), ``code_location``
+str (the place in NCCL's or a net plugin's source the line names: ``misc/socket.cc:484`` or
+``ofi_init:700`` before ``NCCL WARN``, ``[file.cc:123]``, or ``(file.cc:123)`` ending the message; else
+null).  Codes follow
 docs/sources.md#nccl-log-patterns: TCP_FALLBACK, OFI_EFA, NCCL_VERSION, WATCHDOG_TIMEOUT,
 TIMEOUT_RENDEZVOUS, SYSTEM_ERROR, CUDA_ERROR, CONNECT_FAIL, CONN_REFUSED, EFA_INIT_FAIL, OFI_LOAD_FAIL,
 RDMA_REG_FAIL, TEST_FAILURE, ... and WARN for any other warning.  ``NET/Socket : Using`` lines count as
@@ -156,7 +162,9 @@ SCHEMA = {
         + " ".join(f"{side}_{col}" for side in ("oop", "ip") for col in _SIDE_COLS.split())
         + " extra:str prefix:str"
     ),
-    "nccl_log_event": _cols("line:int run:int host:str level:str code:str message:str prefix:str"),
+    "nccl_log_event": _cols(
+        "line:int run:int host:str level:str code:str message:str prefix:str code_location:str"
+    ),
     "nccl_transport": _cols(
         "line:int run:int host:str channel:int conn:int src_rank:int src_dev:str dst_rank:int dst_dev:str "
         "direction:str transport:str via:str prefix:str"
@@ -181,6 +189,14 @@ _RANKISH = re.compile(r"^Rank\s+\S+|\bRank\s+\S+.*\bPid\b")
 #: A ``[N] `` rank tag before nccl-tests' own lines (a launcher clean_lines does not know).
 _RANK_TAG = re.compile(r"^\[\d{1,5}\]\s+(?=#|\d)")
 _ROW = re.compile(r"^\d+\s+\d+\s+[A-Za-z]\w*\s+\S+")
+#: Open MPI's ``[1,0]<stdout>:`` behind another tag (a job or pod tag, a log pipeline's stamp).
+_STACKED_MPI = re.compile(r"^.{0,160}?\[\d+,\d+\]<std(?:out|err)>: ?")
+#: nccl-tests' own ``#`` summary and table-header lines, found behind a prefix no launcher pattern takes off
+#: (the ``nThread`` header and rank lines are read behind any prefix, which is said: see ``header``, ``rank``).
+_OWN_HASH = re.compile(
+    r"#\s*(?:Avg bus bandwidth|Out of bounds|size\s+count|\(B\)|\s+out-of-place|"
+    r"Using devices|nccl-tests version|Collective test|Errors with asterisks)"
+)
 #: A line that starts like a result row (two numbers) but is not one: loud, never dropped.
 _ROWISH = re.compile(r"^\d+\s+\d+(?:\s+\S+)+")
 #: Where the ``host:pid:tid [cudaDev]`` of an NCCL log line may start: at the line's start or after a
@@ -192,14 +208,19 @@ _SOURCE_AT = r"(?:(?<![^\s|\]>])|(?<=>:))"
 #: 2.26; any strftime format with ``%Nf`` subseconds), a job tag, a log pipeline's stamp.
 _NCCL_SOURCE = re.compile(
     rf"^(?P<pre>.*?)(?:{_SOURCE_AT}|(?<=:\d\d))(?P<host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[(?P<dev>\d*)\]\s+"
-    r"(?:.*?\s)?NCCL (?P<level>INFO|WARN|ERROR)\b\s*(?P<msg>.*)"
+    r"(?:(?P<between>.*?)\s)?NCCL (?P<level>INFO|WARN|ERROR)\b\s*(?P<msg>.*)"
 )
 #: The same with pid, tid and device taken as printed and checked after (a mangled number is loud), or
 #: without any ``host:pid:tid [cudaDev]`` (``NCCL version`` lines, a log cut down to its messages).
 _NCCL = re.compile(
     rf"^(?:(?P<pre>.*?){_SOURCE_AT}(?P<host>[\w.-]+):(?P<pid>[^\s:]+):(?P<tid>\S+?)\s+\[(?P<dev>[^\]\s]*)\]\s+)?"
-    r"(?:.*?\s)?NCCL (?P<level>INFO|WARN|ERROR)\b\s*(?P<msg>.*)"
+    r"(?:(?P<between>.*?)\s)?NCCL (?P<level>INFO|WARN|ERROR)\b\s*(?P<msg>.*)"
 )
+#: The place in NCCL's (or a plugin's) source a WARN line names, just before ``NCCL WARN``
+#: (``misc/socket.cc:484``, ``ofi_init:700``, ``[transport/net_ib.cc:123]``) or at the end of it
+#: (``... (init.cc:1234)``).
+_CODE_AT = re.compile(r"(?:^|\s)\[?(?P<at>[\w./-]+:\d+)\]?$")
+_CODE_END = re.compile(r"\s\((?P<at>[\w./-]+\.(?:cc|cu|cpp|c|h):\d+)\)$")
 #: ``Channel 00/0 : 7[7] -> 8[0] [send] via NET/OFI/0/GDRDMA``; ``Ring 00 : 15 -> 0 [send] via NET/Socket/0``.
 _CHANNEL = re.compile(
     r"^(?:Channel|Ring)\s+(?P<ch>\d+)(?:/(?P<conn>\d+))?\s*:\s*(?P<src>\d+)(?:\[(?P<sdev>[^\]]*)\])?\s*->\s*"
@@ -290,9 +311,14 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     # clean_lines takes an mpirun tag off only at column 0: indentation (a doc paste) goes first
     cleaned = clean_lines("\n".join(line.lstrip(" \t") for line in raw_lines))
     state = _State()
+    state.last_no = max((i for i, line in enumerate(raw_lines, start=1) if line.strip()), default=0)
+    state.text_ends_line = text.endswith(("\n", "\r"))
     commands = [command] if command else []
     for no, cmd in cleaned.commands:
         state.commands[no] = cmd
+    for line in cleaned.lines:
+        if "<std" in line and (m := _STACKED_MPI.match(line.strip())):
+            state.stacked[m.group(0).strip()] = state.stacked.get(m.group(0).strip(), 0) + 1
     for no, line, tag in cleaned.numbered():
         state.line(no, line.strip(), raw_lines[no - 1] if no <= len(raw_lines) else line, tag)
     result = state.finish(text)
@@ -359,6 +385,9 @@ class _State:
         self.hits = 0
         self.raw = ""
         self.commands: dict[int, str] = {}
+        self.stacked: dict[str, int] = {}  # tags stacked before [1,0]<stdout>:, and how many lines carry each
+        self.last_no = 0  # the file's last line that is not blank
+        self.text_ends_line = True  # whether the file's last line ends with a newline
 
     @property
     def cur(self) -> _Run:
@@ -376,6 +405,19 @@ class _State:
         self.raw = raw
         if line.startswith("[") and (m := _RANK_TAG.match(line)):  # "[0] #  Rank ...": a rank tag
             line = line[m.end() :]
+        stacked = None  # tags stacked before nccl-tests' own text that no launcher pattern took off
+        if "<std" in line and (m := _STACKED_MPI.match(line)):  # a job tag, then Open MPI's [1,0]<stdout>:
+            stacked, line = line[: m.end()].strip(), line[m.end() :].lstrip()
+            if self.stacked.get(stacked, 0) < 2 and ("Rank" in line or "nThread" in line):
+                # a tag no other line carries is no tag of the capture: said (rows keep it in ``prefix``)
+                self.result.issue(no, raw, f"unrecognised text before Open MPI's tag: {stacked!r}")
+        if (
+            line[:1] != "#"
+            and "#" in line
+            and (m := _OWN_HASH.search(line))
+            and "NCCL " not in line[: m.start()]
+        ):
+            stacked, line = line[: m.start()].strip(), line[m.start() :]  # "<tag> #  Avg bus bandwidth ..."
         body = line.lstrip("#").strip()
         if not body:
             return
@@ -384,7 +426,7 @@ class _State:
         if "NCCL " in line and (m := _NCCL_SOURCE.match(line) or _NCCL.match(line)):
             self.nccl_line(no, m, tag)
         elif line[0].isdigit() and _ROW.match(line):
-            self.hits -= not self.result_row(no, line, raw)
+            self.hits -= not self.result_row(no, line, raw, stacked or None)
         elif split := _row_at(line):  # a result row by its shape, behind a prefix no launcher took off
             self.hits -= not self.result_row(no, split[1], raw, split[0] or None)
         elif body[0] in "nC" and (m := _BANNER.match(body)):
@@ -463,7 +505,14 @@ class _State:
         run.trailing = sides[8:]
 
     def event(
-        self, no: int, host: str | None, level: str, code: str, msg: str, prefix: str | None = None
+        self,
+        no: int,
+        host: str | None,
+        level: str,
+        code: str,
+        msg: str,
+        prefix: str | None = None,
+        code_location: str | None = None,
     ) -> None:
         run = self.cur.row["run"]
         if level == "INFO":  # informative lines repeat per rank and channel: keep the first per host
@@ -482,6 +531,7 @@ class _State:
                 "code": code,
                 "message": msg,
                 "prefix": prefix,
+                "code_location": code_location,
             },
         )
 
@@ -541,7 +591,7 @@ class _State:
             elif level != "INFO":
                 code = "WARN"
         if code is not None:
-            self.event(no, host, level, code, msg, prefix)
+            self.event(no, host, level, code, msg, prefix, _code_location(m["between"], msg))
 
     def other_line(self, no: int, line: str, body: str, tag: str | None) -> None:
         run = self.cur.row
@@ -571,9 +621,19 @@ class _State:
         if lead is None:
             lead = _NEW_LEAD if len(tokens) >= 13 and to_int(tokens[4]) is not None else _OLD_LEAD
         rest = tokens[len(lead) :]
-        if len(rest) < 8:
-            self.result.issue(no, raw, f"incomplete result row ({len(tokens)} columns)")
-            return False
+        cut = len(rest) < 8
+        if cut:
+            if no == self.last_no and not self.text_ends_line:
+                tokens, rest = tokens[:-1], rest[:-1]  # the last cell of a cut file may itself be cut
+            if len(tokens) < len(lead):
+                self.result.issue(no, raw, f"incomplete result row ({len(tokens)} columns)")
+                return False
+            self.result.issue(
+                no,
+                raw,
+                f"result row cut after {len(tokens)} complete columns: the cells after them are empty",
+            )
+            rest = rest + ["N/A"] * (8 - len(rest))
         row: dict[str, Any] = {c.name: None for c in SCHEMA["nccl_result"]}
         row.update(line=no, run=run.row["run"], prefix=prefix)
         for name, cell in zip(lead, tokens, strict=False):
@@ -673,7 +733,7 @@ class _State:
         self.seen_info.add(key)
         self.result.add("nccl_log_event", {
             "line": ev["line"], "run": run.row["run"], "host": ev["host"], "level": ev["level"],
-            "code": "TCP_FALLBACK", "message": ev["message"], "prefix": ev["prefix"],
+            "code": "TCP_FALLBACK", "message": ev["message"], "prefix": ev["prefix"], "code_location": None,
         })  # fmt: skip
 
 
@@ -696,6 +756,20 @@ def _row_at(line: str) -> tuple[str, str] | None:
         row = line.split(None, i - 2)[-1] if i > 2 else line
         return line[: len(line) - len(row)].strip(), row
     return None
+
+
+def _code_location(between: str | None, msg: str) -> str | None:
+    """The source place an NCCL log line names: before ``NCCL WARN`` or, in parentheses, at its end.
+
+    >>> _code_location("misc/socket.cc:484", "x"), _code_location(None, "Call to connect failed (net.cc:77)")
+    ('misc/socket.cc:484', 'net.cc:77')
+    >>> _code_location("[transport/net_ib.cc:123]", "x"), _code_location("some text", "x") is None
+    ('transport/net_ib.cc:123', True)
+    """
+    if between and (m := _CODE_AT.search(between.strip())):
+        return m.group("at")
+    m = _CODE_END.search(msg)
+    return m.group("at") if m else None
 
 
 def _has_digit(word: str) -> bool:

@@ -121,8 +121,10 @@ def test_result_row_behind_a_mangled_srun_label_is_read_and_the_prefix_kept() ->
     assert (row["size_bytes"], row["count"], row["redop"], row["oop_time_us"], row["ip_busbw_gbps"]) == (
         65536, 512, "none", 107.5, 0.60,
     )  # fmt: skip
-    assert len(r.rows("nccl_result")) == 5  # the cut last row stays an issue, as in the clean fixture
-    assert issues(r) == [(9, "incomplete result row (12 columns)")]
+    assert (
+        len(r.rows("nccl_result")) == 6
+    )  # the cut last row keeps its complete cells, as in the clean fixture
+    assert issues(r) == [(9, "result row cut after 12 complete columns: the cells after them are empty")]
 
 
 def test_nccl_warn_with_a_mangled_pid_is_kept_and_reported() -> None:

@@ -140,11 +140,18 @@ def test_interleaved_log_lines_codes_and_mangled_rows() -> None:
         (15, None, "ERROR", "WATCHDOG_TIMEOUT"),
     ]
     rows = r.rows("nccl_result")
-    assert len(rows) == 1 and rows[0]["oop_wrong"] is None and rows[0]["ip_busbw_gbps"] == 8.18
+    assert len(rows) == 2 and rows[0]["oop_wrong"] is None and rows[0]["ip_busbw_gbps"] == 8.18
+    assert (rows[1]["size_bytes"], rows[1]["oop_time_us"], rows[1]["oop_algbw_gbps"]) == (
+        4194304,
+        130.0,
+        None,
+    )
     assert [(i.line_no, i.reason) for i in r.issues] == [
         (13, "non-numeric oop cell in result row"),
-        (16, "incomplete result row (6 columns)"),
+        (16, "result row cut after 6 complete columns: the cells after them are empty"),
     ]
+    warn = next(e for e in r.rows("nccl_log_event") if e["level"] == "WARN")
+    assert warn["code_location"] == "transport/net.cc:123"
 
 
 @pytest.mark.parametrize(

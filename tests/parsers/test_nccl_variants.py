@@ -49,18 +49,21 @@ def same_tables(a: ParseResult, b: ParseResult, skip: tuple[str, ...] = ()) -> N
 def test_srun_label_prefix_real_rccl_capture() -> None:
     r = parsed("rccl-1490-srun-label-allgather.txt")
     rows = r.rows("nccl_result")
-    assert [row["size_bytes"] for row in rows] == [65536, 131072, 262144, 524288, 1048576]
+    assert [row["size_bytes"] for row in rows] == [65536, 131072, 262144, 524288, 1048576, 2097152]
     first = rows[0]
     assert (first["count"], first["dtype"], first["redop"], first["root"]) == (512, "float", "none", -1)
     assert (first["oop_time_us"], first["oop_algbw_gbps"], first["oop_busbw_gbps"], first["oop_wrong"]) == (
         107.5, 0.61, 0.59, 0,
     )  # fmt: skip
-    assert rows[-1]["ip_time_us"] == 1304.0 and rows[-1]["line"] == 8
-    # the last row is cut in the paste: said, with its line number and the raw line (prefix included)
-    assert [(i.line_no, i.reason) for i in r.issues] == [(9, "incomplete result row (12 columns)")]
+    assert rows[-2]["ip_time_us"] == 1304.0 and rows[-2]["line"] == 8
+    # the last row is cut in the paste: its 12 complete cells kept, the cut said with its line and raw line
+    assert (rows[-1]["ip_busbw_gbps"], rows[-1]["ip_wrong"]) == (0.03, None)
+    assert [(i.line_no, i.reason) for i in r.issues] == [
+        (9, "result row cut after 12 complete columns: the cells after them are empty")
+    ]
     assert r.issues[0].line.startswith(" 0:      2097152")
     run = r.rows("nccl_run")[0]
-    assert run["truncated"] is True and run["n_results"] == 5
+    assert run["truncated"] is True and run["n_results"] == 6
 
 
 @pytest.mark.parametrize(
@@ -196,9 +199,12 @@ def test_rows_only_excerpt_is_detected_and_parsed_real() -> None:
     assert nccl_tests.detect(text) >= 70 and parsers.detect_kind(text) == "nccl-tests"
     r = nccl_tests.parse(text)
     rows = r.rows("nccl_result")
-    assert len(rows) == 11 and rows[-1]["size_bytes"] == 33554432 and rows[-1]["ip_busbw_gbps"] == 300.52
+    assert len(rows) == 12 and rows[-2]["size_bytes"] == 33554432 and rows[-2]["ip_busbw_gbps"] == 300.52
     assert rows[0]["root"] == -1 and rows[0]["oop_wrong"] == 0
-    assert [(i.line_no, i.reason) for i in r.issues] == [(13, "incomplete result row (4 columns)")]
+    assert (rows[-1]["size_bytes"], rows[-1]["redop"], rows[-1]["oop_time_us"]) == (67108864, "sum", None)
+    assert [(i.line_no, i.reason) for i in r.issues] == [
+        (13, "result row cut after 4 complete columns: the cells after them are empty")
+    ]
 
 
 def test_table_header_with_info_lines_interleaved_real() -> None:
@@ -433,8 +439,15 @@ def test_cut_last_line_is_an_issue_derived() -> None:
     last_row = max(i for i, line in enumerate(lines) if line.strip().startswith("8589934592"))
     text = "\n".join(lines[: last_row + 1])[:-30]
     r = nccl_tests.parse(text)
-    assert [(i.line_no, i.reason) for i in r.issues] == [(last_row + 1, "incomplete result row (9 columns)")]
-    assert r.rows("nccl_run")[0]["truncated"] is True and len(r.rows("nccl_result")) == 30
+    # the file ends inside the 9th cell: that cell is left out, the 8 before it kept
+    assert [(i.line_no, i.reason) for i in r.issues] == [
+        (last_row + 1, "result row cut after 8 complete columns: the cells after them are empty")
+    ]
+    assert r.rows("nccl_run")[0]["truncated"] is True and len(r.rows("nccl_result")) == 31
+    assert (
+        r.rows("nccl_result")[-1]["oop_busbw_gbps"] == 338.82
+        and r.rows("nccl_result")[-1]["oop_wrong"] is None
+    )
 
 
 def test_mangled_row_and_rank_like_lines_are_issues() -> None:
