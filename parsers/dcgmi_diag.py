@@ -58,6 +58,17 @@ Schema
 - ``tests`` int — distinct tests; ``failed`` int, ``warned`` int — result rows fail / warn
 - ``complete`` bool — the table's closing border (JSON: the document loaded) was seen
 
+``dcgm_attribute`` (one row per printed key-value, the long table):
+
+- ``entity`` str — the GPU id the value belongs to ("Pass - GPU: 1", "GPU0: Pass", a message of one
+  GPU, a JSON result's ``entity_id``/``gpu_id``); ``''`` for the run, its metadata and several GPUs
+- ``section`` str — table: the category of a result (``Hardware``), ``Metadata``, ``category / test``
+  of a Warning/Info/Error; JSON: ``category / test`` (``/ test_summary``), ``metadata``, ``entity_groups``
+- ``key`` str — table: the test name, the Metadata key, the message label; JSON: the key (``status``,
+  ``warning``, ``error_id``, ``version``, ``Driver Version Detected``, ``device_id``, ...)
+- ``value`` str — as printed (a wrapped message glued); ``number`` float, ``unit`` str where it is one
+  number (never for device ids and serials); ``line`` int; ``host`` str — launcher tag, else null
+
 Examples
 --------
 >>> r = parse(SAMPLE)
@@ -65,6 +76,8 @@ Examples
 [('Hardware', 'GPU Memory', 1, 'pass'), ('Hardware', 'GPU Memory', 0, 'fail')]
 >>> r.rows("dcgm_test")[1]["message"][:72]
 'GPU 0 Error using CUDA API cuCtxCreate Check DCGM and system logs for er'
+>>> [(a["entity"], a["section"], a["key"]) for a in r.rows("dcgm_attribute")][1:]
+[('0', 'Hardware', 'GPU Memory'), ('0', 'Hardware / GPU Memory', 'Warning')]
 """
 
 from __future__ import annotations
@@ -73,8 +86,17 @@ import json
 import re
 from typing import Any
 
-from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
-from parsers._text import clean_lines, to_int
+from parsers._base import (
+    CollectorError,
+    Column,
+    ParseError,
+    ParseResult,
+    ParserInfo,
+    long_columns,
+    require_text,
+    sample_of,
+)
+from parsers._text import clean_lines, long_row, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -88,7 +110,7 @@ INFO = ParserInfo(
         "dcgmi diag -r 4",
         "dcgmi diag -r 1 -j",
     ),
-    tables=("dcgm_test", "dcgm_run"),
+    tables=("dcgm_test", "dcgm_run", "dcgm_attribute"),
     versions_seen=("DCGM 2.4.6", "3.0.4", "3.1.x (JSON)", "3.3.1-3.3.7", "4.0.0", "4.2.3 (JSON)", "4.4.2"),
 )
 
@@ -122,6 +144,10 @@ SCHEMA = {
         Column("failed", "int", "fail result rows"),
         Column("warned", "int", "warn result rows"),
         Column("complete", "bool", "closing border / JSON document seen"),
+    ),
+    "dcgm_attribute": (
+        *long_columns("the GPU id the key belongs to, '' for the run, its metadata or several GPUs"),
+        Column("host", "str", "launcher tag of the line, else null"),
     ),
 }
 _TEST_COLUMNS = tuple(c.name for c in SCHEMA["dcgm_test"])
@@ -174,6 +200,7 @@ def _parse_table(text: str) -> ParseResult:
     cleaned = clean_lines(text)
     hosts = cleaned.hosts
     st: dict[str, Any] = {"category": None, "test": None, "msg": None, "rows": [], "meta": {}, "host": None}
+    st.update(attrs=[], meta_rows={})
     table_lines, first, complete = 0, None, False
     for i, line in enumerate(cleaned.lines):
         no, s = i + 1, line.lstrip()
@@ -217,6 +244,8 @@ def _parse_table(text: str) -> ParseResult:
         row["dcgm_version"] = meta.get("DCGM Version")
         row["driver_version"] = meta.get(_DRV)
         result.add("dcgm_test", row)
+    for attr in sorted(st["attrs"], key=lambda a: int(a["line"])):
+        result.add("dcgm_attribute", attr)
     serials = next((v for k, v in meta.items() if "serial" in k.lower()), None)
     _run(
         result,
@@ -273,15 +302,20 @@ def _row(st: dict[str, Any], no: int, raw: str, body: str, result: ParseResult) 
         if not name and last is not None:  # a wrapped value: glue the piece like a message piece
             prev = st["meta"][last]
             st["meta"][last] = prev + value if len(prev) >= _CHUNK else f"{prev} {value}".strip()
+            attr = st["meta_rows"][last]
+            attr.update(_long("", attr["section"], last, st["meta"][last], attr["line"]))
         elif name:
             st["meta"][name], st["meta_last"] = value, name
+            st["meta_rows"][name] = _attr(st, no, "", st["category"] or "", name, value)
         return
     if lab := _LABEL.match(name):
         _flush(st)
         gpu = int(lab.group(3)) if lab.group(2) and lab.group(2).upper() == "GPU" else None
         st["msg"] = {"gpu": gpu, "kind": lab.group(1).lower(), "chunks": [_piece(cell)]}
+        st["msg"].update(line=no, label=lab.group(1), host=st["host"])
         return
     res = _RESULT.match(value)
+    ent = _ENTITY.match(value)
     if name:
         if not res:
             _flush(st)
@@ -291,11 +325,13 @@ def _row(st: dict[str, Any], no: int, raw: str, body: str, result: ParseResult) 
         st["test"] = {"name": name, "category": st["category"], "rows": {}}
         _results(st, no, res, value)
         return
-    ent = _ENTITY.match(value)
     if ent and st["test"]:
         _flush(st)
         gpu = int(ent.group(2)) if ent.group(1).upper() == "GPU" else None
         _add(st, no, gpu, ent.group(3), value)
+        test = st["test"]
+        entity = ent.group(2) if gpu is not None else f"{ent.group(1)}{ent.group(2)}"
+        _attr(st, no, entity, test["category"] or "", test["name"], value)
     elif res and res.group(3) and st["test"]:
         _flush(st)
         _results(st, no, res, value)
@@ -305,8 +341,21 @@ def _row(st: dict[str, Any], no: int, raw: str, body: str, result: ParseResult) 
         result.issue(no, raw, "continuation row without a test or message above it (cut excerpt?)")
 
 
+_IDENTIFIER = re.compile(r"device.?ids?|serial", re.I)
+
+
+def _long(entity: str, section: str, key: str, value: str, line: int) -> dict[str, Any]:
+    """``long_row``, but an identifier (a PCI device id ``2e12``, a serial) is never a number."""
+    row = long_row(entity, section, key, value, line)
+    if _IDENTIFIER.search(key):
+        row.update(number=None, unit=None)
+    return row
+
+
 def _results(st: dict[str, Any], no: int, res: re.Match[str], printed: str) -> None:
     gpus: list[int | None] = [int(g) for g in re.findall(r"\d+", res.group(3) or "")]
+    test = st["test"]
+    _attr(st, no, str(gpus[0]) if len(gpus) == 1 else "", test["category"] or "", test["name"], printed)
     for gpu in gpus or [None]:
         _add(st, no, gpu, res.group(1), printed)
 
@@ -335,6 +384,22 @@ def _flush(st: dict[str, Any]) -> None:
     target = rows.get(gpu) or rows.get(None) or next(iter(rows.values()), None)
     if target is not None and text:
         _attach(target, "info" if msg["kind"] == "info" else "warning", text)
+    if text:
+        entity = target["gpu"] if target is not None and target["gpu"] is not None else gpu
+        if entity is None and (lead := _LEADING_GPU.match(text)):
+            entity = int(lead.group(1))  # a message of a result for all GPUs that names its GPU
+        section = " / ".join(x for x in (st["test"]["category"], st["test"]["name"]) if x)
+        row = _long("" if entity is None else str(entity), section, msg["label"], text, msg["line"])
+        row["host"] = msg["host"]
+        st["attrs"].append(row)
+
+
+def _attr(st: dict[str, Any], no: int, entity: str, section: str, key: str, value: str) -> dict[str, Any]:
+    """One ``dcgm_attribute`` row of the table form."""
+    row = _long(entity, section, key, value, no)
+    row["host"] = st["host"]
+    st["attrs"].append(row)
+    return row
 
 
 def _attach(row: dict[str, Any], column: str, text: str) -> None:
@@ -397,6 +462,7 @@ def _parse_json(text: str) -> ParseResult:
                     result.add("dcgm_test", row)
     if not result.rows("dcgm_test"):
         raise ParseError("dcgmi diag JSON without any test result (no test_categories > tests > results)")
+    _JsonAttributes(result, text).walk(doc, (), "")
     ids, serials = _entities(doc, root)
     meta_printed = {k: v for k, v in meta.items()}
     _run(
@@ -444,6 +510,62 @@ def _entities(doc: dict[str, Any], root: dict[str, Any]) -> tuple[str | None, st
     return ",".join(ids) or None, ",".join(serials) or None
 
 
+#: JSON keys whose children are shown one level up in ``dcgm_attribute`` sections (lists of tests,
+#: results, warnings, entities: the names and GPUs of their items say enough)
+_JSON_CONTAINERS = frozenset(
+    ("DCGM Diagnostic", "DCGM GPU Diagnostic", "test_categories", "tests", "results", "warnings", "entities")
+)
+_JSON_NAMES = ("category", "name")
+_JSON_IDS = ("entity_id", "gpu_id", "gpu_ids")
+
+
+class _JsonAttributes:
+    """``dcgm_attribute`` rows of a loaded JSON document: every scalar under its key, in document order."""
+
+    def __init__(self, result: ParseResult, text: str) -> None:
+        self.result, self.find = result, _Locator(text)
+
+    def walk(self, node: Any, section: tuple[str, ...], entity: str, key: str = "") -> None:
+        if isinstance(node, list):
+            for item in node:
+                if isinstance(item, (dict, list)):
+                    self.walk(item, section, entity, key)
+                elif item is not None:  # a list of strings: its key names them, at the level of the key
+                    inner = section[:-1] if section[-1:] == (key,) else section
+                    self.add(entity, inner, key, item, re.escape(json.dumps(item, ensure_ascii=False)))
+            return
+        if not isinstance(node, dict):
+            return
+        names = [str(node[k]) for k in _JSON_NAMES if isinstance(node.get(k), str)]
+        section = (*section, *names)
+        own = _json_entity(node)
+        entity = own if own is not None else entity
+        for k, value in node.items():
+            if isinstance(value, (dict, list)):
+                self.walk(value, section if k in _JSON_CONTAINERS else (*section, k), entity, k)
+            elif value is not None and not (k in _JSON_NAMES and names) and not (k in _JSON_IDS and own):
+                self.add(entity, section, k, value, re.escape(json.dumps(k, ensure_ascii=False)) + r"\s*:")
+
+    def add(self, entity: str, section: tuple[str, ...], key: str, value: Any, pattern: str) -> None:
+        printed = value if isinstance(value, str) else json.dumps(value)
+        line = self.find(pattern)  # the key (or the string of a list) after the last one found
+        self.result.add(
+            "dcgm_attribute", {**_long(entity, " / ".join(section), key, printed, line), "host": None}
+        )
+
+
+def _json_entity(node: dict[str, Any]) -> str | None:
+    """The entity a JSON object belongs to: its one GPU (``entity_id``, ``gpu_id``, a one-GPU ``gpu_ids``)."""
+    for k in _JSON_IDS:
+        if k in node and node[k] is not None:
+            ids = re.findall(r"\d+", str(node[k]))
+            if len(ids) != 1:
+                return None
+            group = str(node.get("entity_group", "GPU"))
+            return ids[0] if group.upper() == "GPU" else f"{group}{ids[0]}"
+    return None
+
+
 _JSON_KEY = re.compile(
     r'^\s*"(?P<key>[^"]+)"\s*:\s*(?P<value>"(?:[^"\\]|\\.)*"|-?\d+|null|true|false)?\s*,?\s*$'
 )
@@ -455,12 +577,17 @@ def _scan_json(text: str, exc: json.JSONDecodeError) -> ParseResult:
         raise CollectorError(m.group(1)[:300])
     result = ParseResult()
     cur: dict[str, Any] = {"category": None, "test": None, "gpus": [None], "row": None, "array": None}
+    path: dict[str, Any] = {"section": (), "entity": ""}  # where a dcgm_attribute row of the scan belongs
     meta: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     for no, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         m = _JSON_KEY.match(s)
         if not m:
+            if s.startswith('"') and cur["array"] is not None and s.rstrip(",").endswith('"'):
+                item = s.rstrip(",").strip('"')
+                attr = _long(path["entity"], " / ".join(path["section"]), cur["array"], item, no)
+                result.add("dcgm_attribute", {**attr, "host": None})
             if s.startswith('"') and cur["array"] in ("warnings", "info") and cur["row"] is not None:
                 _attach(cur["row"], "info" if cur["array"] == "info" else "warning", s.rstrip(",").strip('"'))
             elif s.startswith("]"):
@@ -471,6 +598,7 @@ def _scan_json(text: str, exc: json.JSONDecodeError) -> ParseResult:
             value = json.loads(raw) if raw is not None else None
         except (json.JSONDecodeError, RecursionError):
             value = raw.strip('"')
+        _scan_attribute(result, path, cur, no, key, raw, value)
         if raw is None:
             cur["array"] = key
         elif key == "category":
@@ -505,6 +633,34 @@ def _scan_json(text: str, exc: json.JSONDecodeError) -> ParseResult:
                  f"JSON does not load ({exc.msg}): read key by key; results after this point may be missing")  # fmt: skip
     _run(result, 1, "json", meta, None, None, [], False)
     return result
+
+
+def _scan_attribute(
+    result: ParseResult,
+    path: dict[str, Any],
+    cur: dict[str, Any],
+    no: int,
+    key: str,
+    raw: str | None,
+    value: Any,
+) -> None:
+    """The ``dcgm_attribute`` row of one key line of a JSON document read line by line."""
+    if raw is None:  # an object or list opens: the test summary, the metadata, the entity groups
+        if key == "test_summary":
+            path.update(section=tuple(x for x in (cur["category"], cur["test"], key) if x), entity="")
+        elif key not in _JSON_CONTAINERS and key not in ("info",):
+            path.update(section=(key,), entity="")
+        return
+    if key == "category":
+        path.update(section=(str(value),), entity="")
+    elif key == "name":
+        path.update(section=tuple(str(x) for x in (cur["category"], value) if x), entity="")
+    elif key in _JSON_IDS and len(ids := re.findall(r"\d+", str(value))) == 1:
+        path["entity"] = ids[0]
+    elif value is not None:
+        printed = value if isinstance(value, str) else json.dumps(value)
+        attr = _long(path["entity"], " / ".join(path["section"]), key, printed, no)
+        result.add("dcgm_attribute", {**attr, "host": None})
 
 
 def _dicts(items: Any) -> list[dict[str, Any]]:

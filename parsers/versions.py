@@ -35,7 +35,13 @@ description go to ``extra``), ``apt list --installed`` (``libnccl2/unknown,now 2
 [installed]``: suite, architecture and state in ``extra``; ``Listing...`` and apt's CLI warning are
 skipped), ``rpm -qa`` NVRs one per line or space-separated (the efa_installed_packages line; the
 architecture and the word as printed go to ``extra``, and a word among them that is not a package is a
-ParseIssue while the others are kept).  Every package is kept: a name the rules know becomes its component (``libnccl2`` -> nccl, ``gdrdrv-dkms`` -> gdrcopy,
+ParseIssue while the others are kept); a file of such lines alone (``rpm -qa | grep -E
+'efa|libfabric|rdma'``, ``dpkg -l | grep efa``) is detected as this kind, and a script's banner lines
+(``=== What RDMA-related RPMs are installed ===``) are skipped.  ``package efa is not installed`` (rpm -q)
+and ``dpkg-query: no packages found matching efa`` give a row without a version (detail ``NAME: not
+installed``; a module built into the kernel has no package).  The installer's own ``env.sh``
+(``EFA_INSTALLER_VERSION=1.24.1``) gives efa_installer (source ``file``).  Every package is kept: a name the rules know becomes its component (``libnccl2`` -> nccl, ``efa``/``efa-gdr`` -> efa_module, ``libfabric-aws``/``libfabric1-aws`` -> libfabric,
+``rdma-core`` -> rdma_core, ``gdrdrv-dkms`` -> gdrcopy,
 ``nvidia-driver-535``/``cuda-drivers``/``kmod-nvidia-latest-dkms`` -> nvidia_driver, ``cuda-toolkit-12-2``
 -> cuda), any other its name in snake case.  ``modinfo`` opens a row at ``filename:`` (version null until
 ``version:`` is read: in-tree modules often have none) and keeps every other key as printed in ``extra``
@@ -91,6 +97,10 @@ INFO = ParserInfo(
     commands=(
         "collector.sh's key=value lines (efa_installer=, nccl=, cuda=, nvidia_driver=, ...)",
         "cat /opt/amazon/efa_installed_packages",
+        "rpm -qa | grep -E 'efa|libfabric|rdma'",
+        "dpkg -l | grep efa",
+        "apt list --installed",
+        "cat aws-efa-installer/env.sh",
         "modinfo efa",
         "cat /sys/module/efa/version",
         "dkms status",
@@ -98,7 +108,11 @@ INFO = ParserInfo(
         "grep -H . /sys/class/infiniband/*/device/p2p",
     ),
     tables=("software_version",),
-    versions_seen=("EFA installer 1.7.0 (AL2 RPMs)", "efa 2.17.3g (modinfo, dkms 3.x)"),
+    versions_seen=(
+        "EFA installer 1.5.1-1.24.1 (AL2/el8 RPMs, Ubuntu debs)",
+        "efa 1.13.0g-2.17.3g (modinfo, dkms 3.x)",
+        "rdma-core 60.0 (el9 rpm -qa)",
+    ),
 )
 
 SCHEMA = {
@@ -130,7 +144,7 @@ _MODULES = {"efa": "efa_module", "nvidia": "nvidia_driver", "gdrdrv": "gdrcopy"}
 _PACKAGES = (
     (r"libfabric(?:1)?(?:-aws)?(?:-bin)?", "libfabric"),
     (r"rdma-core", "rdma_core"),
-    (r"efa", "efa_module"),
+    (r"efa(?:-gdr)?", "efa_module"),
     (r"openmpi\d*-aws", "openmpi"),
     (r"(?:libnccl-ofi|aws-ofi-nccl)(?:-aws)?", "ofi_nccl"),
     (r"libnccl2?", "nccl"),
@@ -145,6 +159,7 @@ _PACKAGES = (
 #: (pattern over one line, component, source); group 1 is the version.
 _LINES = (
     (re.compile(r"^#?\s*EFA installer version:\s*(\S+)"), "efa_installer", "efa_installed_packages"),
+    (re.compile(r"^(?:export\s+)?EFA_INSTALLER_VERSION=[\"']?(\d[\w.]*)[\"']?$"), "efa_installer", "file"),
     (re.compile(r"Cuda compilation tools, release [\d.]+, V(\S+)"), "cuda", "nvcc"),
     (re.compile(r"Driver Version\s*:\s*(\d[\d.]+)"), "nvidia_driver", "nvidia-smi"),
     (re.compile(r"CUDA Version\s*:\s*(\d[\d.]+)"), "cuda_driver_max", "nvidia-smi"),
@@ -166,6 +181,12 @@ _APT = re.compile(
     r"^(?P<name>[a-z0-9][\w.+-]*)/(?P<suite>\S+)\s+(?P<ver>\S+)\s+(?P<arch>\S+)(?:\s+\[(?P<state>[^\]]+)\])?$"
 )
 _APT_NOISE = re.compile(r"^(?:Listing\.\.\.|WARNING: apt does not have a stable CLI interface)")
+_BANNER = re.compile(
+    r"^(?:={2,}|#{2,}|\*{2,})\s.*\s(?:={2,}|#{2,}|\*{2,})$|^={3,}$"
+)  # "=== RPMs installed ==="
+_NOT_INSTALLED = re.compile(
+    r"^(?:package (?P<rpm>[\w.+-]+) is not installed|dpkg-query: no packages found matching (?P<deb>[\w.+*-]+))$"
+)
 #: (pattern over a path, component, version group or None for presence only)
 _FILES = (
     (re.compile(r"libnccl\.so\.(\d+\.\d+\.\d+)"), "nccl"),
@@ -189,7 +210,7 @@ _MISSING = re.compile(
 def detect(text: str) -> int:
     """Confidence that text is a versions capture."""
     text = clean_head_text(text)
-    if "EFA installer version:" in text:
+    if "EFA installer version:" in text or re.search(r"^(?:export\s+)?EFA_INSTALLER_VERSION=\S", text, re.M):
         return 90
     keys = "efa_installer|efa_module|libfabric|ofi_nccl|nccl|cuda|nvidia_driver|gdrcopy|fabricmanager"
     if len(re.findall(rf"^\W*(?:{keys})=", text, re.MULTILINE)) >= 2:
@@ -201,9 +222,10 @@ def detect(text: str) -> int:
     if re.search(r"^filename:\s+/\S+\.ko\b", text, re.MULTILINE) and re.search(r"^vermagic:", text, re.M):
         return 60  # a modinfo block of any module
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    packages = [line for line in lines if _DPKG.match(line) or _APT.match(line)]
-    if packages and len(packages) * 2 >= len([x for x in lines if not _DPKG_HEADER.match(x)]):
-        return 55  # dpkg -l / apt list --installed lines
+    packages = [line for line in lines if _DPKG.match(line) or _APT.match(line) or _rpm_line(line)]
+    rest = [x for x in lines if not (_DPKG_HEADER.match(x) or _APT_NOISE.match(x) or _BANNER.match(x))]
+    if packages and len(packages) * 2 >= len(rest):
+        return 55  # dpkg -l / apt list --installed / rpm -qa lines
     return 50 if re.search(r"libnccl\.so\.\d+\.\d+\.\d+|libnccl-net[\w-]*\.so", text) else 0
 
 
@@ -280,6 +302,9 @@ class _State:
         return True
 
     def line(self, no: int, line: str) -> bool:
+        if m := _NOT_INSTALLED.match(line):  # rpm -q / dpkg -l answering for a package it does not have
+            name = m["rpm"] or m["deb"]
+            return self.add(no, _package_component(name), None, "package", detail=f"{name}: not installed")
         cmd = _COMMAND.match(line)
         if cmd or line.startswith("---"):
             command = cmd["cmd"] if cmd else line.lstrip("- ")
@@ -294,8 +319,8 @@ class _State:
             self.add(no, component, version, source)
         if found:
             return True
-        if line.startswith("#") or _DPKG_HEADER.match(line) or _APT_NOISE.match(line):
-            return True  # a comment ("# Debug packages installed: no", prose), dpkg's header, apt's notes
+        if line.startswith("#") or _DPKG_HEADER.match(line) or _APT_NOISE.match(line) or _BANNER.match(line):
+            return True  # a comment ("# Debug packages installed: no", prose), dpkg's header, apt's notes, banners
         if _DMESG_STAMP.match(line):
             return True  # a kernel log line without a version (the dmesg parser reads those)
         if m := _KEY_VALUE.match(line):
@@ -382,7 +407,7 @@ class _State:
         printed: str | None = None,
         extra: dict[str, Any] | None = None,
     ) -> bool:
-        component = next((c for p, c in _PACKAGES if re.fullmatch(p, name)), None) or snake(name)
+        component = _package_component(name)
         source = "efa_installed_packages" if self.packages_file else "package"
         detail = f"{name}-{version}-{release}" if release else (printed or name)
         kept = {k: v for k, v in (extra or {}).items() if v}
@@ -417,6 +442,15 @@ class _State:
             component = _module(m.group(1))
         component = component or next((c for p, c in _FILES if p.search(path)), None)
         return component is None or self.add(no, component, None, "file", path=path, detail="not found")
+
+
+def _package_component(name: str) -> str:
+    return next((c for p, c in _PACKAGES if re.fullmatch(p, name)), None) or snake(name)
+
+
+def _rpm_line(line: str) -> bool:
+    """A line of ``rpm -qa`` output: NVRs only (``rdma-core-60.0-1.el9.x86_64``)."""
+    return bool(line.split()) and all(_RPM.match(t) for t in line.split())
 
 
 def _module(name: str) -> str:

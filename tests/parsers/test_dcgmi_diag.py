@@ -210,3 +210,45 @@ def test_synthetic_3x_json_gpu_ids() -> None:
     assert got[("GPU Memory", 0)]["message"] == "GPU 0 memory error"
     assert got[("GPU Memory", 1)]["message"] == "Allocated 1 bytes"
     assert got[("GPU Memory", 0)]["dcgm_version"] == "3.1.7" and got[("GPU Memory", 0)]["line"] == 8
+
+
+def attributes(name: str) -> dict[tuple[str, str, str], list[str]]:
+    out: dict[tuple[str, str, str], list[str]] = {}
+    for a in dcgmi_diag.parse(load(name)).rows("dcgm_attribute"):
+        out.setdefault((a["entity"], a["section"], a["key"]), []).append(a["value"])
+    return out
+
+
+def test_attribute_table_metadata_results_and_messages() -> None:
+    got = attributes("go-dcgm-52-midtable-fail-wrapped.txt")
+    assert got[("1", "Hardware", "GPU Memory")] == ["Pass - GPU: 1"]
+    assert got[("0", "Hardware", "GPU Memory")] == ["Fail - GPU: 0"]
+    assert got[("0", "Hardware / GPU Memory", "Warning")][0].endswith(
+        "'CUDA-capable device(s) is/are busy or unavailable'."
+    )
+    assert got[("1", "Hardware / GPU Memory", "Info")] == ["GPU 1 Allocated 15568304202 bytes (98.3%)"]
+    # a message under a result for all GPUs belongs to the GPU it names
+    assert ("0", "Hardware / Diagnostic", "Warning") in got
+    assert got[("", "Stress", "Targeted Stress")] == ["Fail - All"]
+    meta = attributes("dcgm-253-423-pod-4gpu-cut.txt")
+    assert meta[("", "Metadata", "DCGM Version")] == ["4.2.3"]
+    assert meta[("", "Metadata", "Driver Version Detected")] == ["570.148.08"]
+    assert meta[("3", "Deployment", "software")] == ["GPU3: Pass"]
+
+
+def test_attribute_json_every_scalar_under_its_key() -> None:
+    result = dcgmi_diag.parse(load("gb10-423-r1-json-software-fail-testfixture.txt"))
+    by_key = {(a["entity"], a["section"], a["key"]): a for a in result.rows("dcgm_attribute")}
+    assert by_key[("0", "Deployment / software", "status")]["value"] == "Fail"
+    assert by_key[("0", "Deployment / software", "status")]["line"] == 18
+    assert by_key[("0", "Deployment / software", "error_id")]["number"] == 29.0
+    assert by_key[("", "Deployment / software / test_summary", "info")]["line"] == 34
+    assert by_key[("", "metadata", "version")]["value"] == "4.2.3"
+    assert by_key[("", "metadata", "Driver Version Detected")]["value"] == "580.82.09"
+    device = by_key[("0", "entity_groups", "device_id")]
+    assert (device["value"], device["number"]) == ("2e12", None)  # a PCI device id, not 2x10^12
+
+
+def test_attribute_json_that_does_not_load_is_read_line_by_line() -> None:
+    got = attributes("dcgm-139-r3-json-3x-gpu_id-elided-cut.txt")
+    assert got[("0", "Hardware / EUD Test", "status")] == ["Skip"]

@@ -98,3 +98,42 @@ def test_collector_key_values_and_concatenated_outputs() -> None:
 @pytest.mark.parametrize("path", fixture_files("versions"), ids=lambda p: p.name)
 def test_detected_as_versions(path) -> None:  # type: ignore[no-untyped-def]
     assert parsers.detect_kind(path.read_text(encoding="utf-8")) == "versions"
+
+
+def test_rpm_qa_lines_alone_with_a_banner() -> None:
+    text = fixture_text("versions", "llm-d-741-rpm-qa-rdma-el9-one-per-line-banner.txt")
+    assert parsers.detect_kind(text) == "versions"
+    result = versions.parse(text)
+    assert not result.issues  # the "=== ... ===" banner is skipped
+    got = by_component(result.rows("software_version"))
+    assert got["rdma_core"] == ["60.0"] and got["libnl3"] == ["3.11.0"]
+
+
+def test_efa_installer_rpm_names_map_to_rule_components() -> None:
+    text = (
+        "efa-2.13.0-1.amzn2.x86_64\nefa-config-1.17-1.amzn2.noarch\n"
+        "libfabric-aws-1.22.0amzn4.0-1.amzn2.x86_64\nrdma-core-47.0-1.amzn2.0.1.x86_64\n"
+    )
+    assert parsers.detect_kind(text) == "versions"
+    got = by_component(rows(text))
+    assert got["efa_module"] == ["2.13.0"] and got["libfabric"] == ["1.22.0amzn4.0"]
+    assert got["rdma_core"] == ["47.0"] and got["efa_config"] == ["1.17"]
+
+
+def test_dpkg_l_grep_efa_with_modinfo() -> None:
+    got = rows(fixture_text("versions", "pcluster-3108-dpkg-l-grep-efa-and-modinfo-1.13.0g-prompt.txt"))
+    assert [(r["component"], r["version"], r["source"]) for r in got] == [
+        ("efa_module", "1.13.0-1.amzn1", "package"),
+        ("efa_module", "1.13.0g", "modinfo"),
+    ]
+    assert by_component(rows("ii  efa-gdr  1.10.2-1.amzn1  amd64  Linux kernel driver\n")) == {
+        "efa_module": ["1.10.2-1.amzn1"]
+    }
+
+
+def test_installer_env_sh_and_package_not_installed() -> None:
+    got = rows(fixture_text("versions", "efa-installer-env-sh-1.24.1.txt"))
+    assert [(r["component"], r["version"], r["source"]) for r in got] == [("efa_installer", "1.24.1", "file")]
+    for answer in ("package efa is not installed", "dpkg-query: no packages found matching efa"):
+        (row,) = rows(answer + "\n")
+        assert (row["component"], row["version"], row["detail"]) == ("efa_module", None, "efa: not installed")
