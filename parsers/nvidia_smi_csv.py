@@ -146,8 +146,21 @@ _TOOL_ERROR = re.compile(
 
 
 def detect(text: str) -> int:
-    """Confidence that text is nvidia-smi CSV: a header line of known query fields."""
-    for line in clean_head(text).lines[:50]:
+    """Confidence that text is nvidia-smi CSV: a header line of known query fields, or a pasted
+    ``--query-gpu=...`` command line (a prompt's, or the continued line of one) followed by rows of as
+    many cells as it asks for.
+
+    >>> detect("$ nvidia-smi --query-gpu=index,name --format=csv,noheader\\n0, NVIDIA H100\\n1, NVIDIA H100\\n")
+    80
+    """
+    cleaned = clean_head(text)
+    for text_line in [cmd for _, cmd in cleaned.commands] + cleaned.lines[:50]:
+        fields = fields_of(text_line)
+        if fields and len(fields) > 1:
+            rows = [ln for ln in cleaned.lines[:80] if ln.count(",") == len(fields) - 1 and "--" not in ln]
+            if len(rows) >= 1:
+                return 80
+    for line in cleaned.lines[:50]:
         header = _header(line.strip())
         if header is None:
             continue

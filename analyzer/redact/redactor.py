@@ -280,7 +280,9 @@ class Redactor:
 
     def _host(self, host: str) -> None:
         host = host.strip(".").lower() if host else ""
-        if len(host) < 2 or re.fullmatch(r"[\d.]+|localhost|none|unknown|null|-", host):
+        # a host named like the kernel ("linux", a live image's default) would mask "Linux" in every
+        # banner and uname line and break what reads them: such a name identifies nobody
+        if len(host) < 2 or re.fullmatch(r"[\d.]+|localhost|none|unknown|null|-|linux|gnu", host):
             return
         if re.match(_EC2_HOST, host):
             return  # follows the ipv4 mapping

@@ -325,7 +325,7 @@ CONTRACTS: dict[str, Contract] = {
                 {30: fixture_text("nccl-tests", "a3mega-h100-2node-allreduce.txt").splitlines()[30][:60]},
             ),
             issues=_at(31),
-            rows={"nccl_result": 30},
+            rows={"nccl_result": 31},  # the cut row keeps its complete cells (size, count, type...)
         ),
     ),
     "cloudwatch": Contract(

@@ -34,5 +34,7 @@ def test_journal_line_with_a_redacted_or_missing_host(host: str | None) -> None:
     r = fabricmanager.parse(text)
     assert not r.issues
     events = r.rows("fabric_event")
-    assert [(e["line"], e["ident"], e["event"]) for e in events][:1] == [(1, "nv-fabricmanager", "configured")]
+    assert [(e["line"], e["ident"], e["event"]) for e in events][:1] == [
+        (1, "nv-fabricmanager", "configured")
+    ]
     assert events[0]["pid"] == 1234
