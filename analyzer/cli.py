@@ -389,7 +389,7 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, field
         return
     if file is None:
         raise UsageProblem("give a FILE (or - for standard input), or --list")
-    if kind is None and str(file) != "-" and file.exists():
+    if kind is None and str(file) != "-" and _may_be_foreign(file):
         from analyzer.intake import foreign
 
         source = foreign.detect(file)
@@ -427,6 +427,24 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, field
         click.echo(json.dumps(records, indent=2, default=str))
     else:
         _write_csv(result.tables)
+
+
+#: How the inputs other tools write begin: archives (gzip, xz, bzip2, zip), a bug report's underscore
+#: line, a JSON document (DCGM's mndiag); a tar's magic lies at offset 257.
+_FOREIGN_HEADS = (b"\x1f\x8b", b"\xfd7zXZ\x00", b"BZh", b"PK\x03\x04", b"_" * 44, b"{")
+
+
+def _may_be_foreign(path: Path) -> bool:
+    """Whether a path can be an input another tool wrote, by its first bytes: only then is the
+    foreign-input machinery imported (``parse`` of one tool's output stays as quick to start as jc)."""
+    if path.is_dir():
+        return True
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(512)
+    except OSError:
+        return False
+    return head.lstrip(b"\xef\xbb\xbf \r\n\t").startswith(_FOREIGN_HEADS) or head[257:262] == b"ustar"
 
 
 def _parse_foreign(source: str, file: Path, fmt: str) -> None:
