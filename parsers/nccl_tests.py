@@ -79,7 +79,7 @@ off, as printed (``[1,0]<stdout>:`` mangled, an unknown tag), else null.
 
 ``nccl_log_event`` (NCCL WARN lines, error lines, and the first INFO line of each informative kind per
 host and run): ``line`` int, ``run`` int, ``host`` str (the log line's host, else a pdsh/kubectl tag),
-``level`` str (INFO/WARN/ERROR; ERROR = a non-NCCL line matching an error pattern), ``code`` str,
+``device`` int (the CUDA device NCCL prints after ``host:pid:tid``, ``[7]``; else null), ``level`` str (INFO/WARN/ERROR; ERROR = a non-NCCL line matching an error pattern), ``code`` str,
 ``message`` str, ``prefix`` str (what the line printed before its ``host:pid:tid [dev]``, as printed:
 ``[2026-01-05 08:14:03]``, a launcher or job tag, a log pipeline's stamp; else null), ``code_location``
 str (the place in NCCL's or a net plugin's source the line names: ``misc/socket.cc:484`` or
@@ -163,7 +163,7 @@ SCHEMA = {
         + " extra:str prefix:str"
     ),
     "nccl_log_event": _cols(
-        "line:int run:int host:str level:str code:str message:str prefix:str code_location:str"
+        "line:int run:int host:str device:int level:str code:str message:str prefix:str code_location:str"
     ),
     "nccl_transport": _cols(
         "line:int run:int host:str channel:int conn:int src_rank:int src_dev:str dst_rank:int dst_dev:str "
@@ -513,6 +513,7 @@ class _State:
         msg: str,
         prefix: str | None = None,
         code_location: str | None = None,
+        device: int | None = None,
     ) -> None:
         run = self.cur.row["run"]
         if level == "INFO":  # informative lines repeat per rank and channel: keep the first per host
@@ -527,6 +528,7 @@ class _State:
                 "line": no,
                 "run": run,
                 "host": host,
+                "device": device,
                 "level": level,
                 "code": code,
                 "message": msg,
@@ -591,7 +593,8 @@ class _State:
             elif level != "INFO":
                 code = "WARN"
         if code is not None:
-            self.event(no, host, level, code, msg, prefix, _code_location(m["between"], msg))
+            device = int(m["dev"]) if m["dev"] and m["dev"].isdigit() else None  # host:pid:tid [cudaDev]
+            self.event(no, host, level, code, msg, prefix, _code_location(m["between"], msg), device)
 
     def other_line(self, no: int, line: str, body: str, tag: str | None) -> None:
         run = self.cur.row
@@ -732,7 +735,7 @@ class _State:
             return
         self.seen_info.add(key)
         self.result.add("nccl_log_event", {
-            "line": ev["line"], "run": run.row["run"], "host": ev["host"], "level": ev["level"],
+            "line": ev["line"], "run": run.row["run"], "host": ev["host"], "device": None, "level": ev["level"],
             "code": "TCP_FALLBACK", "message": ev["message"], "prefix": ev["prefix"], "code_location": None,
         })  # fmt: skip
 

@@ -252,21 +252,38 @@ def _fits(fields: list[str] | None, lines: list[str], no: int) -> bool:
 
 def _wrapped_header(lines: list[str], no: int) -> tuple[list[str], int] | None:
     """A header hard-wrapped over lines ``no``.. (a PDF's text, a narrow terminal): (its cells, its last
-    line number) when the lines joined make a header whose cell count the next data line has."""
+    line number) when the lines joined make a header whose cell count the next data line has.  Each
+    break may fall between two cells or inside one (``utilization.mem`` + ``ory [%]``): every way of
+    joining the pieces (with a blank or without) is tried, and the one naming the most known query
+    fields wins.
+
+    >>> _wrapped_header(["index, utilization.mem", "ory [%], memory.us", "ed [MiB]", "0, 12 %, 5 MiB"], 1)
+    (['index', 'utilization.memory [%]', 'memory.used [mib]'], 3)
+    """
+    import itertools
+
     first = lines[no - 1].strip()
     if not first or "," not in first + "," or _field(first.split(",")[0].strip().lower()) not in _FIELDS:
         return None
-    joined = first
+    pieces = [first]
     for end in range(no + 1, min(no + 6, len(lines) + 1)):
         part = lines[end - 1].strip()
         if not part:
             return None
-        for glue in (" ", ""):
-            cells = _header(joined + glue + part)
-            after = next((x.strip() for x in lines[end:] if x.strip()), None)
-            if cells and after and len(after.split(",")) == len(cells) and _header(after) is None:
-                return cells, end
-        joined = joined + " " + part
+        pieces.append(part)
+        after = next((x.strip() for x in lines[end:] if x.strip()), None)
+        if not after or _header(after) is not None:
+            continue
+        best: tuple[int, list[str]] | None = None
+        for glues in itertools.product((" ", ""), repeat=len(pieces) - 1):
+            joined = pieces[0] + "".join(g + p for g, p in zip(glues, pieces[1:], strict=True))
+            cells = _header(joined)
+            if cells and len(after.split(",")) == len(cells):
+                known = sum(1 for c in cells if _field(c) in _FIELDS)
+                if best is None or known > best[0]:
+                    best = (known, cells)
+        if best is not None:
+            return best[1], end
     return None
 
 

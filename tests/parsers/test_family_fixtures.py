@@ -76,10 +76,11 @@ def test_fabricmanager_journal_with_redacted_hosts() -> None:
 def test_nccl_wallclock_stamp_and_warn_source_place() -> None:
     r = nccl_tests.parse(fixture_text("nccl-tests", "derived-nccl-398-warn-wallclock-stamp.txt"))
     assert not r.issues
-    assert [(e["host"], e["level"], e["prefix"], e["code_location"]) for e in r.rows("nccl_log_event")] == [
-        ("ip-172-31-0-112", "WARN", "[2026-01-05 08:14:03]", "ofi_init:700"),
-        ("ip-172-31-0-112", "WARN", "[2026-01-05 08:14:03.512]", "ofi_init:700"),
-        ("ip-172-31-13-129", "WARN", "[2026-01-05 08:14:03.512094 UTC]", "ofi_init:700"),
+    events = r.rows("nccl_log_event")
+    assert [(e["host"], e["device"], e["level"], e["prefix"], e["code_location"]) for e in events] == [
+        ("ip-172-31-0-112", 7, "WARN", "[2026-01-05 08:14:03]", "ofi_init:700"),
+        ("ip-172-31-0-112", 5, "WARN", "[2026-01-05 08:14:03.512]", "ofi_init:700"),
+        ("ip-172-31-13-129", 0, "WARN", "[2026-01-05 08:14:03.512094 UTC]", "ofi_init:700"),
     ]
     r = nccl_tests.parse(fixture_text("nccl-tests", "nccl-tests-166-shm-direct-test-failure.txt"))
     (warn,) = [e for e in r.rows("nccl_log_event") if e["level"] == "WARN"]
@@ -137,3 +138,21 @@ def test_efa_one_link_layer_file_and_soft_roce_device() -> None:
     r = efa_ports.parse(fixture_text("efa-ports", "softroce-rxe-dev-46-ibv_devinfo-rxe0.txt"))
     (port,) = r.rows("efa_port")
     assert (port["device"], port["provider"], port["is_efa"]) == ("rxe0", "rxe", False)
+
+
+def test_csv_header_broken_inside_several_fields_is_joined_back() -> None:
+    """The slurm fixture's header broken inside three fields at once (``utilization.mem|ory``,
+    ``memory.to|tal``, ``memory.fr|ee``): every way of joining is tried, the one naming known fields
+    wins, and the rows read as from the unbroken file."""
+    text = fixture_text("nvidia-smi-csv", "slurm-v100-timestamp-l5.txt")
+    header, rest = text.split("\n", 1)
+    broken = (
+        header.replace("utilization.memory", "utilization.mem\nory")
+        .replace("memory.total", "memory.to\ntal")
+        .replace("memory.free", "memory.fr\nee")
+    )
+    whole, split = nvidia_smi_csv.parse(text), nvidia_smi_csv.parse(broken + "\n" + rest)
+    assert not split.issues
+    strip = [{k: v for k, v in row.items() if k != "line"} for row in split.rows("gpu_query")]
+    assert strip == [{k: v for k, v in row.items() if k != "line"} for row in whole.rows("gpu_query")]
+    assert split.rows("gpu_query")[0]["memory_total_mib"] == 32480
