@@ -579,28 +579,44 @@ def rules(fmt: str, config: Path | None) -> None:
 
 
 @cli.command()
-@click.argument("db", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("query")
+@click.argument("db", metavar="[DB]")
+@click.argument("query", required=False)
+@click.option("--parquet", type=click.Path(file_okay=False, path_type=Path),
+              help="Query a Parquet dataset (ingest --parquet, export) instead of DB: one view per table.")  # fmt: skip
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "csv", "json"]), default="text", show_default=True
 )
-def sql(db: Path, query: str, fmt: str) -> None:
-    """Run one read-only SQL query on a database kept with --db (schema: docs/schema.md).
+def sql(db: str, query: str | None, parquet: Path | None, fmt: str) -> None:
+    """Run one read-only SQL query on a database kept with --db, a history store, or a Parquet dataset
+    (schema: docs/schema.md).
 
     \b
     Example:
       hptriage analyze sample_bundles/xid-ecc-3node/bundle --db triage.duckdb -q
       hptriage sql triage.duckdb "SELECT node, pci, xid, count(*) FROM kernel_event GROUP BY ALL"
+      hptriage sql --parquet /fsx/hptriage-dataset "SELECT rule, count(*) FROM findings GROUP BY ALL"
     """
     import duckdb
 
+    if parquet is not None:
+        if query is not None:
+            raise UsageProblem("give either DB or --parquet DIR, and one QUERY")
+        query, where = db, str(parquet)
+        con = _open_store(None, parquet)
+    elif query is None:
+        raise UsageProblem("give DB and QUERY (or --parquet DIR and QUERY)")
+    else:
+        where = db
+        if not Path(db).is_file():
+            raise UsageProblem(f"{db}: no such database file")
     try:
-        con = duckdb.connect(str(db), read_only=True)
+        if parquet is None:
+            con = duckdb.connect(db, read_only=True)
         cur = con.execute(query)
         names = [d[0] for d in cur.description or []]
         rows = cur.fetchall()
     except duckdb.Error as exc:
-        raise UsageProblem(f"{db}: {str(exc).splitlines()[0]}") from exc
+        raise UsageProblem(f"{where}: {str(exc).splitlines()[0]}") from exc
     if fmt == "json":
         click.echo(json.dumps([dict(zip(names, r, strict=True)) for r in rows], indent=2, default=str))
     elif fmt == "csv":
@@ -708,9 +724,14 @@ def _check_map(map_path: Path) -> None:
 
 
 @cli.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
               help="The history store (created when missing).")  # fmt: skip
+@click.option("--parquet", "parquet", type=click.Path(file_okay=False, path_type=Path),
+              help="Write a hive-partitioned Parquet dataset instead (created when missing, appended to).")  # fmt: skip
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="Who reads the bundles for --parquet: local processes, or Ray (pip install 'hptriage[ray]').")  # fmt: skip
+@click.option("--ray-address", help="The Ray cluster to join (default: a local Ray of --jobs CPUs).")
 @click.option("--jobs", type=click.IntRange(1, 256), help="Parallel workers (default: CPU count, max 8).")
 @click.option(
     "--config", "config", type=click.Path(dir_okay=False, path_type=Path), help="Site thresholds (TOML)."
@@ -719,26 +740,43 @@ def _check_map(map_path: Path) -> None:
 @click.pass_context
 def ingest(
     ctx: click.Context,
-    paths: tuple[Path, ...],
-    db_path: Path,
+    paths: tuple[str, ...],
+    db_path: Path | None,
+    parquet: Path | None,
+    engine: str,
+    ray_address: str | None,
     jobs: int | None,
     config: Path | None,
     quiet: bool,
 ) -> None:
-    """Add bundles to a history store: facts, findings, rule outcomes, bundle and node metadata.
+    """Add bundles to a history store (--db) or a Parquet dataset (--parquet): facts, findings, rule
+    outcomes, bundle and node metadata.
 
     The same bundle is stored once (by content hash); the same set again adds nothing, unless the rules
-    changed since: then its findings are judged again and the rule versions recorded.
+    changed since: then its findings are judged again and the rule versions recorded.  With --parquet
+    the bundles are read by local processes or on Ray (--engine ray; PATHS may then be object-store
+    prefixes such as s3://bucket/hptriage/), and the rules that compare nodes run here over the dataset.
 
     \b
     Example:
       hptriage ingest /fsx/hptriage/2026-12-02 --db history.duckdb
+      hptriage ingest /fsx/hptriage/2026-12-* --parquet /fsx/hptriage-dataset --engine ray
     """
+    if (db_path is None) == (parquet is None):
+        raise UsageProblem("give one of --db FILE (a history store) or --parquet DIR (a Parquet dataset)")
+    if parquet is None and (engine != "local" or ray_address):
+        raise UsageProblem("--engine ray and --ray-address write a Parquet dataset: give --parquet DIR")
+    if parquet is not None:
+        _ingest_parquet(ctx, list(paths), parquet, engine, ray_address, jobs, config, quiet)
+        return
     from analyzer.history.ingest import StoreError
     from analyzer.history.ingest import ingest as run_ingest
 
+    assert db_path is not None
     with _user_errors(ctx, StoreError):
-        results = run_ingest(list(paths), db_path, jobs, _settings(config), None if quiet else _progress())
+        results = run_ingest(
+            [Path(p) for p in paths], db_path, jobs, _settings(config), None if quiet else _progress()
+        )
     unread = [u for r in results for u in r.unread]
     for u in unread:
         click.echo(f"hptriage: warning: not read: {u.path}: {u.reason}", err=True)
@@ -752,17 +790,67 @@ def ingest(
         ctx.exit(EXIT_UNREAD_INPUT)
 
 
-def _open_store(db_path: Path) -> duckdb.DuckDBPyConnection:
+def _ingest_parquet(
+    ctx: click.Context,
+    paths: list[str],
+    out: Path,
+    engine: str,
+    ray_address: str | None,
+    jobs: int | None,
+    config: Path | None,
+    quiet: bool,
+) -> None:
+    from analyzer.fleet.dataset import DatasetError
+    from analyzer.fleet.ingest import EngineMissing, ingest_dataset
+
+    with _user_errors(ctx, DatasetError, EngineMissing):
+        done = ingest_dataset(
+            paths,
+            out,
+            engine=engine,
+            jobs=jobs,
+            ray_address=ray_address,
+            settings=_settings(config),
+            progress=None if quiet else _progress(),
+        )
+    for path, reason in done.unread:
+        click.echo(f"hptriage: warning: not read: {path}: {reason}", err=True)
+    for r in done.snapshots:
+        where = f" (cluster {r.cluster}, {r.folder})" if len(done.snapshots) > 1 else ""
+        click.echo(
+            f"snapshot {r.snapshot_id}: {r.status}; {r.bundles_new} new bundle(s),"
+            f" {r.bundles_known} already in the dataset; {r.findings} finding(s){where}"
+        )
+    if done.unread:
+        ctx.exit(EXIT_UNREAD_INPUT)
+
+
+def _open_store(db_path: Path | None, parquet: Path | None = None) -> duckdb.DuckDBPyConnection:
+    """The history store, or the Parquet dataset's tables as views: exactly one of the two."""
     from analyzer.history.ingest import StoreError, open_store
 
+    if (db_path is None) == (parquet is None):
+        raise UsageProblem("give one of --db FILE (a history store) or --parquet DIR (a Parquet dataset)")
+    if parquet is not None:
+        from analyzer.fleet.dataset import DatasetError, open_dataset
+
+        try:
+            return open_dataset(parquet)
+        except DatasetError as exc:
+            raise UsageProblem(str(exc)) from exc
+    assert db_path is not None
     try:
         return open_store(db_path, create=False)
     except StoreError as exc:
         raise UsageProblem(str(exc)) from exc
 
 
+_PARQUET_HELP = "A Parquet dataset (ingest --parquet, export) instead of --db."
+
+
 @cli.command()
-@click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="A history store.")
+@click.option("--parquet", type=click.Path(file_okay=False, path_type=Path), help=_PARQUET_HELP)
 @click.option("--node", help="Only this node.")
 @click.option("--since", type=click.DateTime(), help="Only bundles collected since (YYYY-MM-DD).")
 @click.option(
@@ -776,7 +864,13 @@ def _open_store(db_path: Path) -> duckdb.DuckDBPyConnection:
 )
 @click.option("--verbose", "-v", is_flag=True, help="List every node.")
 def history(
-    db_path: Path, node: str | None, since: Any, json_out: Path | None, html_out: Path | None, verbose: bool
+    db_path: Path | None,
+    parquet: Path | None,
+    node: str | None,
+    since: Any,
+    json_out: Path | None,
+    html_out: Path | None,
+    verbose: bool,
 ) -> None:
     """Per node, findings over time (first / last / times seen), repeat offenders first.
 
@@ -786,14 +880,15 @@ def history(
     \b
     Example:
       hptriage history --db history.duckdb --node p5-node-07 --since 2026-11-01
+      hptriage history --parquet /fsx/hptriage-dataset --json history.json
     """
     from analyzer.history.query import history as query
     from reports.history import dumps, history_html, history_text, timeline_svg
 
-    con = _open_store(db_path)
+    con = _open_store(db_path, parquet)
     try:
         if node is not None:
-            _known_node(con, db_path, node)
+            _known_node(con, db_path or parquet, node)
         data = query(con, node, since)
     finally:
         con.close()
@@ -804,7 +899,7 @@ def history(
     click.echo(history_text(data, verbose), nl=False)
 
 
-def _known_node(con: duckdb.DuckDBPyConnection, db_path: Path, node: str) -> None:
+def _known_node(con: duckdb.DuckDBPyConnection, db_path: Path | None, node: str) -> None:
     """An unknown --node is an error naming it and a few nodes the store does hold."""
     import difflib
 
@@ -825,11 +920,15 @@ def _known_node(con: duckdb.DuckDBPyConnection, db_path: Path, node: str) -> Non
 @click.argument("new")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
               help="A history store: OLD and NEW are then snapshot ids (or their start), dates, 'latest' or 'previous'.")  # fmt: skip
+@click.option("--parquet", type=click.Path(file_okay=False, path_type=Path),
+              help="A Parquet dataset (ingest --parquet, export), read as --db is.")  # fmt: skip
 @click.option(
     "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the diff as JSON."
 )
 @click.pass_context
-def diff(ctx: click.Context, old: str, new: str, db_path: Path | None, json_out: Path | None) -> None:
+def diff(
+    ctx: click.Context, old: str, new: str, db_path: Path | None, parquet: Path | None, json_out: Path | None
+) -> None:
     """What changed between two snapshots: new and resolved findings, version changes, nodes added or
     gone, busbw and FSx deltas.  OLD and NEW are bundles (or cluster folders), or snapshots of --db.
 
@@ -837,6 +936,7 @@ def diff(ctx: click.Context, old: str, new: str, db_path: Path | None, json_out:
     Example:
       hptriage diff /fsx/hptriage/2026-11-25 /fsx/hptriage/2026-12-02
       hptriage diff --db history.duckdb previous latest --json diff.json
+      hptriage diff --parquet /fsx/hptriage-dataset 2026-11-25 2026-12-02
     """
     from analyzer.history.ingest import StoreError
     from analyzer.history.ingest import ingest as run_ingest
@@ -845,18 +945,21 @@ def diff(ctx: click.Context, old: str, new: str, db_path: Path | None, json_out:
     from reports.history import diff_text, dumps
 
     work: Path | None = None
-    if db_path is None:  # two bundles or cluster folders: each becomes a snapshot of a scratch store
+    store = db_path
+    if db_path is not None and parquet is not None:
+        raise UsageProblem("give one of --db FILE (a history store) or --parquet DIR (a Parquet dataset)")
+    if db_path is None and parquet is None:  # two bundles or folders: each a snapshot of a scratch store
         work = Path(tempfile.mkdtemp(prefix="hptriage-diff-"))
         store = work / "diff.duckdb"
-    else:
-        store = db_path
     try:
         with _user_errors(ctx, StoreError, LookupError):
             if work is not None:
+                scratch = work / "diff.duckdb"
                 a, b = (
-                    _one_snapshot(p, run_ingest([Path(p)], store, None, _settings(None))) for p in (old, new)
+                    _one_snapshot(p, run_ingest([Path(p)], scratch, None, _settings(None)))
+                    for p in (old, new)
                 )
-            con = _open_store(store)
+            con = _open_store(None, parquet) if parquet is not None else _open_store(store)
             if work is None:
                 a, b = resolve_snapshot(con, old), resolve_snapshot(con, new)
             data = query(con, a, b)

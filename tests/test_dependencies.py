@@ -18,7 +18,10 @@ def _declared() -> dict[str, str]:
         import tomllib
     else:
         import tomli as tomllib
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    # the runtime dependencies and the optional extras a command imports (ray, mcp), not the test tools
+    extras = project.get("optional-dependencies", {})
+    deps = project["dependencies"] + [d for name, group in extras.items() if name != "test" for d in group]
     names = [re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0].strip().lower() for d in deps]
     return {IMPORT_NAME.get(n, n.replace("-", "_")): n for n in names}
 

@@ -10,13 +10,16 @@ The order, bottom first (docs/architecture.md draws it):
     analyzer.model        what renderers are given: records, verdict, report data, chart data
     analyzer.pipeline     the one wiring: intake -> judge -> model
     analyzer.history      ingest (through the pipeline), queries, diff, Parquet export
+    analyzer.fleet        ingest into a Parquet dataset, read by local processes or on Ray
     analyzer.redact       redaction of bundles and inputs
     analyzer.docgen       generators of the docs pages that match the code
     reports               renderers of the model (and of the history model)
+    analyzer.assistants   the front end for assistants: agent skill, summary document, MCP tools
     analyzer.cli          the command line, on top of everything
 
 A module may import from its own layer and the layers below it, never from one above.  Renderers read
-only the model (and the history queries they render); no module imports a renderer but the CLI.
+only the model (and the history queries they render); no module imports a renderer but the front ends
+(the CLI, and the assistants' tools, which write the same JSON documents as its --json options).
 """
 
 from __future__ import annotations
@@ -35,9 +38,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("analyzer.judge",),
     ("analyzer.model",),
     ("analyzer.pipeline",),
-    ("analyzer.history", "analyzer.redact"),
+    ("analyzer.history", "analyzer.redact", "analyzer.fleet"),
     ("analyzer.docgen",),
     ("reports",),
+    ("analyzer.assistants",),
     ("analyzer.cli",),
 )
 #: What a renderer may import from the analyzer: the model it is given (and the history model).
@@ -144,8 +148,9 @@ def test_renderers_read_only_the_model() -> None:
 
 
 def test_only_the_cli_imports_the_renderers() -> None:
+    front_ends = (ROOT / "analyzer" / "cli.py", ROOT / "analyzer" / "assistants")
     for path in sorted((ROOT / "analyzer").rglob("*.py")):
-        if path.name == "cli.py":
+        if any(path == f or f in path.parents for f in front_ends):
             continue
         wrong = {m for m in _imports(path) if m.split(".")[0] == "reports"}
         assert not wrong, f"{path.relative_to(ROOT)} imports {sorted(wrong)}"

@@ -228,7 +228,7 @@ def _busbw(con: duckdb.DuckDBPyConnection, since: datetime | None) -> list[dict[
                coalesce(x.ip_busbw_gbps, 0))) AS busbw_gbps
         FROM nccl_run r JOIN nccl_result x USING (bundle_hash, source_file, run) JOIN {_WHEN} w USING (bundle_hash)
         WHERE (? IS NULL OR w.at >= ?)
-        GROUP BY ALL ORDER BY w.at
+        GROUP BY ALL ORDER BY w.at, r.hosts, r.collective, busbw_gbps
         """,
         [since, since],
     )

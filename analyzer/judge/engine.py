@@ -42,6 +42,12 @@ class RuleInfo:
     #: why the rule's worst severity is what it is, and the public source that says so (shown in the
     #: rule catalog: ``hptriage rules``, docs/rules.md)
     severity_reason: str = ""
+    #: the rule judges every input from its own rows alone (one node bundle, or one cluster ``extra/``
+    #: folder): it compares no node with another and joins no node's rows with rows about it from
+    #: another input, so it may run where each bundle is read (``hptriage ingest --parquet``), its
+    #: findings on a cluster being the union of its findings on each input.  False (the default) runs
+    #: the rule once over the whole snapshot; a rule pack may leave it so.
+    node_local: bool = False
 
     def __post_init__(self) -> None:
         if self.scope not in ("node", "shared"):

@@ -18,6 +18,16 @@ if TYPE_CHECKING:
 
 _SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE", "bool": "BOOLEAN", "ts": "TIMESTAMP"}
 
+
+def sql_type(declared: str) -> str:
+    """The DuckDB type of a declared column type.
+
+    >>> sql_type("ts"), sql_type("int")
+    ('TIMESTAMP', 'BIGINT')
+    """
+    return _SQL_TYPES[declared]
+
+
 #: Tables the analyzer itself fills (not parsers).
 CORE_TABLES: dict[str, tuple[Column, ...]] = {
     "node": (

@@ -18,6 +18,7 @@ from analyzer.judge.findings import Evidence, Finding, Route, Severity
 
 RULE = RuleInfo(
     id="bundle.checksum",
+    node_local=True,
     title="Bundle checksum mismatch or node claimed twice",
     severity=Severity.WARNING,
     requires=("node",),

@@ -18,6 +18,7 @@ from analyzer.judge.signals.fs import data_mounts_over
 
 RULE = RuleInfo(
     id="fs.data.full",
+    node_local=True,
     title="Data mount above {warning_pct} % used",
     severity=Severity.WARNING,
     requires=("filesystem_usage.use_pct",),

@@ -17,6 +17,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="fs.inode.exhausted",
+    node_local=True,
     title="File system running out of inodes",
     severity=Severity.WARNING,
     requires=("filesystem_usage.inode_use_pct",),

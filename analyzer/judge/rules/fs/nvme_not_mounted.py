@@ -17,6 +17,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="fs.nvme.not_mounted",
+    node_local=True,
     title="Instance-store NVMe not mounted",
     severity=Severity.WARNING,
     requires=("node.instance_type",),

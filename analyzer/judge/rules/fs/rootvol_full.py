@@ -17,6 +17,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="fs.rootvol.full",
+    node_local=True,
     title="Root volume above {warning_pct} % used",
     severity=Severity.CRITICAL,
     requires=("filesystem_usage.use_pct",),

@@ -17,6 +17,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="fs.shm.small",
+    node_local=True,
     title="/dev/shm too small or not tmpfs",
     severity=Severity.CRITICAL,
     requires=("node",),

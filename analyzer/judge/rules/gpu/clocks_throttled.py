@@ -19,6 +19,7 @@ from analyzer.judge.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.clocks.throttled",
+    node_local=True,
     title="GPU clocks throttled",
     severity=Severity.WARNING,
     requires=("node",),

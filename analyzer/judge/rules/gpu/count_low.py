@@ -22,6 +22,7 @@ from analyzer.judge.signals.gpus import GpuState, gpu_states
 
 RULE = RuleInfo(
     id="gpu.count.low",
+    node_local=True,
     title="Fewer GPUs than the instance type has",
     severity=Severity.CRITICAL,
     requires=("node.instance_type",),

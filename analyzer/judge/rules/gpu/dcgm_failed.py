@@ -18,6 +18,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="gpu.dcgm.failed",
+    node_local=True,
     title="DCGM diagnostic test failed",
     severity=Severity.CRITICAL,
     requires=("dcgm_test.result",),

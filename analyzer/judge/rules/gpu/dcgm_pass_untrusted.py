@@ -21,6 +21,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="gpu.dcgm.pass_untrusted",
+    node_local=True,
     title="DCGM pass from a version whose pass is not authoritative",
     severity=Severity.INFO,
     requires=("dcgm_test.dcgm_version",),

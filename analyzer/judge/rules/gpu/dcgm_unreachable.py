@@ -19,6 +19,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="gpu.dcgm.unreachable",
+    node_local=True,
     title="DCGM diagnostics could not run",
     severity=Severity.WARNING,
     requires=("node",),

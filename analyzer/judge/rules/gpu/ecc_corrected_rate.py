@@ -21,6 +21,7 @@ from analyzer.judge.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.ecc.corrected_rate",
+    node_local=True,
     title="Corrected ECC error rate",
     severity=Severity.CRITICAL,
     requires=("host_uptime.uptime_s",),

@@ -18,6 +18,7 @@ from analyzer.judge.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.ecc.uncorrectable",
+    node_local=True,
     title="Uncorrectable ECC errors",
     severity=Severity.CRITICAL,
     requires=("node",),

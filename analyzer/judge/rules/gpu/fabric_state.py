@@ -30,6 +30,7 @@ from analyzer.judge.signals.boot import settling_nodes
 
 RULE = RuleInfo(
     id="gpu.fabric.state",
+    node_local=True,
     title="NVSwitch fabric not ready",
     severity=Severity.CRITICAL,
     requires=("node",),

@@ -20,6 +20,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="gpu.memory.high",
+    node_local=True,
     title="GPU memory almost full",
     severity=Severity.INFO,
     requires=("node",),

@@ -23,6 +23,7 @@ from analyzer.judge.signals.boot import settling_nodes
 
 RULE = RuleInfo(
     id="gpu.nvlink.inactive",
+    node_local=True,
     title="NVLink links inactive or down",
     severity=Severity.CRITICAL,
     requires=("nvlink.state",),

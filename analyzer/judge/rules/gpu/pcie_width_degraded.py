@@ -17,6 +17,7 @@ from analyzer.judge.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.pcie.width_degraded",
+    node_local=True,
     title="GPU PCIe link width degraded",
     severity=Severity.WARNING,
     requires=("node",),

@@ -19,6 +19,7 @@ from analyzer.judge.signals.gpus import GpuState, gpu_states
 
 RULE = RuleInfo(
     id="gpu.persistence.off",
+    node_local=True,
     title="GPU persistence mode off",
     severity=Severity.INFO,
     requires=("node",),

@@ -18,6 +18,7 @@ from analyzer.judge.signals.gpus import flagged
 
 RULE = RuleInfo(
     id="gpu.remap.failed",
+    node_local=True,
     title="GPU row remapping failed",
     severity=Severity.CRITICAL,
     requires=("node",),

@@ -22,6 +22,7 @@ from analyzer.judge.signals.gpus import yes
 
 RULE = RuleInfo(
     id="gpu.remap.history",
+    node_local=True,
     title="GPU has remapped rows from past uncorrectable errors",
     severity=Severity.INFO,
     requires=("node",),

@@ -17,6 +17,7 @@ from analyzer.judge.signals.gpus import flagged
 
 RULE = RuleInfo(
     id="gpu.remap.pending",
+    node_local=True,
     title="GPU row remap pending",
     severity=Severity.WARNING,
     requires=("node",),

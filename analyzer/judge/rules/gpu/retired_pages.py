@@ -18,6 +18,7 @@ from analyzer.judge.signals.gpus import flagged
 
 RULE = RuleInfo(
     id="gpu.retired_pages",
+    node_local=True,
     title="GPU page retirement pending",
     severity=Severity.WARNING,
     requires=("node",),

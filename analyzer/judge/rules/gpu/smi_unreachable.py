@@ -28,6 +28,7 @@ from parsers.probe_answers import COLLECTION_ANSWERS
 
 RULE = RuleInfo(
     id="gpu.smi.unreachable",
+    node_local=True,
     title="nvidia-smi cannot query the GPUs",
     severity=Severity.CRITICAL,
     requires=("node",),

@@ -30,6 +30,7 @@ from analyzer.judge.signals.kernel_events import (
 
 RULE = RuleInfo(
     id="gpu.sxid",
+    node_local=True,
     title="NVSwitch SXid errors in the kernel log",
     severity=Severity.CRITICAL,
     version=2,  # 2: an event in several logs counts once; events of earlier boots are findings of their own

@@ -20,6 +20,7 @@ from analyzer.judge.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.temperature.high",
+    node_local=True,
     title="GPU temperature high",
     severity=Severity.CRITICAL,
     requires=("node",),

@@ -51,6 +51,7 @@ from analyzer.judge.xid_catalog import assess, worst, xid_entry
 
 RULE = RuleInfo(
     id="gpu.xid",
+    node_local=True,
     title="Xid errors in the kernel log",
     severity=Severity.CRITICAL,
     version=3,  # 3: an event in several logs counts once; events of earlier boots are findings of their own

@@ -39,6 +39,7 @@ from analyzer.judge.xid_catalog import assess, xid_entry
 
 RULE = RuleInfo(
     id="gpu.xid.fallen_off_bus",
+    node_local=True,
     title="GPU fallen off the bus (Xid 79)",
     severity=Severity.CRITICAL,
     version=3,  # 3: an event in several logs counts once; events of earlier boots are findings of their own

@@ -20,6 +20,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="host.cpu.governor",
+    node_local=True,
     title="CPU governor not 'performance'",
     severity=Severity.WARNING,
     requires=("cpu_governor.governor",),

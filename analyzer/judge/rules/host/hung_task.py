@@ -18,6 +18,7 @@ from analyzer.judge.rules.host._events import process_findings
 
 RULE = RuleInfo(
     id="host.hung_task",
+    node_local=True,
     title="Hung tasks in the kernel log",
     severity=Severity.WARNING,
     requires=("kernel_event",),

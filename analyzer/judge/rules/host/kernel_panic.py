@@ -18,6 +18,7 @@ from analyzer.judge.rules.host._events import events_per_node, when
 
 RULE = RuleInfo(
     id="host.kernel.panic",
+    node_local=True,
     title="Kernel panic, lockup or machine-check error",
     severity=Severity.CRITICAL,
     requires=("kernel_event",),

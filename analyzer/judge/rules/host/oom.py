@@ -19,6 +19,7 @@ from analyzer.judge.rules.host._events import process_findings
 
 RULE = RuleInfo(
     id="host.oom",
+    node_local=True,
     title="Processes killed by the OOM killer",
     severity=Severity.WARNING,
     requires=("kernel_event",),

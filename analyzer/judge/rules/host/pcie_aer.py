@@ -19,6 +19,7 @@ from analyzer.judge.signals.kernel_time import KernelClock, stamp_sql
 
 RULE = RuleInfo(
     id="host.pcie.aer",
+    node_local=True,
     title="PCIe AER errors",
     severity=Severity.CRITICAL,
     requires=("kernel_event",),

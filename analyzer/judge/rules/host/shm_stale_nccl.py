@@ -21,6 +21,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="host.shm.stale_nccl",
+    node_local=True,
     title="NCCL segments in /dev/shm (stale if no job is running)",
     severity=Severity.INFO,
     requires=("shm.nccl_files",),

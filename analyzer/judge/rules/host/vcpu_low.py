@@ -17,6 +17,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="host.vcpu.low",
+    node_local=True,
     title="Fewer vCPUs than the instance type has",
     severity=Severity.WARNING,
     requires=("node.instance_type", "node.nproc"),

@@ -27,6 +27,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="net.efa.count_low",
+    node_local=True,
     title="Fewer EFA devices than the instance type has",
     severity=Severity.CRITICAL,
     requires=("node.instance_type",),

@@ -20,6 +20,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="net.efa.module_missing",
+    node_local=True,
     title="EFA devices present but the efa kernel module not found",
     severity=Severity.CRITICAL,
     requires=("software_version",),

@@ -19,6 +19,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="net.efa.port_down",
+    node_local=True,
     title="EFA port not ACTIVE",
     severity=Severity.CRITICAL,
     requires=("efa_port.state",),

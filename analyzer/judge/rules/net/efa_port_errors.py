@@ -18,6 +18,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="net.efa.port_errors",
+    node_local=True,
     title="EFA port error counters not zero",
     severity=Severity.WARNING,
     requires=("node",),

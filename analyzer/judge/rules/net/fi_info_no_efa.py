@@ -24,6 +24,7 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="net.fi_info.no_efa",
+    node_local=True,
     title="No efa provider in fi_info on an EFA instance",
     severity=Severity.CRITICAL,
     requires=("node.instance_type",),

@@ -1,0 +1,186 @@
+"""The history store as a hive-partitioned Parquet dataset, written a bundle at a time and appended
+snapshot by snapshot: the layout ``hptriage export`` writes (:mod:`analyzer.history.export`).
+
+    DIR/<table>/cluster=<name>/collection_date=<YYYY-MM-DD>/<stem>_0.parquet
+    DIR/_hptriage_schema.json
+
+A fact table's file is named by its bundle's content hash and a snapshot's rows by its id, so writing
+the same bundle or judging the same snapshot again replaces a file instead of adding one.  The node
+table's own ``cluster`` column is the partition's, as in an export.  :func:`open_dataset` gives a DuckDB
+connection whose views are the store's tables, for ``history``, ``diff`` and ``sql --parquet``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from analyzer.history.export import SCHEMA_FILE
+from analyzer.history.ingest import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+PARTITIONS = ("cluster", "collection_date")
+
+
+class DatasetError(Exception):
+    """A directory that is not a dataset hptriage can read or append to."""
+
+
+def write_rows(root: Path, table: str, rows: pa.Table, cluster: str, date: str, stem: str) -> int:
+    """Write ``rows`` of one store table as ``DIR/<table>/cluster=<c>/collection_date=<d>/<stem>_0.parquet``
+    (the file replaced when it is there); returns the rows written.  A worker calls it for its bundle's
+    facts, the driver for a snapshot's rows."""
+    if rows.num_rows == 0:
+        return 0
+    import pyarrow.parquet as pq
+
+    keep = [c for c in rows.column_names if c not in PARTITIONS]
+    folder = root / table / f"cluster={partition_value(cluster or 'unknown')}" / f"collection_date={date}"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{_file_safe(stem)}_0.parquet"
+    scratch = target.with_name(target.name + ".part")
+    pq.write_table(rows.select(keep), scratch)
+    scratch.replace(target)  # a reader never sees half a file
+    return int(rows.num_rows)
+
+
+def partition_value(value: str) -> str:
+    """A cluster name as a hive partition value: characters a path or the key=value form cannot hold
+    are %-escaped (as Hive and Spark write them; DuckDB and Spark read them back decoded).
+
+    >>> partition_value("p5-prod"), partition_value("a/b=c")
+    ('p5-prod', 'a%2Fb%3Dc')
+    """
+    from urllib.parse import quote
+
+    return quote(value, safe=" -_.@+,")
+
+
+def _file_safe(stem: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in stem) or "rows"
+
+
+def tables_in(root: Path) -> list[str]:
+    """The tables the dataset holds rows of."""
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.rglob("*.parquet")))
+
+
+def open_dataset(root: Path) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with one view per table of the dataset at root (hive partitions
+    read back as the ``cluster`` and ``collection_date`` columns).  Raises DatasetError when root holds
+    no hptriage dataset."""
+    import duckdb
+
+    if not root.is_dir():
+        raise DatasetError(
+            f"{root}: no such directory (write one with 'hptriage ingest PATH... --parquet {root}')"
+        )
+    doc = root / SCHEMA_FILE
+    if not doc.is_file():
+        raise DatasetError(
+            f"{root} is not an hptriage Parquet dataset (no {SCHEMA_FILE}): write one with"
+            f" 'hptriage ingest PATH... --parquet {root}' or 'hptriage export'"
+        )
+    try:
+        version = int(json.loads(doc.read_text(encoding="utf-8")).get("schema_version", 0))
+    except (ValueError, OSError, AttributeError) as exc:
+        raise DatasetError(f"{doc}: unreadable schema document: {exc}") from exc
+    if version > SCHEMA_VERSION:
+        raise DatasetError(
+            f"{root} has store schema {version}, written by a newer hptriage; this one reads up to schema"
+            f" {SCHEMA_VERSION}: upgrade hptriage to read it"
+        )
+    con = duckdb.connect(":memory:")
+    held = tables_in(root)
+    for table in held:
+        con.execute(f'CREATE VIEW "{table}" AS {scan(root, table)}')
+    for table, ddl in _empty_tables().items():  # a table no bundle or snapshot wrote yet reads as empty
+        if table not in held:
+            con.execute(ddl)
+    _confine(con, root)
+    return con
+
+
+def _confine(con: duckdb.DuckDBPyConnection, root: Path) -> None:
+    """Queries over the dataset read the dataset and nothing else, and write nowhere outside it
+    (DuckDB >= 1.1; on older versions the connection stays as it is)."""
+    import duckdb
+
+    folder = _sql(str(root.resolve()).rstrip("/") + "/")
+    try:
+        con.execute(f"SET allowed_directories = ['{folder}']")
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except duckdb.Error:
+        pass
+
+
+def _empty_tables() -> dict[str, str]:
+    """DDL of every table of the store, empty: the store's own and the analyzer's fact tables
+    (bundle_hash in front, the partition columns at the end)."""
+    from analyzer.history.ingest import STORE_TABLES
+    from analyzer.store.tables import all_schemas, sql_type
+
+    tables = dict(_EMPTY)
+    for table, cols in all_schemas().items():
+        if table in STORE_TABLES:
+            continue
+        body = ["bundle_hash VARCHAR", "bundle_id VARCHAR", "node VARCHAR"]
+        body += [
+            f'"{c.name}" {sql_type(c.type)}' for c in cols if c.name not in ("bundle_id", "node", *PARTITIONS)
+        ]
+        body += ["cluster VARCHAR", "collection_date VARCHAR"]
+        tables[table] = f'CREATE TABLE "{table}" ({", ".join(body)})'
+    return tables
+
+
+def scan(root: Path, table: str) -> str:
+    """The SQL reading one table of the dataset (every file, columns unified by name)."""
+    pattern = _sql(str(root / table / "**" / "*.parquet"))
+    return f"SELECT * FROM read_parquet('{pattern}', hive_partitioning = true, union_by_name = true)"
+
+
+def write_schema_doc(con: duckdb.DuckDBPyConnection, root: Path) -> dict[str, Any]:
+    """Write ``_hptriage_schema.json`` (the document ``export`` writes) for what the dataset holds now."""
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "format": "parquet, hive partitions",
+        "tables": {},
+    }
+    for table in tables_in(root):
+        query = scan(root, table)
+        rows = con.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0]
+        columns = {r[0]: r[1] for r in con.execute(f"DESCRIBE ({query})").fetchall()}
+        doc["tables"][table] = {"rows": rows, "columns": columns, "partitioned_by": list(PARTITIONS)}
+    root.mkdir(parents=True, exist_ok=True)
+    (root / SCHEMA_FILE).write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    return doc
+
+
+def _sql(text: str) -> str:
+    return text.replace("'", "''")
+
+
+#: The store's own tables, empty, for a dataset that has none of their rows yet.
+_EMPTY = {
+    "bundle": "CREATE TABLE bundle (bundle_hash VARCHAR, kind VARCHAR, node VARCHAR, source VARCHAR,"
+    " collected_at TIMESTAMP, cluster VARCHAR, instance_type VARCHAR, first_snapshot VARCHAR,"
+    " ingested_at TIMESTAMP, collection_date VARCHAR)",
+    "snapshot": "CREATE TABLE snapshot (snapshot_id VARCHAR, ingested_at TIMESTAMP, judged_at TIMESTAMP,"
+    " sources VARCHAR, cluster VARCHAR, collected_at TIMESTAMP, nodes INTEGER, tool_version VARCHAR,"
+    " rules_json VARCHAR, rules_hash VARCHAR, collection_date VARCHAR)",
+    "snapshot_bundle": "CREATE TABLE snapshot_bundle (snapshot_id VARCHAR, bundle_hash VARCHAR, bundle_id VARCHAR,"
+    " cluster VARCHAR, collection_date VARCHAR)",
+    "findings": "CREATE TABLE findings (snapshot_id VARCHAR, bundle_hash VARCHAR, fingerprint VARCHAR,"
+    " rule VARCHAR, rule_version INTEGER, severity VARCHAR, node VARCHAR, gpu INTEGER, message VARCHAR,"
+    " params_json VARCHAR, route_owner VARCHAR, route_target VARCHAR, route_action VARCHAR,"
+    " evidence_json VARCHAR, cluster VARCHAR, collection_date VARCHAR)",
+    "rule_outcome": "CREATE TABLE rule_outcome (snapshot_id VARCHAR, rule VARCHAR, outcome VARCHAR,"
+    " findings INTEGER, reason VARCHAR, cluster VARCHAR, collection_date VARCHAR)",
+}

@@ -1,0 +1,242 @@
+"""One input in, its rows out: the engine-neutral step of a fleet ingest.
+
+:func:`read_input` takes one input's bytes and the name it goes by (a node bundle ``.tar.gz``, a foreign
+input such as an ``nvidia-bug-report.log.gz`` or a sos report, or a cluster's ``extra/`` folder as its
+files) and returns a dict of Arrow tables in the history store's form: every fact table with
+``bundle_hash`` in front, the ``bundle`` rows, the findings and outcomes of the node-local rules
+(:attr:`analyzer.judge.engine.RuleInfo.node_local`), and what could not be read.  It touches nothing
+but a private scratch folder, so a process pool, a Ray task or a Spark ``mapInArrow`` can call it the
+same way; the rules that compare nodes then run once per snapshot over what was written
+(:mod:`analyzer.fleet.snapshot`).
+
+The name matters twice: its last folder names the cluster when no meta.env does (as when the folder is
+analyzed), and it is the ``source`` the store keeps.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+    from analyzer.intake.safe_read import Limits
+    from analyzer.judge.settings import Settings
+
+#: The tables read_input returns besides the fact tables.
+BUNDLE, FINDINGS, OUTCOMES, UNREAD = "bundle", "findings", "rule_outcome", "unread"
+#: Columns of a bundle row as read_input gives it (the driver adds first_snapshot and ingested_at).
+BUNDLE_COLUMNS = ("bundle_hash", "kind", "node", "source", "collected_at", "cluster", "instance_type")
+_CHECKSUM_SUFFIX = ".sha256"
+
+
+def read_input(
+    name: str,
+    data: bytes | Mapping[str, bytes],
+    *,
+    checksum: bytes | None = None,
+    settings: Settings | None = None,
+    limits: Limits | None = None,
+) -> dict[str, pa.Table]:
+    """The rows of one input (see the module docstring).
+
+    ``data`` is the input's bytes, or for a directory (a cluster's ``extra/`` folder, an unpacked node
+    bundle) its files by relative name.  ``checksum`` is the text of the ``<bundle>.sha256`` beside it, when there is one.
+    Bundles that cannot be read give no fact rows and an ``unread`` row saying why."""
+    import pyarrow as pa
+
+    from analyzer.intake.bundle import content_digest, discover
+    from analyzer.intake.load import make_plan
+    from analyzer.intake.safe_read import Limits
+    from analyzer.judge.engine import run_rules
+    from analyzer.judge.settings import load_settings
+    from analyzer.pipeline import load_inputs, rule_modules
+    from analyzer.store.tables import connect
+
+    limits = limits or Limits()
+    settings = settings or load_settings()
+    parent, _, base = name.rstrip("/").rpartition("/")
+    work = Path(tempfile.mkdtemp(prefix="hptriage-input-"))
+    try:
+        # the folder the input sits in (a bundle's, or the one holding extra/), under its own name
+        folder = work / "in" / _safe(parent.rpartition("/")[2])
+        given = parent  # what the scratch folder stands for in every path shown
+        if isinstance(data, Mapping):  # a directory: an extra/ folder, an unpacked bundle
+            for member, body in data.items():
+                target = folder / _safe(base) / _safe_relative(member)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(body)
+        else:
+            folder.mkdir(parents=True)
+            (folder / _safe(base)).write_bytes(data)
+            if checksum is not None:
+                (folder / (_safe(base) + _CHECKSUM_SUFFIX)).write_bytes(checksum)
+        found = discover([folder], work / "discover", limits)
+        plan = make_plan(found, limits)
+        digest = {s.display: content_digest(s.location, s.is_tar, limits) for s in found.nodes}
+        digest.update({e.display: content_digest(e.location, False, limits) for e in found.extras})
+        con = connect(None)
+        entries: list[dict[str, Any]] = []
+        unread: list[tuple[str, str]] = [(u.path, u.reason) for u in found.unread]
+        for n, part in enumerate(plan.parts):
+            summary = load_inputs(con, work / f"load-{n}", found=found, plan=plan, part=n, account=n == 0)
+            unread += [(u.path, u.reason) for u in summary.unread_inputs if (u.path, u.reason) not in unread]
+            for b in summary.bundles:
+                entries.append({"bundle_id": b["bundle_id"], "source": b["source"], "kind": "node",
+                                "cluster": part.cluster, "bundle_hash": digest.get(b["source"])})  # fmt: skip
+            for e in summary.extras:
+                entries.append({"bundle_id": e["bundle_id"], "source": e["source"], "kind": "cluster",
+                                "cluster": part.cluster, "bundle_hash": digest.get(e["source"])})  # fmt: skip
+        entries = [e for e in entries if e["bundle_hash"]]
+        local = [m for m in rule_modules() if m.RULE.node_local]
+        _, outcomes = run_rules(con, local, settings) if entries else ([], [])
+        shown = _display(str(folder), given)
+        tables = {t: _named(rows, str(folder), given) for t, rows in _facts(con, entries).items()}
+        tables[BUNDLE] = _named(_bundles(con), str(folder), given)
+        tables[FINDINGS] = _named(_findings(con), str(folder), given)
+        tables[OUTCOMES] = pa.table(
+            {
+                "rule": pa.array([o.rule for o in outcomes], pa.string()),
+                "outcome": pa.array([o.outcome for o in outcomes], pa.string()),
+                "findings": pa.array([o.findings for o in outcomes], pa.int32()),
+                "reason": pa.array([o.reason for o in outcomes], pa.string()),
+            }
+        )
+        tables[UNREAD] = pa.table(
+            {
+                "path": pa.array([shown(p) for p, _ in unread], pa.string()),
+                "reason": pa.array([r for _, r in unread], pa.string()),
+            }
+        )
+        con.close()
+        return tables
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _register(con: duckdb.DuckDBPyConnection, entries: list[dict[str, Any]]) -> None:
+    import pyarrow as pa
+
+    con.register(
+        "_input_map",
+        pa.table(
+            {
+                "bundle_id": pa.array([e["bundle_id"] for e in entries], pa.string()),
+                "bundle_hash": pa.array([e["bundle_hash"] for e in entries], pa.string()),
+                "new_id": pa.array([stored_bundle_id(e["bundle_hash"]) for e in entries], pa.string()),
+                "kind": pa.array([e["kind"] for e in entries], pa.string()),
+                "source": pa.array([e["source"] for e in entries], pa.string()),
+                "part_cluster": pa.array([e["cluster"] for e in entries], pa.string()),
+            }
+        ),
+    )
+
+
+def stored_bundle_id(bundle_hash: str) -> str:
+    """The bundle_id a fleet ingest gives a bundle's rows: its content's, so that two workers reading
+    two bundles never give them one id."""
+    return bundle_hash[:12]
+
+
+def _facts(con: duckdb.DuckDBPyConnection, entries: list[dict[str, Any]]) -> dict[str, pa.Table]:
+    """Every fact table's rows of the bundles read, bundle_hash in front, bundle_id made the content's.
+    Rows of no bundle (the loader's notes about the inputs as a whole) are left out, as the history
+    store leaves them out."""
+    from analyzer.history.ingest import STORE_TABLES
+    from analyzer.store.tables import all_schemas
+
+    _register(con, entries)
+    out: dict[str, pa.Table] = {}
+    for table in all_schemas():
+        if table in STORE_TABLES:
+            continue
+        columns = [r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+            [table]).fetchall()]  # fmt: skip
+        if not columns:
+            continue
+        replace = ["m.new_id AS bundle_id"]
+        if table == "node" and "source" in columns:
+            replace.append("m.source AS source")
+        got = arrow(
+            con,
+            f'SELECT m.bundle_hash, t.* REPLACE ({", ".join(replace)}) FROM "{table}" t'
+            " JOIN _input_map m USING (bundle_id)",
+        )
+        out[table] = got
+    return out
+
+
+def _bundles(con: duckdb.DuckDBPyConnection) -> pa.Table:
+    """One row per bundle (node bundle or extra/ folder), as the store's ``bundle`` table keeps it."""
+    return arrow(
+        con,
+        """
+        SELECT m.bundle_hash, m.kind, nd.node, m.source, nd.collected_at,
+               coalesce(nd.cluster, m.part_cluster) AS cluster, nd.instance_type
+        FROM _input_map m LEFT JOIN node nd USING (bundle_id)
+        """,
+    )
+
+
+def _findings(con: duckdb.DuckDBPyConnection) -> pa.Table:
+    """The node-local rules' findings, bundle_hash in front of the analyzer's columns (no bundle_id)."""
+    return arrow(
+        con,
+        "SELECT m.bundle_hash, f.* EXCLUDE (bundle_id) FROM findings f LEFT JOIN _input_map m USING (bundle_id)",
+    )
+
+
+def arrow(con: duckdb.DuckDBPyConnection, sql: str) -> pa.Table:
+    """A query's result as one Arrow table (DuckDB 1.x and 2.x)."""
+    rel = con.sql(sql)
+    fetch = getattr(rel, "to_arrow_table", None) or rel.arrow
+    return fetch()
+
+
+def _named(table: pa.Table, scratch: str, given: str) -> pa.Table:
+    """The table with every path under the scratch folder written as the input's own name (the node's
+    source, a checksum file's path, a finding's evidence): nothing of the worker's file system is
+    stored.  The scratch folder's name is unique, so it is replaced wherever it stands."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    old, new = (scratch, given) if given else (scratch + "/", "")
+    for at, field in enumerate(table.schema):
+        if not pa.types.is_string(field.type) or table.num_rows == 0:
+            continue
+        column = table.column(at)
+        if not pc.any(pc.match_substring(column, scratch)).as_py():
+            continue
+        table = table.set_column(at, field, pc.replace_substring(column, old, new))
+    return table
+
+
+def _display(scratch: str, given: str) -> Any:
+    """Paths under the scratch folder written back as the input's own name."""
+
+    def shown(path: str | None) -> str | None:
+        if path is None or not path.startswith(scratch):
+            return path
+        rest = path[len(scratch) :]
+        return (given + rest) if given else rest.lstrip("/")
+
+    return shown
+
+
+def _safe(part: str) -> str:
+    """One path component that stays inside the scratch folder."""
+    cleaned = re.sub(r"[^A-Za-z0-9._@+=-]", "_", part).lstrip(".")
+    return cleaned or "input"
+
+
+def _safe_relative(member: str) -> Path:
+    """A member name of an extra/ folder as a relative path inside it (no '..', no absolute path)."""
+    parts = [_safe(p) for p in member.replace("\\", "/").split("/") if p not in ("", ".", "..")]
+    return Path(*parts) if parts else Path("file")

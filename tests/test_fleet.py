@@ -1,0 +1,178 @@
+"""ingest --parquet: the engine-neutral read_input, the dataset it writes, and the same answers as the
+history store (--db) gives for the same bundles: findings, outcomes, bundles, snapshots, history."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from analyzer.cli import cli
+from analyzer.errors import EXIT_USAGE
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("bench_generate", ROOT / "benchmarks" / "generate.py")
+generate = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+_spec.loader.exec_module(generate)  # type: ignore[union-attr]
+
+#: What the two stores must agree on (time of ingest aside).
+COMPARED = {
+    "findings": "SELECT snapshot_id, bundle_hash, fingerprint, rule, rule_version, severity, node, gpu, message,"
+    " params_json, route_owner, route_target, route_action, evidence_json FROM findings",
+    "rule_outcome": "SELECT snapshot_id, rule, outcome, findings FROM rule_outcome",
+    "snapshot_bundle": "SELECT snapshot_id, bundle_hash FROM snapshot_bundle",
+    "bundle": "SELECT bundle_hash, kind, node, source, collected_at, cluster, instance_type, first_snapshot FROM bundle",
+    "snapshot": "SELECT snapshot_id, sources, cluster, collected_at, nodes, tool_version, rules_hash FROM snapshot",
+}
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def rows(con: Any, sql: str) -> list[tuple[Any, ...]]:
+    return sorted((tuple(r) for r in con.execute(sql).fetchall()), key=repr)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("fleet") / "c1"
+    generate.generate(out, 12, "mixed", 3)
+    return out
+
+
+@pytest.fixture(scope="module")
+def stores(cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    work = tmp_path_factory.mktemp("stores")
+    db, ds = work / "history.duckdb", work / "dataset"
+    assert run("ingest", str(cluster), "--db", str(db), "-q", "--jobs", "1").exit_code == 0
+    done = run("ingest", str(cluster), "--parquet", str(ds), "-q", "--jobs", "2")
+    assert done.exit_code == 0, done.output
+    assert "stored; 13 new bundle(s)" in done.output
+    return db, ds
+
+
+def test_parquet_ingest_agrees_with_the_history_store(stores: tuple[Path, Path]) -> None:
+    from analyzer.fleet.dataset import open_dataset
+    from analyzer.history.ingest import open_store
+
+    db, ds = stores
+    store, dataset = open_store(db, create=False), open_dataset(ds)
+    findings = rows(store, COMPARED["findings"])
+    assert len(findings) >= 8  # the planted faults (xid, ecc, straggler, fsx, iowait ...) were judged
+    assert {f[3] for f in findings} >= {"gpu.xid", "nccl.pair.slow", "straggler.host.iowait"}
+    for name, sql in COMPARED.items():
+        assert rows(dataset, sql) == rows(store, sql), name
+    # every fact table holds the same rows per bundle (bundle_id aside: the dataset's is the content's)
+    for (table,) in store.execute(
+        "SELECT table_name FROM information_schema.columns WHERE column_name = 'bundle_hash'"
+        " AND table_name NOT IN ('bundle', 'findings', 'snapshot_bundle') GROUP BY 1"
+    ).fetchall():
+        count = f'SELECT bundle_hash, count(*) FROM "{table}" GROUP BY 1'
+        assert rows(dataset, count) == rows(store, count), table
+
+
+def test_history_and_diff_read_the_dataset_as_the_store(stores: tuple[Path, Path], tmp_path: Path) -> None:
+    db, ds = stores
+    a, b = tmp_path / "db.json", tmp_path / "pq.json"
+    assert run("history", "--db", str(db), "--json", str(a)).exit_code == 0
+    assert run("history", "--parquet", str(ds), "--json", str(b)).exit_code == 0
+    assert _untimed(json.loads(a.read_text())) == _untimed(json.loads(b.read_text()))
+    one = run("diff", "--parquet", str(ds), "latest", "latest")
+    assert one.exit_code == 0, one.output
+    assert one.output == run("diff", "--db", str(db), "latest", "latest").output
+
+
+def _untimed(doc: Any) -> Any:
+    """The history document without the times of ingest (two ingests, two times)."""
+    if isinstance(doc, dict):
+        return {k: _untimed(v) for k, v in doc.items() if k not in ("ingested_at", "judged_at")}
+    if isinstance(doc, list):
+        return [_untimed(v) for v in doc]
+    return doc
+
+
+def test_dataset_is_hive_partitioned_and_appendable(cluster: Path, stores: tuple[Path, Path], tmp_path: Path) -> None:
+    _, ds = stores
+    doc = json.loads((ds / "_hptriage_schema.json").read_text())
+    assert doc["tables"]["findings"]["partitioned_by"] == ["cluster", "collection_date"]
+    node_files = sorted((ds / "node").rglob("*.parquet"))
+    assert len(node_files) == 12 and all("cluster=c1" in str(p) and "collection_date=2026-" in str(p) for p in node_files)
+    again = run("ingest", str(cluster), "--parquet", str(ds), "-q", "--jobs", "1")
+    assert "already stored; 0 new bundle(s), 13 already in the dataset" in again.output
+    assert sorted((ds / "node").rglob("*.parquet")) == node_files  # the same files, not more
+    # a second day of the cluster, with one node changed: a new snapshot, 1 new bundle, the rest known
+    day2 = tmp_path / "day2" / "c1"
+    generate.generate(day2, 12, "mixed", 3)
+    (day2 / "p5-node-0000.tar.gz").unlink()
+    (day2 / "p5-node-0000.tar.gz.sha256").unlink()
+    generate_one = tmp_path / "other" / "c1"
+    generate.generate(generate_one, 12, "healthy", 9)
+    (generate_one / "p5-node-0000.tar.gz").rename(day2 / "p5-node-0000.tar.gz")
+    added = run("ingest", str(day2), "--parquet", str(ds), "-q", "--jobs", "1")
+    assert "stored; 1 new bundle(s), 12 already in the dataset" in added.output, added.output
+    listed = run("sql", "--parquet", str(ds), "SELECT count(*) AS n FROM snapshot", "--format", "json")
+    assert json.loads(listed.output) == [{"n": 2}]
+    first = again.output.split("snapshot ", 1)[1].split(":", 1)[0]
+    second = added.output.split("snapshot ", 1)[1].split(":", 1)[0]
+    changed = run("diff", "--parquet", str(ds), "previous", "latest")
+    assert changed.exit_code == 0
+    assert changed.output.startswith(f"diff {first[:12]} -> {second[:12]}: 0 new, 0 resolved, 11 persisting")
+
+
+def test_read_input_is_pure_and_names_its_input(cluster: Path) -> None:
+    from analyzer.fleet.read_input import read_input
+
+    node = json.loads((cluster / "expected-faults.json").read_text())["faults"]["gpu.xid"][0]  # the planted Xid
+    name = f"/fsx/hptriage/c1/{node}.tar.gz"
+    body = (cluster / f"{node}.tar.gz").read_bytes()
+    tables = read_input(name, body, checksum=(cluster / f"{node}.tar.gz.sha256").read_bytes())
+    bundle = tables["bundle"].to_pylist()
+    assert [(b["kind"], b["node"], b["source"]) for b in bundle] == [("node", node, name)]
+    assert {f["rule"] for f in tables["findings"].to_pylist()} >= {"gpu.xid", "gpu.ecc.uncorrectable"}
+    assert all(o["rule"] for o in tables["rule_outcome"].to_pylist())
+    assert tables["gpu"].num_rows == 8 and tables["gpu"].column_names[0] == "bundle_hash"
+    for table in tables.values():  # nothing of the scratch folder the worker used is kept
+        for column in table.columns:
+            assert not any("hptriage-input-" in str(v) for v in column.to_pylist())
+    extra = {p.name: p.read_bytes() for p in sorted((cluster / "extra").iterdir())}
+    from_dir = read_input("/fsx/hptriage/c1/extra", extra)
+    assert from_dir["bundle"].to_pylist()[0]["kind"] == "cluster"
+    assert from_dir["nccl_result"].num_rows > 0
+
+
+def test_parquet_sql_reads_the_dataset_only(stores: tuple[Path, Path], tmp_path: Path) -> None:
+    _, ds = stores
+    empty = run("sql", "--parquet", str(ds), "SELECT count(*) AS n FROM smi_mig", "--format", "json")
+    assert json.loads(empty.output) == [{"n": 0}]  # a table no bundle wrote reads as empty
+    outside = run("sql", "--parquet", str(ds), f"COPY (SELECT 1) TO '{tmp_path / 'x.csv'}'")
+    assert outside.exit_code == EXIT_USAGE and not (tmp_path / "x.csv").exists()
+
+
+def test_ingest_refuses_unclear_targets(cluster: Path, tmp_path: Path) -> None:
+    neither = run("ingest", str(cluster))
+    assert neither.exit_code == EXIT_USAGE and "--db FILE" in neither.output
+    both = run("ingest", str(cluster), "--db", str(tmp_path / "a.duckdb"), "--parquet", str(tmp_path / "d"))
+    assert both.exit_code == EXIT_USAGE
+    ray_db = run("ingest", str(cluster), "--db", str(tmp_path / "a.duckdb"), "--engine", "ray")
+    assert ray_db.exit_code == EXIT_USAGE and "--parquet DIR" in ray_db.output
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "mine.txt").write_text("not a dataset\n")
+    busy = run("ingest", str(cluster), "--parquet", str(tmp_path / "busy"))
+    assert busy.exit_code == EXIT_USAGE and "holds no hptriage dataset" in busy.output
+    s3 = run("ingest", "s3://bucket/hptriage/", "--parquet", str(tmp_path / "d"))
+    assert s3.exit_code == EXIT_USAGE and "--engine ray" in s3.output
+    assert run("history", "--parquet", str(tmp_path / "nothing")).exit_code == EXIT_USAGE
+
+
+def test_ray_engine_missing_is_one_line(cluster: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as on an install without the ray extra
+    done = run("ingest", str(cluster), "--parquet", str(tmp_path / "d"), "--engine", "ray", "-q")
+    assert done.exit_code == EXIT_USAGE
+    assert "pip install 'hptriage[ray]'" in done.output and "Traceback" not in done.output
