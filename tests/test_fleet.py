@@ -176,3 +176,38 @@ def test_ray_engine_missing_is_one_line(cluster: Path, tmp_path: Path, monkeypat
     done = run("ingest", str(cluster), "--parquet", str(tmp_path / "d"), "--engine", "ray", "-q")
     assert done.exit_code == EXIT_USAGE
     assert "pip install 'hptriage[ray]'" in done.output and "Traceback" not in done.output
+
+
+@pytest.mark.parametrize("sample", ["xid-ecc-3node", "nccl-slow-node", "fsx-saturated"])
+def test_sample_bundles_judged_alike_by_both_stores(sample: str, tmp_path: Path) -> None:
+    """The split of the rules (node-local in the workers, the rest over the dataset) finds what one
+    judgement of the whole snapshot finds, on the sample bundles' faults."""
+    from analyzer.fleet.dataset import open_dataset
+    from analyzer.history.ingest import open_store
+
+    bundle = ROOT / "sample_bundles" / sample / "bundle"
+    db, ds = tmp_path / "h.duckdb", tmp_path / "ds"
+    assert run("ingest", str(bundle), "--db", str(db), "-q", "--jobs", "1").exit_code == 0
+    assert run("ingest", str(bundle), "--parquet", str(ds), "-q", "--jobs", "1").exit_code == 0
+    store, dataset = open_store(db, create=False), open_dataset(ds)
+    assert rows(store, COMPARED["findings"]), "the sample's faults are found"
+    for name in ("findings", "rule_outcome", "bundle", "snapshot"):
+        assert rows(dataset, COMPARED[name]) == rows(store, COMPARED[name]), name
+
+
+def test_foreign_inputs_are_ingested_as_by_the_history_store(tmp_path: Path) -> None:
+    """A case folder of every input type (a cluster folder, a HyperPod issue report, a sos report, an EKS
+    log collector archive, nvidia-bug-reports): the same snapshots, bundles and findings."""
+    from analyzer.fleet.dataset import open_dataset
+    from analyzer.history.ingest import open_store
+    from tests.test_foreign_mixed import _mixed
+
+    case = _mixed(tmp_path)
+    db, ds = tmp_path / "h.duckdb", tmp_path / "ds"
+    by_db = run("ingest", str(case), "--db", str(db), "-q", "--jobs", "1")
+    by_pq = run("ingest", str(case), "--parquet", str(ds), "-q", "--jobs", "2")
+    assert by_pq.exit_code == by_db.exit_code, (by_db.output, by_pq.output)
+    store, dataset = open_store(db, create=False), open_dataset(ds)
+    assert {r[2] for r in rows(store, COMPARED["bundle"])} >= {"dgx-a", "dgx-b"}
+    for name in ("findings", "bundle", "snapshot_bundle", "snapshot", "rule_outcome"):
+        assert rows(dataset, COMPARED[name]) == rows(store, COMPARED[name]), name

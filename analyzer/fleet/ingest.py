@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer import __version__
 from analyzer.fleet.dataset import PARTITIONS, DatasetError, partition_value, write_rows
-from analyzer.fleet.read_input import BUNDLE, FINDINGS, OUTCOMES, UNREAD, stored_bundle_id
+from analyzer.fleet.read_input import (
+    BUNDLE,
+    FINDINGS,
+    OUTCOMES,
+    PLACE_COLUMNS,
+    UNREAD,
+    Place,
+    stored_bundle_id,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -48,16 +56,14 @@ class EngineMissing(Exception):
 
 @dataclass(frozen=True)
 class Task:
-    """One input for a worker: ``name`` as the user gave it, ``path`` where to read it."""
+    """One input for a worker: ``name`` as the user gave it, ``path`` where to read it, ``place`` the
+    cluster folder it belongs to (default: the folder it lies in)."""
 
     name: str
     path: str
     is_dir: bool = False
     checksum: str | None = None
-
-    @property
-    def folder(self) -> str:
-        return self.name.rstrip("/").rpartition("/")[0]
+    place: Place | None = None
 
 
 @dataclass
@@ -87,7 +93,7 @@ def run_task(task: Task, root: str, settings: Settings | None = None) -> dict[st
         data, checksum = read_path(task.path, task.is_dir, task.checksum)
     except OSError as exc:
         return _unread_only(task.name, f"cannot read: {exc.strerror or exc}")
-    return digest_input(task.name, data, checksum, Path(root), settings)
+    return digest_input(task.name, data, checksum, Path(root), settings, task.place)
 
 
 def digest_input(
@@ -96,6 +102,7 @@ def digest_input(
     checksum: bytes | None,
     root: Path,
     settings: Settings | None,
+    place: Place | None = None,
 ) -> dict[str, Any]:
     """read_input, then the facts of each bundle with a collection time written under root; those of a
     bundle without one are handed back (``held``) for the driver to write under its snapshot's day."""
@@ -103,7 +110,7 @@ def digest_input(
 
     from analyzer.fleet.read_input import read_input
 
-    tables = read_input(name, data, checksum=checksum, settings=settings)
+    tables = read_input(name, data, checksum=checksum, place=place, settings=settings)
     bundles = tables[BUNDLE]
     where: dict[str, tuple[str, str]] = {}
     for row in bundles.to_pylist():
@@ -132,7 +139,7 @@ def _unread_only(name: str, reason: str) -> dict[str, Any]:
 
     from analyzer.fleet.read_input import BUNDLE_COLUMNS
 
-    empty = pa.table({c: pa.array([], pa.string()) for c in BUNDLE_COLUMNS})
+    empty = pa.table({c: pa.array([], pa.string()) for c in (*BUNDLE_COLUMNS, *PLACE_COLUMNS)})
     return {
         "name": name,
         BUNDLE: empty,
@@ -163,7 +170,7 @@ def ingest_dataset(
     if remote and engine != "ray":
         raise DatasetError(f"{remote[0]}: an object-store prefix is read with --engine ray")
     listing = list_inputs([Path(p) for p in paths if not _is_uri(p)])
-    tasks = [Task(i.path, os.path.abspath(i.path), i.is_dir, i.checksum) for i in listing.items]
+    tasks = [Task(i.path, os.path.abspath(i.path), i.is_dir, i.checksum, i.place()) for i in listing.items]
     result = FleetIngest(unread=list(listing.skipped), inputs=len(tasks))
     if not tasks and not remote:
         from analyzer.errors import no_usable_bundle
@@ -262,9 +269,8 @@ def _ray_answers(
     """The tasks on Ray Data: files through ``read_binary_files`` (local paths and object-store prefixes),
     folders (an unpacked bundle, an ``extra/`` folder) through ``from_items``, each mapped by the same
     step as the local pool; the answers stream back as the blocks finish."""
-    import pickle
-
     import logging
+    import pickle
 
     # Ray Data's lines per dataset run stay out of the terminal (a user's own setting wins)
     os.environ.setdefault("RAY_DATA_LOG_LEVEL", "ERROR")
@@ -294,11 +300,11 @@ def _ray_answers(
         path = str(row["path"])
         task = names.get(path) or names.get("/" + path.lstrip("/")) or Task(_uri_name(path, remote), path)
         checksum = _sidecar(path) if task.checksum or not names else None
-        answer = digest_input(task.name, row["bytes"], checksum, Path(out), settings)
+        answer = digest_input(task.name, row["bytes"], checksum, Path(out), settings, task.place)
         return {"answer": pickle.dumps(answer)}
 
     def read_dir(row: dict[str, Any]) -> dict[str, Any]:
-        return {"answer": pickle.dumps(run_task(Task(row["name"], row["path"], True), out, settings))}
+        return {"answer": pickle.dumps(run_task(names[row["path"]], out, settings))}
 
     total = len(tasks)
     done = 0
@@ -372,42 +378,50 @@ class _Group:
 
 
 def _gather(answers: Iterable[dict[str, Any]], result: FleetIngest) -> dict[str, _Group]:
+    """The workers' answers by the cluster folder of each bundle."""
     groups: dict[str, _Group] = {}
     for answer in answers:
-        folder = str(answer["name"]).rstrip("/").rpartition("/")[0]
-        group = groups.setdefault(folder, _Group(folder))
         result.unread += [(r["path"], r["reason"]) for r in answer[UNREAD].to_pylist()]
-        group.bundles += answer[BUNDLE].to_pylist()
-        if answer[FINDINGS].num_rows:
-            group.findings.append(answer[FINDINGS])
-        group.outcomes += answer[OUTCOMES].to_pylist()
-        for table, rows in answer[_HELD].items():
-            group.held.setdefault(table, []).append(rows)
+        bundles = answer[BUNDLE].to_pylist()
+        folders = {b["folder"] for b in bundles} or {str(answer["name"]).rstrip("/").rpartition("/")[0]}
+        answered = frozenset(b["bundle_hash"] for b in bundles)
+        outcomes = [{**o, "bundles": answered} for o in answer[OUTCOMES].to_pylist()]
+        for folder in folders:  # an input of several folders (a cluster tarball) adds to each
+            group = groups.setdefault(folder, _Group(folder))
+            group.bundles += [b for b in bundles if b["folder"] == folder]
+            if answer[FINDINGS].num_rows:
+                group.findings.append(answer[FINDINGS])  # each snapshot keeps those of its bundles
+            group.outcomes += outcomes
+            for table, rows in answer[_HELD].items():
+                group.held.setdefault(table, []).append(rows)
     return groups
 
 
 def _judge_snapshots(
     groups: dict[str, _Group], root: Path, paths: list[str], settings: Settings
 ) -> list[SnapshotResult]:
-    """One snapshot per cluster and folder, judged by the cross-node rules over the dataset."""
+    """One snapshot per cluster and folder (as analyzer.intake.load groups them: a node's cluster is
+    the one its meta.env names, else the one most nodes of its folder name, else the folder's), judged
+    by the cross-node rules over the dataset."""
     from analyzer.history.ingest import rules_signature
     from analyzer.pipeline import rule_modules
 
     modules = rule_modules()
     rules_json, rules_hash = rules_signature(modules)
-    cross = [m for m in modules if not m.RULE.node_local]
     known = _known(root)
     results = []
     for folder, group in groups.items():
-        node_clusters = Counter(b["cluster"] for b in group.bundles if b["kind"] == "node")
-        main = node_clusters.most_common(1)[0][0] if node_clusters else None
+        named = Counter(
+            b["named_cluster"] for b in group.bundles if b["kind"] == "node" and b["named_cluster"]
+        )
+        common = named.most_common(1)[0][0] if named else None
         by_cluster: dict[str, list[dict[str, Any]]] = {}
         for b in group.bundles:
-            cluster = b["cluster"] if b["kind"] == "node" else (main or b["cluster"])
+            cluster = (b["named_cluster"] if b["kind"] == "node" else None) or common or b["cluster"]
             by_cluster.setdefault(cluster or "unknown", []).append(b)
         for cluster, bundles in by_cluster.items():
             part = _Part(folder, cluster, bundles, group, paths)
-            results.append(part.judge(root, cross, settings, rules_json, rules_hash, known))
+            results.append(part.judge(root, modules, settings, rules_json, rules_hash, known))
             known.bundles.update({b["bundle_hash"]: part.where(b) for b in bundles})
     return results
 
@@ -466,7 +480,7 @@ class _Part:
     def judge(
         self,
         root: Path,
-        cross: list[Any],
+        modules: list[Any],
         settings: Settings,
         rules_json: str,
         rules_hash: str,
@@ -484,7 +498,7 @@ class _Part:
         if snapshot_id in known.snapshots:
             result.status = "judged again"
         self._write_held(root)
-        findings, outcomes = self._cross_findings(root, cross, settings, known)
+        findings, outcomes = self._cross_findings(root, modules, settings, known)
         result.findings = findings.num_rows
         self._write_snapshot(root, snapshot_id, findings, outcomes, new, rules_json, rules_hash, known)
         return result
@@ -506,11 +520,15 @@ class _Part:
                 )
 
     def _cross_findings(
-        self, root: Path, cross: list[Any], settings: Settings, known: _Known
+        self, root: Path, modules: list[Any], settings: Settings, known: _Known
     ) -> tuple[pa.Table, list[dict[str, Any]]]:
         """The cross-node rules over this snapshot's facts read back from the dataset, with the
-        node-local findings the workers made; outcomes of both merged per rule."""
+        node-local findings the workers made; outcomes of both merged per rule.  A node-local rule
+        some workers skipped for want of its input while others judged it is judged here again over the
+        whole snapshot, as analyze judges it: with its input present somewhere, a node without it may
+        get a finding of its own (an instance type unknown, a count not judged)."""
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         from analyzer.fleet.read_input import arrow
         from analyzer.judge.engine import run_rules
@@ -522,7 +540,14 @@ class _Part:
                 b["bundle_hash"]: known.bundles.get(b["bundle_hash"]) or self.where(b) for b in self.bundles
             }
             _load_facts(con, root, places)
-            found, judged = run_rules(con, cross, settings)
+            mine = set(places)
+            local_outcomes = [o for o in self.group.outcomes if o["bundles"] & mine]
+            skipped: dict[str, set[bool]] = {}
+            for o in local_outcomes:
+                skipped.setdefault(o["rule"], set()).add(o["outcome"] == "skipped")
+            again = {rule for rule, seen in skipped.items() if len(seen) == 2}
+            here = [m for m in modules if not m.RULE.node_local or m.RULE.id in again]
+            _, judged = run_rules(con, here, settings)
             ids = pa.table({"bundle_id": [stored_bundle_id(h) for h in places], "bundle_hash": list(places)})
             con.register("_ids", ids)
             cross_rows = arrow(
@@ -531,9 +556,14 @@ class _Part:
             )
         finally:
             con.close()
-        mine = set(places)
+        keep = pa.array(sorted(mine))
         local = [
-            t.filter(pa.compute.is_in(t.column("bundle_hash"), pa.array(sorted(mine))))
+            t.filter(
+                pc.and_(
+                    pc.is_in(t.column("bundle_hash"), keep),
+                    pc.invert(pc.is_in(t.column("rule"), pa.array(sorted(again), pa.string()))),
+                )
+            )
             for t in self.group.findings
         ]
         findings = _concat([cross_rows, *local], like=cross_rows)
@@ -542,7 +572,7 @@ class _Part:
                 {"rule": o.rule, "outcome": o.outcome, "findings": o.findings, "reason": o.reason}
                 for o in judged
             ]
-            + self.group.outcomes
+            + [o for o in local_outcomes if o["rule"] not in again]
         )
         return findings, outcomes
 

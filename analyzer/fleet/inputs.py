@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from analyzer.fleet.read_input import Place
     from analyzer.intake.safe_read import Limits
 
 CHECKSUM_SUFFIX = ".sha256"
@@ -25,12 +26,21 @@ MAX_DEPTH = 4
 @dataclass(frozen=True)
 class Item:
     """One input: ``path`` as given below the user's argument, ``folder`` the cluster folder it belongs
-    to (its parent; for an ``extra/`` folder, the folder holding it)."""
+    to (the folder it lies in, or the one above holding ``extra/``), ``outer`` the folder above its own
+    when it lies alone in a folder below the path given (see :class:`analyzer.fleet.read_input.Place`)."""
 
     path: str
     is_dir: bool
     folder: str
     checksum: str | None = None
+    outer: str | None = None
+
+    def place(self) -> Place:
+        from analyzer.fleet.read_input import Place
+        from analyzer.intake.bundle import folder_name
+
+        outer = self.outer
+        return Place(self.folder, folder_name(self.folder), outer, folder_name(outer) if outer else None)
 
     @property
     def name(self) -> str:
@@ -51,11 +61,16 @@ def list_inputs(paths: list[Path]) -> Listing:
     """Every input under the paths, in a stable order."""
     listing = Listing()
     for path in paths:
-        _walk(path, str(path), listing, depth=0)
+        _walk(path, str(path), listing, depth=0, folder=None, parent=None)
     return listing
 
 
-def _walk(path: Path, shown: str, listing: Listing, depth: int) -> None:
+def _walk(
+    path: Path, shown: str, listing: Listing, depth: int, folder: str | None, parent: tuple[str, Path] | None
+) -> None:
+    """As discovery walks (analyzer.intake.bundle): a folder holding ``extra/`` is the cluster folder of
+    everything below it; otherwise an input belongs to the folder it lies in (given on its own: its
+    parent)."""
     from analyzer.intake import foreign
 
     if path.is_symlink() and depth > 0:
@@ -64,31 +79,58 @@ def _walk(path: Path, shown: str, listing: Listing, depth: int) -> None:
     if not path.exists():
         listing.skipped.append((shown, "no such file or directory"))
         return
+    holder = folder or (parent[0] if parent is not None else _parent(shown))
+    outer = None
+    if folder is None and parent is not None and depth >= 2 and _alone(path, parent[1]):
+        outer = _parent(parent[0]) or "."
     if path.is_file():
         if path.name.endswith(CHECKSUM_SUFFIX) and depth > 0:
             return  # travels with its tarball
         checksum = path.with_name(path.name + CHECKSUM_SUFFIX)
         listing.items.append(
-            Item(shown, False, _parent(shown), shown + CHECKSUM_SUFFIX if checksum.is_file() else None)
+            Item(shown, False, holder, shown + CHECKSUM_SUFFIX if checksum.is_file() else None, outer)
         )
         return
-    if (path / "meta.env").is_file() or (path.name == "extra" and depth == 0):
-        listing.items.append(Item(shown, True, _parent(shown)))
+    if (path / "meta.env").is_file() or foreign.detect(path) is not None:
+        listing.items.append(Item(shown, True, holder, None, outer))
         return
-    if foreign.detect(path) is not None:
+    if path.name == "extra" and depth == 0:
         listing.items.append(Item(shown, True, _parent(shown)))
         return
     if depth >= MAX_DEPTH:
         listing.skipped.append((shown, f"directory more than {MAX_DEPTH} levels deep: not searched"))
         return
-    for child in sorted(path.iterdir()):
-        child_shown = f"{shown.rstrip('/')}/{child.name}"
-        if child.name == "extra" and child.is_dir() and not child.is_symlink():
-            listing.items.append(Item(child_shown, True, shown.rstrip("/")))
+    try:
+        children = sorted(path.iterdir())
+    except OSError as exc:
+        listing.skipped.append((shown, f"directory not readable: {exc.strerror or exc}"))
+        return
+    here = shown.rstrip("/") or shown
+    if folder is None and any(_is_extra(c) for c in children):
+        folder = here
+    for child in children:
+        child_shown = f"{here}/{child.name}"
+        if _is_extra(child):
+            listing.items.append(Item(child_shown, True, folder or here))
         elif child.is_dir() or child.is_symlink() or _may_be_input(child):
-            _walk(child, child_shown, listing, depth + 1)
+            _walk(child, child_shown, listing, depth + 1, folder, (here, path))
         elif not child.name.endswith(CHECKSUM_SUFFIX):
             listing.ignored.append((child_shown, "not a bundle (no directory with meta.env, no .tar.gz)"))
+
+
+def _is_extra(child: Path) -> bool:
+    return child.name == "extra" and child.is_dir() and not child.is_symlink()
+
+
+def _alone(path: Path, directory: Path) -> bool:
+    """Whether path is the only input in its directory (loose files may lie beside it)."""
+    from analyzer.intake.bundle import is_tarball
+
+    try:
+        others = [c for c in directory.iterdir() if c != path]
+    except OSError:
+        return False
+    return not any(c.is_dir() or c.is_symlink() or is_tarball(c) or _may_be_input(c) for c in others)
 
 
 def _may_be_input(path: Path) -> bool:
@@ -100,7 +142,8 @@ def _may_be_input(path: Path) -> bool:
 
 
 def _parent(shown: str) -> str:
-    return shown.rstrip("/").rpartition("/")[0]
+    """The folder a path lies in, as discovery names it."""
+    return str(Path(shown).parent)
 
 
 def read_item(item: Item) -> tuple[bytes | dict[str, bytes], bytes | None]:

@@ -19,6 +19,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
+    from analyzer.intake.bundle import Discovery
     from analyzer.intake.safe_read import Limits
     from analyzer.judge.settings import Settings
 
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 BUNDLE, FINDINGS, OUTCOMES, UNREAD = "bundle", "findings", "rule_outcome", "unread"
 #: Columns of a bundle row as read_input gives it (the driver adds first_snapshot and ingested_at).
 BUNDLE_COLUMNS = ("bundle_hash", "kind", "node", "source", "collected_at", "cluster", "instance_type")
+#: Columns of the bundle table read_input adds for the driver (not stored): see read_input.
+PLACE_COLUMNS = ("folder", "named_cluster")
 _CHECKSUM_SUFFIX = ".sha256"
 
 
@@ -41,14 +45,18 @@ def read_input(
     data: bytes | Mapping[str, bytes],
     *,
     checksum: bytes | None = None,
+    place: Place | None = None,
     settings: Settings | None = None,
     limits: Limits | None = None,
 ) -> dict[str, pa.Table]:
     """The rows of one input (see the module docstring).
 
     ``data`` is the input's bytes, or for a directory (a cluster's ``extra/`` folder, an unpacked node
-    bundle) its files by relative name.  ``checksum`` is the text of the ``<bundle>.sha256`` beside it, when there is one.
-    Bundles that cannot be read give no fact rows and an ``unread`` row saying why."""
+    bundle) its files by relative name.  ``checksum`` is the text of the ``<bundle>.sha256`` beside it,
+    when there is one; ``place`` the cluster folder it belongs to (default: the folder it lies in).
+    Bundles that cannot be read give no fact rows and an ``unread`` row saying why.  The ``bundle``
+    table also says each bundle's cluster folder (``folder``) and the cluster its meta.env names
+    (``named_cluster``), by which a driver groups bundles into snapshots as discovery does."""
     import pyarrow as pa
 
     from analyzer.intake.bundle import content_digest, discover
@@ -78,6 +86,7 @@ def read_input(
             if checksum is not None:
                 (folder / (_safe(base) + _CHECKSUM_SUFFIX)).write_bytes(checksum)
         found = discover([folder], work / "discover", limits)
+        _place(found, str(folder), given, place or Place(parent), work / "discover")
         plan = make_plan(found, limits)
         digest = {s.display: content_digest(s.location, s.is_tar, limits) for s in found.nodes}
         digest.update({e.display: content_digest(e.location, False, limits) for e in found.extras})
@@ -85,14 +94,18 @@ def read_input(
         entries: list[dict[str, Any]] = []
         unread: list[tuple[str, str]] = [(u.path, u.reason) for u in found.unread]
         for n, part in enumerate(plan.parts):
-            summary = load_inputs(con, work / f"load-{n}", found=found, plan=plan, part=n, account=n == 0)
+            summary = load_inputs(
+                con, work / f"load-{n}", jobs=1, found=found, plan=plan, part=n, account=n == 0
+            )  # one process: the caller is the pool
             unread += [(u.path, u.reason) for u in summary.unread_inputs if (u.path, u.reason) not in unread]
             for b in summary.bundles:
                 entries.append({"bundle_id": b["bundle_id"], "source": b["source"], "kind": "node",
-                                "cluster": part.cluster, "bundle_hash": digest.get(b["source"])})  # fmt: skip
+                                "cluster": part.cluster, "folder": part.folder,
+                                "bundle_hash": digest.get(b["source"])})  # fmt: skip
             for e in summary.extras:
                 entries.append({"bundle_id": e["bundle_id"], "source": e["source"], "kind": "cluster",
-                                "cluster": part.cluster, "bundle_hash": digest.get(e["source"])})  # fmt: skip
+                                "cluster": part.cluster, "folder": part.folder,
+                                "bundle_hash": digest.get(e["source"])})  # fmt: skip
         entries = [e for e in entries if e["bundle_hash"]]
         local = [m for m in rule_modules() if m.RULE.node_local]
         _, outcomes = run_rules(con, local, settings) if entries else ([], [])
@@ -120,6 +133,46 @@ def read_input(
         shutil.rmtree(work, ignore_errors=True)
 
 
+@dataclass(frozen=True)
+class Place:
+    """Where an input belongs, as discovery of the whole folder would have it: ``folder`` the cluster
+    folder (the folder it lies in, or the one above holding ``extra/``) and the cluster name that folder
+    gives (``folder_cluster``, None: from the folder's own name); ``outer`` (with ``outer_cluster``) the
+    folder above, for an input another tool wrote that lies alone in a folder of its own below the
+    path given (``case/node-a/nvidia-bug-report.log.gz``): a one-node input there is that folder's."""
+
+    folder: str
+    folder_cluster: str | None = None
+    outer: str | None = None
+    outer_cluster: str | None = None
+
+
+def _place(found: Discovery, scratch: str, given: str, place: Place, converted_under: Path) -> None:
+    """Discovery of the scratch folder, its folders made the input's own (see :class:`Place`): a
+    bundle found directly in the scratch folder belongs to ``place.folder``; a folder inside the input (a
+    cluster tarball's, a HyperPod issue report's) keeps its name, under the input's."""
+    from analyzer.intake.bundle import folder_name
+
+    converted = [n for n in found.nodes if Path(n.location).is_relative_to(converted_under)]
+    one_foreign = len(found.nodes) == 1 and len(converted) == 1 and not found.extras
+    outer = place.outer if one_foreign and place.outer else None
+
+    def holder(folder: str) -> str:
+        if folder in (scratch, scratch + "/"):
+            return outer or place.folder
+        return folder.replace(scratch, given, 1) if folder.startswith(scratch) else folder
+
+    names = {place.folder: place.folder_cluster}
+    if outer:
+        names[outer] = place.outer_cluster
+    found.nodes[:] = [replace(n, folder=holder(n.folder)) for n in found.nodes]
+    found.extras[:] = [replace(e, folder=holder(e.folder)) for e in found.extras]
+    found.folders = {
+        holder(f): names.get(holder(f)) or (name if holder(f) == f else folder_name(holder(f)))
+        for f, name in found.folders.items()
+    }
+
+
 def _register(con: duckdb.DuckDBPyConnection, entries: list[dict[str, Any]]) -> None:
     import pyarrow as pa
 
@@ -133,6 +186,7 @@ def _register(con: duckdb.DuckDBPyConnection, entries: list[dict[str, Any]]) -> 
                 "kind": pa.array([e["kind"] for e in entries], pa.string()),
                 "source": pa.array([e["source"] for e in entries], pa.string()),
                 "part_cluster": pa.array([e["cluster"] for e in entries], pa.string()),
+                "part_folder": pa.array([e["folder"] for e in entries], pa.string()),
             }
         ),
     )
@@ -179,7 +233,9 @@ def _bundles(con: duckdb.DuckDBPyConnection) -> pa.Table:
         con,
         """
         SELECT m.bundle_hash, m.kind, nd.node, m.source, nd.collected_at,
-               coalesce(nd.cluster, m.part_cluster) AS cluster, nd.instance_type
+               coalesce(nd.cluster, m.part_cluster) AS cluster, nd.instance_type,
+               m.part_folder AS folder,
+               nullif(json_extract_string(nd.meta_json, '$.cluster'), '') AS named_cluster
         FROM _input_map m LEFT JOIN node nd USING (bundle_id)
         """,
     )
