@@ -164,6 +164,22 @@ def cli(ctx: click.Context, debug: bool) -> None:
 )
 @click.option("--quiet", "-q", is_flag=True, help="Print no terminal summary and no progress bar.")
 @click.option("--verbose", "-v", is_flag=True, help="Unfold every finding and list in the terminal summary.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "summary"]),
+    default="text",
+    show_default=True,
+    help="What goes to stdout: the terminal report, or the summary JSON (docs/summary.schema.json):"
+    " verdict, counts, worst nodes, cluster-wide causes and the top findings, sized for an assistant.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(0, 50),
+    default=10,
+    show_default=True,
+    help="Findings shown in full in the summary (--format summary).",
+)
 @click.pass_context
 def analyze(
     ctx: click.Context,
@@ -180,6 +196,8 @@ def analyze(
     config: Path | None,
     quiet: bool,
     verbose: bool,
+    fmt: str,
+    top: int,
 ) -> None:
     """Analyze node bundles, cluster bundles or directories of them.
 
@@ -210,7 +228,12 @@ def analyze(
                     write_pdf(html, pdf_out)
                 except OSError as exc:
                     raise UsageProblem(f"cannot write {pdf_out}: {exc.strerror or exc}") from exc
-        if not quiet:
+        if fmt == "summary":
+            from analyzer.assistants.summary import summarize
+            from reports.findings_json import dumps as findings_dumps
+
+            click.echo(json.dumps(summarize(json.loads(findings_dumps(data)), top), indent=2))
+        elif not quiet:
             from reports.terminal import write
 
             write(data, colour_mode=color, verbose=verbose)
@@ -545,23 +568,9 @@ def rules(fmt: str, config: Path | None) -> None:
     Example:
       hptriage rules --format json
     """
-    from analyzer.judge.rules import load_rules
+    from analyzer.judge.rule_catalog import rule_catalog
 
-    settings = _settings(config)
-    catalog = [
-        {
-            "rule": m.RULE.id,
-            "title": m.RULE.title_for(settings),
-            "severity": m.RULE.severity.value,
-            "requires": list(m.RULE.requires),
-            "requires_any": list(m.RULE.requires_any),
-            "severity_reason": m.RULE.severity_reason,
-            "thresholds": settings.described(m.RULE.id),
-            "route": m.RULE.route.as_dict(),
-            "version": m.RULE.version,
-        }
-        for m in load_rules()
-    ]
+    catalog = rule_catalog(_settings(config))
     if fmt == "json":
         click.echo(json.dumps(catalog, indent=2, default=str))
         return
@@ -1010,6 +1019,63 @@ def export(ctx: click.Context, db_path: Path, out: Path) -> None:
         con.close()
     rows = sum(t["rows"] for t in doc["tables"].values())
     click.echo(f"{out}: {len(doc['tables'])} table(s), {rows} row(s), schema version {doc['schema_version']}")
+
+
+@cli.command()
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Where OUT/hptriage/ (and OUT/hptriage.zip) go: e.g. .agents/skills or .claude/skills.")  # fmt: skip
+@click.option("--zip/--no-zip", "zip_too", default=True, show_default=True,
+              help="Also write OUT/hptriage.zip, which unpacks into a skills folder as hptriage/.")  # fmt: skip
+@click.option(
+    "--config", "config", type=click.Path(dir_okay=False, path_type=Path), help="Site thresholds (TOML)."
+)
+@click.pass_context
+def skill(ctx: click.Context, out: Path, zip_too: bool, config: Path | None) -> None:
+    """Write the agent skill: OUT/hptriage/SKILL.md (the triage workflow, thresholds and routes) and
+    scripts/collector.sh, for assistants that read agent skills (docs/assistants.md).
+
+    \b
+    Example:
+      hptriage skill --out .agents/skills --no-zip
+      hptriage skill --out dist/
+    """
+    from analyzer.assistants.skill import SkillError, write_skill
+
+    with _user_errors(ctx, SkillError):
+        try:
+            written = write_skill(out, zip_too=zip_too, settings=_settings(config))
+        except OSError as exc:
+            raise UsageProblem(f"cannot write the skill under {out}: {exc.strerror or exc}") from exc
+    click.echo(f"skill: {written.folder}" + (f"; zip: {written.zip_path}" if written.zip_path else ""))
+
+
+@cli.command()
+@click.option("--root", "roots", required=True, multiple=True,
+              type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="A folder the tools may read (repeatable); paths outside every root are refused.")  # fmt: skip
+@click.option("--jobs", type=click.IntRange(1, 256), help="Parallel workers (default: CPU count, max 8).")
+@click.option(
+    "--config", "config", type=click.Path(dir_okay=False, path_type=Path), help="Site thresholds (TOML)."
+)
+def mcp(roots: tuple[Path, ...], jobs: int | None, config: Path | None) -> None:
+    """Serve the analysis as MCP tools over stdio (analyze, finding, parse, rules, history, diff,
+    redact) for assistants; needs the extra: pip install 'hptriage[mcp]' (docs/assistants.md).
+
+    \b
+    Example:
+      claude mcp add hptriage -- hptriage mcp --root /fsx/hptriage
+    """
+    from analyzer.assistants.roots import Roots
+    from analyzer.assistants.tools import Toolbox
+
+    settings = _settings(config)
+    try:
+        from analyzer.assistants.mcp_server import serve
+    except ImportError as exc:
+        raise UsageProblem(
+            f"hptriage mcp needs the MCP SDK ({exc.name or exc} is not installed): pip install 'hptriage[mcp]'"
+        ) from exc
+    serve(Toolbox(Roots(roots), settings, jobs))
 
 
 def main() -> None:
