@@ -180,6 +180,24 @@ def ingest_dataset(
         answers = _ray_answers(tasks, remote, root, settings, jobs, ray_address, progress)
     else:
         answers = _local_answers(tasks, root, settings, jobs, progress)
+    return finish(answers, root, paths, settings, result)
+
+
+def finish(
+    answers: Iterable[dict[str, Any]],
+    root: Path,
+    paths: list[str],
+    settings: Settings | None = None,
+    result: FleetIngest | None = None,
+) -> FleetIngest:
+    """The driver's part, whoever ran the workers (a local pool, Ray, Spark's ``mapInArrow``): the
+    answers of :func:`digest_input` grouped into snapshots, each judged by the cross-node rules over the
+    dataset and written, and the schema document brought up to date.  ``paths`` are the paths given
+    (a snapshot's ``sources``)."""
+    from analyzer.judge.settings import load_settings
+
+    settings = settings or load_settings()
+    result = result or FleetIngest()
     groups = _gather(answers, result)
     result.snapshots = _judge_snapshots(groups, root, paths, settings)
     if not result.snapshots:
@@ -718,4 +736,5 @@ def _write_schema(root: Path) -> None:
         con.close()
 
 
-__all__ = ["ENGINES", "PARTITIONS", "EngineMissing", "FleetIngest", "Task", "ingest_dataset", "run_task"]
+__all__ = ["ENGINES", "PARTITIONS", "EngineMissing", "FleetIngest", "Task", "digest_input", "finish", "ingest_dataset",
+           "run_task"]  # fmt: skip
