@@ -121,6 +121,17 @@ def test_dataset_is_hive_partitioned_and_appendable(cluster: Path, stores: tuple
     second = added.output.split("snapshot ", 1)[1].split(":", 1)[0]
     changed = run("diff", "--parquet", str(ds), "previous", "latest")
     assert changed.exit_code == 0
+    # the schema document, kept up to date by each ingest without reading the dataset again, says
+    # what a count of every file says
+    import duckdb
+
+    from analyzer.fleet.dataset import write_schema_doc
+
+    kept = json.loads((ds / "_hptriage_schema.json").read_text())
+    con = duckdb.connect()
+    recount = write_schema_doc(con, ds)
+    assert {t: d["rows"] for t, d in kept["tables"].items()} == {t: d["rows"] for t, d in recount["tables"].items()}
+    assert all(set(kept["tables"][t]["columns"]) == set(d["columns"]) for t, d in recount["tables"].items())
     assert changed.output.startswith(f"diff {first[:12]} -> {second[:12]}: 0 new, 0 resolved, 11 persisting")
 
 

@@ -13,6 +13,7 @@ connection whose views are the store's tables, for ``history``, ``diff`` and ``s
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,21 +32,56 @@ class DatasetError(Exception):
 
 
 def write_rows(root: Path, table: str, rows: pa.Table, cluster: str, date: str, stem: str) -> int:
-    """Write ``rows`` of one store table as ``DIR/<table>/cluster=<c>/collection_date=<d>/<stem>_0.parquet``
-    (the file replaced when it is there); returns the rows written.  A worker calls it for its bundle's
-    facts, the driver for a snapshot's rows."""
-    if rows.num_rows == 0:
-        return 0
+    """Write ``rows`` of one store table as ``DIR/<table>/cluster=<c>/collection_date=<d>/<stem>_0.parquet``,
+    replacing the file that is there (no rows: the file is removed).  Returns the change in the table's
+    row count.  A worker calls it for its bundles' facts, the driver for a snapshot's rows."""
     import pyarrow.parquet as pq
 
+    target = file_of(root, table, cluster, date, stem)
+    before = 0
+    if target.is_file():
+        try:
+            before = pq.ParquetFile(target).metadata.num_rows
+        except (OSError, ValueError):  # a file left half written by another tool: replaced
+            before = 0
+    if rows.num_rows == 0:
+        target.unlink(missing_ok=True)
+        return -before
     keep = [c for c in rows.column_names if c not in PARTITIONS]
-    folder = root / table / f"cluster={partition_value(cluster or 'unknown')}" / f"collection_date={date}"
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{_file_safe(stem)}_0.parquet"
+    target.parent.mkdir(parents=True, exist_ok=True)
     scratch = target.with_name(target.name + ".part")
     pq.write_table(rows.select(keep), scratch)
     scratch.replace(target)  # a reader never sees half a file
-    return int(rows.num_rows)
+    return int(rows.num_rows) - before
+
+
+@dataclass
+class Tally:
+    """What an ingest (a worker, the driver) wrote: the change in each table's row count and one file of
+    each table written, for :func:`update_schema_doc`."""
+
+    added: dict[str, int] = field(default_factory=dict)
+    samples: dict[str, str] = field(default_factory=dict)
+
+    def write(self, root: Path, table: str, rows: pa.Table, cluster: str, date: str, stem: str) -> int:
+        """:func:`write_rows`, counted."""
+        delta = write_rows(root, table, rows, cluster, date, stem)
+        self.added[table] = self.added.get(table, 0) + delta
+        if rows.num_rows:
+            self.samples.setdefault(table, str(file_of(root, table, cluster, date, stem)))
+        return delta
+
+    def join(self, other: Tally) -> None:
+        for table, delta in other.added.items():
+            self.added[table] = self.added.get(table, 0) + delta
+        for table, sample in other.samples.items():
+            self.samples.setdefault(table, sample)
+
+
+def file_of(root: Path, table: str, cluster: str, date: str, stem: str) -> Path:
+    """The file write_rows writes."""
+    folder = root / table / f"cluster={partition_value(cluster or 'unknown')}" / f"collection_date={date}"
+    return folder / f"{_file_safe(stem)}_0.parquet"
 
 
 def partition_value(value: str) -> str:
@@ -147,7 +183,8 @@ def scan(root: Path, table: str) -> str:
 
 
 def write_schema_doc(con: duckdb.DuckDBPyConnection, root: Path) -> dict[str, Any]:
-    """Write ``_hptriage_schema.json`` (the document ``export`` writes) for what the dataset holds now."""
+    """Write ``_hptriage_schema.json`` (the document ``export`` writes) for what the dataset holds now,
+    every file counted (see :func:`update_schema_doc` for what an ingest does)."""
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "format": "parquet, hive partitions",
@@ -158,8 +195,46 @@ def write_schema_doc(con: duckdb.DuckDBPyConnection, root: Path) -> dict[str, An
         rows = con.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0]
         columns = {r[0]: r[1] for r in con.execute(f"DESCRIBE ({query})").fetchall()}
         doc["tables"][table] = {"rows": rows, "columns": columns, "partitioned_by": list(PARTITIONS)}
+    return _save(root, doc)
+
+
+def update_schema_doc(root: Path, added: dict[str, int], samples: dict[str, str]) -> dict[str, Any]:
+    """Bring ``_hptriage_schema.json`` up to date after an ingest without reading the dataset again:
+    each table's row count changed by ``added``, its columns joined by those of one file this ingest
+    wrote (``samples``: table -> file), as a newer parser may add columns."""
+    import duckdb
+
+    path = root / SCHEMA_FILE
+    doc: dict[str, Any]
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        doc = {}
+    doc.setdefault("tables", {})
+    doc.update(schema_version=SCHEMA_VERSION, format="parquet, hive partitions")
+    con = duckdb.connect(":memory:")
+    try:
+        for table, sample in sorted(samples.items()):
+            entry = doc["tables"].setdefault(
+                table, {"rows": 0, "columns": {}, "partitioned_by": list(PARTITIONS)}
+            )
+            query = f"SELECT * FROM read_parquet('{_sql(sample)}', hive_partitioning = true)"
+            for name, kind in (r[:2] for r in con.execute(f"DESCRIBE ({query})").fetchall()):
+                entry["columns"].setdefault(name, kind)
+    finally:
+        con.close()
+    for table, delta in added.items():
+        if table in doc["tables"]:
+            doc["tables"][table]["rows"] = max(0, doc["tables"][table]["rows"] + delta)
+    doc["tables"] = {t: doc["tables"][t] for t in sorted(doc["tables"]) if doc["tables"][t]["rows"] > 0}
+    return _save(root, doc)
+
+
+def _save(root: Path, doc: dict[str, Any]) -> dict[str, Any]:
     root.mkdir(parents=True, exist_ok=True)
-    (root / SCHEMA_FILE).write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    scratch = root / (SCHEMA_FILE + ".part")
+    scratch.write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    scratch.replace(root / SCHEMA_FILE)
     return doc
 
 
