@@ -94,11 +94,13 @@ def _tree_rss(root_pid: int) -> int:
     return total
 
 
-def analyze(path: Path, out: Path, jobs: int) -> dict[str, float]:
-    """Wall time (s), largest-process peak RSS and peak process-tree RSS (MiB) of one analysis."""
+def analyze(path: Path, out: Path, jobs: int, html: bool = True) -> dict[str, float]:
+    """Wall time (s), largest-process peak RSS and peak process-tree RSS (MiB) of one analysis (with
+    ``--json`` always, ``--html`` when asked)."""
+    html_args = f"'--html', {str(out / 'r.html')!r}, " if html else ""
     code = (
         "import resource, sys; from analyzer.cli import main; sys.argv = ['hptriage', 'analyze', "
-        f"{str(path)!r}, '--json', {str(out / 'f.json')!r}, '--html', {str(out / 'r.html')!r}, "
+        f"{str(path)!r}, '--json', {str(out / 'f.json')!r}, {html_args}"
         f"'-q', '--jobs', '{jobs}']\n"
         "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\nelse:\n    code = 0\n"
         "print('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
@@ -262,6 +264,31 @@ def machine() -> str:
     return f"`{uname}`; nproc {os.cpu_count()}; Python {platform.python_version()}"
 
 
+def targets(
+    by_n: dict[int, dict], growth: float | None, rates: list[tuple], help_s: float, parse_ratio: float
+) -> list[tuple[str, str, str, bool]]:
+    """(target, measured, wanted, met) for every target of the fleet issue this run measured."""
+    out: list[tuple[str, str, str, bool]] = []
+    top = max(by_n) if by_n else None
+    if top is not None:
+        r = by_n[top]
+        out.append((f"analyze / floor at {top} nodes, --json --html", f"{r['s'] / r['floorj']:.2f}", "<= 2.0",
+                    r["s"] / r["floorj"] <= 2.0))  # fmt: skip
+        out.append((f"analyze / floor at {top} nodes, --json only", f"{r['bare'] / r['floorj']:.2f}", "<= 2.0",
+                    r["bare"] / r["floorj"] <= 2.0))  # fmt: skip
+        peak = max(max(x["rss"], x["tree"]) for x in by_n.values())
+        out.append(
+            ("peak RSS (largest of process and process tree)", f"{peak:.0f} MiB", "<= 1024 MiB", peak <= 1024)
+        )
+    if growth is not None:
+        out.append(("time(1024) / time(256)", f"{growth:.2f}", "<= 4.4", growth <= 4.4))
+    for kind, _, r_ours, _, r_jc in rates:
+        out.append((f"{kind} records/s vs jc", f"{r_ours / r_jc:.2f}x", ">= 3x", r_ours / r_jc >= 3))
+    out.append(("hptriage --help", f"{help_s * 1000:.0f} ms", "< 300 ms", help_s < 0.3))
+    out.append(("hptriage parse of a small file vs jc", f"{parse_ratio:.2f}x", "<= 2x", parse_ratio <= 2))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", default="64,256,1024", help="comma list of cluster sizes")
@@ -284,7 +311,7 @@ def main() -> None:
     print(f"== fleet: scenario {args.scenario}, --jobs {jobs} ==")
     print(
         f"{'N':>6} {'gen s':>6} {'floor1 s':>9} {f'floor{jobs} s':>9} {'analyze s':>10} "
-        f"{'ratio':>6} {'ratio1':>7} {'RSS MiB':>8} {'tree MiB':>9}"
+        f"{'ratio':>6} {'ratio1':>7} {'RSS MiB':>8} {'tree MiB':>9} {'no-html s':>10} {'ratio':>6}"
     )
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix=f"fleet{n}-") as tmp:
@@ -297,11 +324,12 @@ def main() -> None:
             f1 = tar_floor(tarballs, 1)
             fj = tar_floor(tarballs, jobs)
             a = analyze(cluster, out, jobs)
-        row = {"n": n, "gen": gen, "floor1": f1, "floorj": fj, **a}
+            bare = analyze(cluster, out, jobs, html=False)
+        row = {"n": n, "gen": gen, "floor1": f1, "floorj": fj, **a, "bare": bare["s"]}
         rows.append(row)
         print(
             f"{n:>6} {gen:6.1f} {f1:9.2f} {fj:9.2f} {a['s']:10.2f} {a['s'] / fj:6.1f} {a['s'] / f1:7.1f} "
-            f"{a['rss']:8.0f} {a['tree']:9.0f}",
+            f"{a['rss']:8.0f} {a['tree']:9.0f} {bare['s']:10.2f} {bare['s'] / fj:6.1f}",
             flush=True,
         )
     by_n = {r["n"]: r for r in rows}
@@ -324,6 +352,10 @@ def main() -> None:
         f" {parse_ours / parse_jc:.2f}x"
     )
 
+    verdicts = targets(by_n, growth, rates, hl, parse_ours / parse_jc)
+    print("== targets ==")
+    for name, value, target, met in verdicts:
+        print(f"  {'met    ' if met else 'NOT MET'}  {name}: {value} (target {target})")
     prof = profile(args.profile, args.scenario, args.seed) if args.profile else None
     if prof:
         print(prof)
@@ -335,13 +367,14 @@ def main() -> None:
         f"Machine: {machine()}. Scenario `{args.scenario}`, seed {args.seed}, `--jobs {jobs}`; floor = one "
         f"`tar -xzf` subprocess per tarball, sequential (floor1) and {jobs} at a time (floor{jobs}).\n",
         f"| N | generate s | floor1 s | floor{jobs} s | analyze s | analyze/floor{jobs} | analyze/floor1 "
-        "| peak RSS MiB (largest process) | peak RSS MiB (process tree) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"| peak RSS MiB (largest process) | peak RSS MiB (process tree) | without --html s | its /floor{jobs} |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['n']} | {r['gen']:.1f} | {r['floor1']:.2f} | {r['floorj']:.2f} | {r['s']:.2f} | "
             f"{r['s'] / r['floorj']:.1f} | {r['s'] / r['floor1']:.1f} | {r['rss']:.0f} | {r['tree']:.0f} |"
+            f" {r['bare']:.2f} | {r['bare'] / r['floorj']:.1f} |"
         )
     lines.append("")
     if growth is not None:
@@ -355,6 +388,11 @@ def main() -> None:
         f"\n`hptriage parse` of a small iostat capture: {parse_ours * 1000:.0f} ms; `jc --iostat` of the same:"
         f" {parse_jc * 1000:.0f} ms; ratio {parse_ours / parse_jc:.2f} (target <= 2).\n"
     )
+    lines.append("\n| target | measured | wanted | |")
+    lines.append("|---|---|---|---|")
+    for name, value, target, met in verdicts:
+        lines.append(f"| {name} | {value} | {target} | {'met' if met else '**not met**'} |")
+    lines.append("")
     if prof:
         lines.append(prof)
     if not RESULTS.exists():

@@ -14,8 +14,10 @@ Each run reports its phases: listing the inputs, the workers (read_input and the
 answers consumed as they come), and the driver's ``finish`` (grouping, the cross-node rules over the
 dataset, the snapshot's rows).  Ray's own overhead is said plainly: the time of ``ray.init`` and
 ``ray.shutdown`` alone, and the Ray run's wall time less the local one's.  The projection for 1M bundles
-on W workers is ``1e6 x (serial worker s per bundle) / W + 1e6 x (driver s per bundle)``: the workers
-scale out, the driver does not (it runs once per snapshot, over that snapshot's rows).
+on W workers, as snapshots of N nodes, is ``1e6 x (serial worker s per bundle) / W`` for the workers and
+``1e6 / N x (driver s per snapshot of N)`` for the driver, which judges one snapshot after another on
+one machine today (each snapshot is judged on its own rows, so the driver's part could be spread over
+workers too: it is not yet).
 """
 
 from __future__ import annotations
@@ -140,7 +142,8 @@ def main() -> None:
         f"Per bundle: {per_bundle * 1000:.0f} ms of worker time in one process (read_input, node-local rules,"
         f" fact files), {driver_per_bundle * 1000:.1f} ms of driver time (cross-node rules and snapshot rows).",
         "",
-        "Projected wall time for 1,000,000 bundles (workers scale out, the driver does not):",
+        f"Projected wall time for 1,000,000 bundles as snapshots of {args.nodes} nodes (the workers scale out;"
+        " the driver judges one snapshot after another):",
         "",
         "| workers | worker time | driver time | total |",
         "|---|---|---|---|",

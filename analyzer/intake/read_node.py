@@ -289,8 +289,10 @@ class _NodeReader:
             if name.startswith("files/") and not name.startswith("files/etc/slurm"):
                 self._file(name, None, None, len(data), "kept", 0)
                 return
-            kind = parsers.detect_kind(text) if text.strip() else None
-            kind_source = "content"
+            kind, kind_source = _by_name(name, text), "name"
+            if kind is None:
+                kind = parsers.detect_kind(text) if text.strip() else None
+                kind_source = "content"
         if kind is None:
             status = "empty" if not text.strip() else "unrecognised"
             self._file(name, None, None, len(data), status, 0)
@@ -466,3 +468,30 @@ def parse_origins(text: str) -> dict[str, tuple[str, int]]:
 def _text(data: bytes) -> str:
     """Decode bundle bytes: UTF-8, with undecodable bytes replaced (never an exception)."""
     return data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+
+
+#: A file name's word and the kind it names, tried before every detector runs (an extra/ folder holds
+#: thousands of pairwise nccl-tests logs; running all detectors on each was half their cost).
+_NAME_HINTS = (("nccl", "nccl-tests"), ("all_reduce", "nccl-tests"), ("allreduce", "nccl-tests"))
+#: The hinted kind's own detector must be this sure (a header of its own, not a stray line).
+_NAME_SURE = 85
+
+
+def _by_name(name: str, text: str) -> str | None:
+    """The kind a file's name says, when that kind's detector is sure of the content too; else None
+    (the content decides, as for any file).
+
+    >>> _by_name("extra/nccl-pair-0001-0002.txt", "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592")
+    'nccl-tests'
+    >>> _by_name("extra/nccl-notes.txt", "NCCL INFO Bootstrap : Using eth0"), _by_name("extra/x.txt", "")
+    (None, None)
+    """
+    base = name.rpartition("/")[2].lower()
+    for word, kind in _NAME_HINTS:
+        if (
+            word in base
+            and kind in parsers.KINDS
+            and parsers.module_for(kind).detect(text[:65536]) >= _NAME_SURE
+        ):
+            return kind
+    return None
