@@ -52,7 +52,9 @@ def test_ray_and_local_write_the_same_dataset(local_ray: None, cluster: Path, tm
     a, b = open_dataset(by_ray), open_dataset(by_pool)
     doc_a = json.loads((by_ray / "_hptriage_schema.json").read_text())
     doc_b = json.loads((by_pool / "_hptriage_schema.json").read_text())
-    assert {t: d["rows"] for t, d in doc_a["tables"].items()} == {t: d["rows"] for t, d in doc_b["tables"].items()}
+    assert {t: d["rows"] for t, d in doc_a["tables"].items()} == {
+        t: d["rows"] for t, d in doc_b["tables"].items()
+    }
     for name, sql in COMPARED.items():
         assert rows(a, sql) == rows(b, sql), name
     planted = json.loads((cluster / "expected-faults.json").read_text())["faults"]
@@ -70,3 +72,18 @@ def test_ray_and_local_write_the_same_dataset(local_ray: None, cluster: Path, tm
     assert run("history", "--db", str(db), "--json", str(out_db)).exit_code == 0
     assert run("history", "--parquet", str(by_ray), "--json", str(out_pq)).exit_code == 0
     assert _untimed(json.loads(out_db.read_text())) == _untimed(json.loads(out_pq.read_text()))
+
+
+def test_ray_judges_several_snapshots_as_the_pool_does(local_ray: None, tmp_path: Path) -> None:
+    """A case folder of every input type is four snapshots: judged as Ray tasks, the same rows."""
+    from analyzer.fleet.dataset import open_dataset
+    from tests.test_foreign_mixed import _mixed
+
+    case = _mixed(tmp_path)
+    by_ray, by_pool = tmp_path / "ray", tmp_path / "local"
+    done = run("ingest", str(case), "--parquet", str(by_ray), "--engine", "ray", "-q")
+    assert done.exit_code == 0 and done.output.count("snapshot ") >= 4, done.output
+    assert run("ingest", str(case), "--parquet", str(by_pool), "--jobs", "2", "-q").exit_code == 0
+    a, b = open_dataset(by_ray), open_dataset(by_pool)
+    for name, sql in COMPARED.items():
+        assert rows(a, sql) == rows(b, sql), name

@@ -14,8 +14,10 @@ rules, is left as it is; a bundle already there keeps its first snapshot.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -245,10 +247,46 @@ def ingest_dataset(
 
         raise no_usable_bundle(result.unread or [(p, "no bundle found") for p in paths])
     if engine == "ray":
-        answers = _ray_answers(tasks, remote, root, settings, jobs, ray_address, progress)
-    else:
-        answers = _local_answers(tasks, root, settings, jobs, progress)
-    return finish(answers, root, paths, settings, result)
+        with _ray_session(jobs, ray_address) as ray:
+            answers = _ray_answers(tasks, remote, root, settings, jobs, ray_address, progress)
+            return finish(answers, root, paths, settings, result, map_parts=_ray_map(ray))
+    answers = _local_answers(tasks, root, settings, jobs, progress)
+    return finish(answers, root, paths, settings, result, map_parts=_pool_map(jobs))
+
+
+#: How a driver judges snapshots: a map of judge_part over the parts (in order).
+MapParts = Callable[[Callable[[Any], Any], list[Any]], list[Any]]
+
+
+def _pool_map(jobs: int | None) -> MapParts:
+    """Snapshots judged by local processes, several at a time (one at a time here for one snapshot)."""
+
+    def run(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        workers = min(jobs or min(os.cpu_count() or 1, 8), len(items))
+        if workers <= 1:
+            return [fn(i) for i in items]
+        context = multiprocessing.get_context(
+            "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+        )
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            return list(pool.map(fn, items))
+
+    return run
+
+
+def _ray_map(ray: Any) -> MapParts:
+    """Snapshots judged as Ray tasks, spread over the cluster (here for one snapshot)."""
+
+    def run(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        if len(items) <= 1:
+            return [fn(i) for i in items]
+        remote = ray.remote(fn)
+        return list(ray.get([remote.remote(i) for i in items]))
+
+    return run
 
 
 def finish(
@@ -257,17 +295,19 @@ def finish(
     paths: list[str],
     settings: Settings | None = None,
     result: FleetIngest | None = None,
+    map_parts: MapParts | None = None,
 ) -> FleetIngest:
     """The driver's part, whoever ran the workers (a local pool, Ray, Spark's ``mapInArrow``): the
     answers of :func:`digest_input` grouped into snapshots, each judged by the cross-node rules over the
     dataset and written, and the schema document brought up to date.  ``paths`` are the paths given
-    (a snapshot's ``sources``)."""
+    (a snapshot's ``sources``); ``map_parts`` spreads the snapshots' judging (default: one after
+    another here)."""
     from analyzer.judge.settings import load_settings
 
     settings = settings or load_settings()
     result = result or FleetIngest()
     groups = _gather(answers, result)
-    result.snapshots = _judge_snapshots(groups, root, paths, settings, result.tally)
+    result.snapshots = _judge_snapshots(groups, root, paths, settings, result.tally, map_parts)
     if not result.snapshots:
         from analyzer.errors import no_usable_bundle
 
@@ -361,29 +401,11 @@ def _ray_answers(
     """The tasks on Ray Data: files through ``read_binary_files`` (local paths and object-store prefixes),
     folders (an unpacked bundle, an ``extra/`` folder) through ``from_items``, each mapped by the same
     step as the local pool; the answers stream back as the blocks finish."""
-    import logging
     import pickle
 
     import pyarrow as pa
+    import ray
 
-    # Ray Data's lines per dataset run stay out of the terminal (a user's own setting wins)
-    os.environ.setdefault("RAY_DATA_LOG_LEVEL", "ERROR")
-    try:
-        import ray
-    except ImportError as exc:
-        raise EngineMissing(
-            "the ray engine needs Ray, which is not installed: pip install 'hptriage[ray]'"
-        ) from exc
-    started = not ray.is_initialized()
-    if started:
-        ray.init(
-            address=address,
-            num_cpus=None if address else (jobs or os.cpu_count() or 1),
-            include_dashboard=False,
-            log_to_driver=False,
-            logging_level=logging.ERROR,
-            configure_logging=False,
-        )
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False
@@ -411,22 +433,47 @@ def _ray_answers(
     total = len(tasks)
     done = 0
     size = max(1, min(BATCH, len(tasks) // ((jobs or os.cpu_count() or 1) * 4)))
+    files = [t.path for t in tasks if not t.is_dir] + remote
+    dirs = [{"name": t.name, "path": t.path} for t in tasks if t.is_dir]
+    streams = []
+    if files:
+        raw = ray.data.read_datasource(_raw_files(files))
+        streams.append(raw.map_batches(read_files, batch_size=size, batch_format="pyarrow"))
+    if dirs:
+        streams.append(ray.data.from_items(dirs).map(read_dir))
+    for stream in streams:
+        for row in stream.iter_rows():
+            answer = pickle.loads(row["answer"])  # noqa: S301 - the answer of our own worker
+            done += answer.get("inputs", 1)
+            if progress:
+                progress(min(done, total), max(total, done))
+            yield answer
+
+
+@contextlib.contextmanager
+def _ray_session(jobs: int | None, address: str | None) -> Iterator[Any]:
+    """Ray, started for the ingest (a local Ray of ``jobs`` CPUs, or the cluster at ``address``) and
+    stopped after it; one already running in this process is used as it is."""
+    # Ray Data's lines per dataset run stay out of the terminal (a user's own setting wins)
+    os.environ.setdefault("RAY_DATA_LOG_LEVEL", "ERROR")
     try:
-        files = [t.path for t in tasks if not t.is_dir] + remote
-        dirs = [{"name": t.name, "path": t.path} for t in tasks if t.is_dir]
-        streams = []
-        if files:
-            raw = ray.data.read_datasource(_raw_files(files))
-            streams.append(raw.map_batches(read_files, batch_size=size, batch_format="pyarrow"))
-        if dirs:
-            streams.append(ray.data.from_items(dirs).map(read_dir))
-        for stream in streams:
-            for row in stream.iter_rows():
-                answer = pickle.loads(row["answer"])  # noqa: S301 - the answer of our own worker
-                done += answer.get("inputs", 1)
-                if progress:
-                    progress(min(done, total), max(total, done))
-                yield answer
+        import ray
+    except ImportError as exc:
+        raise EngineMissing(
+            "the ray engine needs Ray, which is not installed: pip install 'hptriage[ray]'"
+        ) from exc
+    started = not ray.is_initialized()
+    if started:
+        ray.init(
+            address=address,
+            num_cpus=None if address else (jobs or os.cpu_count() or 1),
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            configure_logging=False,
+        )
+    try:
+        yield ray
     finally:
         if started:
             ray.shutdown()
@@ -505,18 +552,19 @@ def _gather(answers: Iterable[dict[str, Any]], result: FleetIngest) -> dict[str,
 
 
 def _judge_snapshots(
-    groups: dict[str, _Group], root: Path, paths: list[str], settings: Settings, tally: Tally
+    groups: dict[str, _Group],
+    root: Path,
+    paths: list[str],
+    settings: Settings,
+    tally: Tally,
+    map_parts: MapParts | None = None,
 ) -> list[SnapshotResult]:
     """One snapshot per cluster and folder (as analyzer.intake.load groups them: a node's cluster is
     the one its meta.env names, else the one most nodes of its folder name, else the folder's), judged
-    by the cross-node rules over the dataset."""
-    from analyzer.history.ingest import rules_signature
-    from analyzer.pipeline import rule_modules
-
-    modules = rule_modules()
-    rules_json, rules_hash = rules_signature(modules)
+    by the cross-node rules over the dataset.  Which snapshot a bundle is first stored with is settled
+    here in order; the snapshots are then judged independently (``map_parts``)."""
     known = _known(root)
-    results = []
+    jobs: list[tuple[_Part, Path, Settings, _Known]] = []
     for folder, group in groups.items():
         named = Counter(
             b["named_cluster"] for b in group.bundles if b["kind"] == "node" and b["named_cluster"]
@@ -527,10 +575,31 @@ def _judge_snapshots(
             cluster = (b["named_cluster"] if b["kind"] == "node" else None) or common or b["cluster"]
             by_cluster.setdefault(cluster or "unknown", []).append(b)
         for cluster, bundles in by_cluster.items():
-            part = _Part(folder, cluster, bundles, group, paths, tally)
-            results.append(part.judge(root, modules, settings, rules_json, rules_hash, known))
+            part = _Part(folder, cluster, bundles, group, paths, Tally())
+            hashes = set(part.hashes)
+            seen = _Known(
+                {h: known.bundles[h] for h in hashes if h in known.bundles},
+                {part.snapshot_id: known.snapshots[part.snapshot_id]}
+                if part.snapshot_id in known.snapshots
+                else {},
+            )
+            jobs.append((part, root, settings, seen))
             known.bundles.update({b["bundle_hash"]: part.where(b) for b in bundles})
-    return results
+    judged = (map_parts or (lambda fn, items: [fn(i) for i in items]))(judge_part, jobs)
+    for _, part_tally in judged:
+        tally.join(part_tally)
+    return [r for r, _ in judged]
+
+
+def judge_part(job: tuple[_Part, Path, Settings, _Known]) -> tuple[SnapshotResult, Tally]:
+    """One snapshot judged and written (in any process: what it needs travels with it)."""
+    from analyzer.history.ingest import rules_signature
+    from analyzer.pipeline import rule_modules
+
+    part, root, settings, known = job
+    modules = rule_modules()
+    rules_json, rules_hash = rules_signature(modules)
+    return part.judge(root, modules, settings, rules_json, rules_hash, known), part.tally
 
 
 @dataclass
@@ -572,6 +641,11 @@ class _Part:
         return sorted({b["bundle_hash"] for b in self.bundles})
 
     @property
+    def snapshot_id(self) -> str:
+        """A snapshot is the set of bundle contents ingested together (as the history store names it)."""
+        return hashlib.sha256("\n".join(self.hashes).encode()).hexdigest()[:16]
+
+    @property
     def collected_at(self) -> datetime | None:
         times = [b["collected_at"] for b in self.bundles if b["kind"] == "node" and b["collected_at"]]
         return max(times) if times else None
@@ -594,7 +668,7 @@ class _Part:
         rules_hash: str,
         known: _Known,
     ) -> SnapshotResult:
-        snapshot_id = hashlib.sha256("\n".join(self.hashes).encode()).hexdigest()[:16]
+        snapshot_id = self.snapshot_id
         result = SnapshotResult(snapshot_id, "stored", self.cluster, self.folder)
         new = [b for b in self.bundles if b["bundle_hash"] not in known.bundles]
         result.bundles_new = len({b["bundle_hash"] for b in new})
