@@ -1,5 +1,5 @@
 """hptriage skill: the agent skill folder and zip, their SKILL.md front matter, and the collector they
-carry (the package's copy, the same bytes as the repository's collector.sh)."""
+carry (the package's link to the repository's collector.sh; a built wheel holds its bytes)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_packaged_collector_is_the_repository_collector() -> None:
     packaged = ROOT / "analyzer" / "assistants" / "skill" / "scripts" / "collector.sh"
     assert packaged.read_bytes() == (ROOT / "collector.sh").read_bytes(), (
-        "the skill's collector is stale: cp collector.sh analyzer/assistants/skill/scripts/collector.sh"
+        "the skill's collector is a link to the repository's collector.sh (a wheel carries its bytes):"
+        " ln -sf ../../../../collector.sh analyzer/assistants/skill/scripts/collector.sh"
     )
     assert skill.collector_bytes() == (ROOT / "collector.sh").read_bytes()
 
