@@ -51,12 +51,16 @@ items = list_inputs([Path(src)]).items
 items = [i for i in items if not i.is_dir][:limit] + [i for i in items if i.is_dir]
 tasks = [fi.Task(i.path, os.path.abspath(i.path), i.is_dir, i.checksum, i.place()) for i in items]
 t1 = time.perf_counter()
+from analyzer.fleet import engines
 if engine == "ray":
-    answers = list(fi._ray_answers(tasks, [], out, settings, jobs, None, None))
+    with engines.ray_session(jobs, None) as ray:
+        answers = list(engines.ray_answers(tasks, [], out, settings, jobs, None, None))
+        t2 = time.perf_counter()
+        done = fi.finish(answers, out, [src], settings, map_parts=engines.ray_map(ray))
 else:
-    answers = list(fi._local_answers(tasks, out, settings, jobs, None))
-t2 = time.perf_counter()
-done = fi.finish(answers, out, [src], settings)
+    answers = list(engines.local_answers(tasks, out, settings, jobs, None))
+    t2 = time.perf_counter()
+    done = fi.finish(answers, out, [src], settings, map_parts=engines.pool_map(jobs))
 t3 = time.perf_counter()
 print(json.dumps({"bundles": len(tasks), "list": t1 - t0, "workers": t2 - t1, "driver": t3 - t2,
                   "wall": t3 - start, "findings": sum(s.findings for s in done.snapshots)}))
