@@ -93,9 +93,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 from itertools import product
-from typing import Any
+from typing import Any, cast
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
 from parsers._text import LineCleaner, clean_head, pci_address, to_int
@@ -184,7 +185,7 @@ _AER_FATAL = re.compile(
     r"(?P<dev>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d).*AER: (?P<sev>(?:Multiple )?Uncorrected[^:]*) error"
 )
 _NVLINK = re.compile(r"NVRM:.*nvlink.*(?:error|fatal|fail)", re.IGNORECASE)
-_EFA = re.compile(r"^(?:infiniband )?efa[_ ]\S*.*(?:error|fail|timeout|reset)", re.IGNORECASE)
+_EFA = re.compile(r"^(?:infiniband )?efa[_ ].*(?:error|fail|timeout|reset)", re.IGNORECASE)
 _EFA_LOADED = re.compile(r"Elastic Fabric Adapter \(EFA\) v(?P<ver>\d+(?:\.\d+)+\w*)")
 #: the EFA driver bringing a device up: ``efa 0000:00:07.0: Setup irq:...`` (its admin interrupt, once per
 #: device) and ``infiniband efa_0: IB device registered`` (its verbs device)
@@ -257,8 +258,9 @@ CANDIDATE_KEYS = (
     "Elastic Fabric Adapter", "nvidia 0",
     *("".join(c) for c in product("eE", "fF", "aA")),  # a line that starts "efa" in any case
 )  # fmt: skip
-#: Above this size the candidate lines are found by one vectorised RE2 pass (pyarrow) instead of a
-#: substring loop in Python (1 MB, 14k lines: ~3 ms against ~12 ms; see benchmarks/RESULTS.md).
+#: Above this size the candidate lines are found by one vectorised RE2 pass (pyarrow) instead of one
+#: compiled alternation per line in Python (1 MB, 14k lines: ~4 ms against ~15 ms, and ~28 ms for a loop
+#: of substring tests; polars' str.contains ~2.5 ms, not worth a dependency: see benchmarks/RESULTS.md).
 VECTOR_BELOW = 256 * 1024
 
 
@@ -277,75 +279,117 @@ def candidate_lines(lines: list[str]) -> list[int]:
                 pc.match_substring_regex(column, _CANDIDATE_RE2)
             ).to_pylist()
             return found
-    return [i for i, line in enumerate(lines) if any(k in line for k in CANDIDATE_KEYS)]
+    search = _CANDIDATE.search  # the keys as one alternation of literals: twice the speed of a loop of `in`
+    return [i for i, line in enumerate(lines) if search(line)]
 
 
 _CANDIDATE_RE2 = "|".join(re.escape(k) for k in CANDIDATE_KEYS)
+_CANDIDATE = re.compile(_CANDIDATE_RE2)
 
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
     raw = text.splitlines()
     result = ParseResult(lines=raw)
-    clean = _cleaner(text)  # travel noise taken off the lines looked at, and only those
+    clean, plain = _cleaner(text)  # travel noise taken off the lines looked at, and only those
+    ordinary = _ORDINARY.fullmatch
+    memo: dict[str, dict[str, Any] | None] = {}  # body -> its event (a copy of it is the row), see _event_of
     events: list[dict[str, Any]] = []
     probes: list[tuple[int, str]] = []  # (line, address) of the nvidia driver's probe lines, in order
+    probed: set[str] = set()  # the devices of those lines as printed
     current: dict[str, Any] | None = None
     consumed = -1  # index of the last line that belongs to ``current`` (or was looked at)
+    # the line after an event's last one, cleaned when looking for its continuation lines: often the
+    # next candidate (a flapping link prints line after line), then cleaned once
+    ahead, ahead_line, ahead_host = -1, "", None
     n = len(raw)
     for i in candidate_lines(raw):
         if i <= consumed:
             continue  # an indented continuation line, already joined to its event
         if i != consumed + 1:
             current = None  # a line that is no event came between: nothing continues across it
-        line, host, _, _ = clean(raw[i])
         consumed = i
-        if line[:1].isspace():
-            continue  # indented, with no event above it
-        m = _STAMP.match(line)
-        body = line[m.end() :] if m else line.strip()
-        inner = _INNER_UP.match(body) if m is not None and (m.group("syslog") or m.group("iso")) else None
-        after = None
-        if inner:
-            body = body[inner.end() :]
-        elif m is not None and m.group("up") and (after := _AFTER_UP.match(body)):
-            body = body[after.end() :]  # journalctl -o short-monotonic: "[  12.3] host kernel: "
-        host = host or _printed_host(m, after)
-        if body.startswith("nvidia ") and (probe := _PROBE.match(body)):
+        o = ordinary(line := raw[i].rstrip()) if plain else None
+        if o is not None:  # "[ seconds] message" in a file without tags: clean as it is, stamped by uptime
+            up, body = o.groups()
+            m = g = inner = None
+            host = None
+            if "kernel:" in body and (after := _AFTER_UP.match(body)):
+                body = body[after.end() :]  # journalctl -o short-monotonic: "[  12.3] host kernel: "
+                host = after.group("host")
+        else:
+            if i == ahead:
+                line, host = ahead_line, ahead_host
+            else:
+                line, host, _, _ = clean(raw[i])
+            if line[:1].isspace():
+                continue  # indented, with no event above it
+            m = _STAMP.match(line)
+            if m is None:
+                g, body = _NO_STAMP, line.strip()
+            else:
+                g, body = m.groups(), line[m.end() :]
+            up = g[_UP]
+            inner = _INNER_UP.match(body) if g[_SYSLOG] or g[_ISO] else None
+            after = None
+            if inner:
+                body = body[inner.end() :]
+            elif up and "kernel:" in body and (after := _AFTER_UP.match(body)):
+                body = body[after.end() :]
+            if not host:  # else the host a log pipeline printed before the message
+                host = after.group("host") if after is not None else _printed_host(g)
+        if body.startswith("nvidia ") and (probe := _PROBE.match(body)) and probe.group(1) not in probed:
+            probed.add(probe.group(1))  # each device as printed is looked at once: probe lines repeat
             address = pci_address(probe.group(1))
             if address and all(address != known for _, known in probes):
                 probes.append((i + 1, address))
-        if current is not None and current.get("_open") and _continues(current, body, m):
+        if (
+            current is not None
+            and current.get("_open")
+            and _continues(current, body, _stamp_of(g) if g is not None and m is not None else _up_stamp(up))
+        ):
             current["message"] = f"{current['message']} {_body(body)}".strip()
             _classify_continuation(current)
         else:
-            current = _event(body)
+            current = _event_of(body, memo)
             loose = None
-            if current is None and m is None and (loose := _LOOSE_STAMP.match(line)):
+            if current is None and o is None and m is None and (loose := _LOOSE_STAMP.match(line)):
                 body = line[loose.end() :]  # a stamp we cannot read in front of an event
                 if inner := _INNER_UP.match(body):
                     body = body[inner.end() :]
-                current = _event(body)
+                current = _event_of(body, memo)
             if current is None:
                 if "GPU" in body:
                     _unreadable_device(result, i + 1, raw[i], body)
                 continue
-            if loose is not None:
+            if o is not None:
+                current["ts_raw"], current["uptime_s"], current["ts"] = up, float(up), None
+            elif loose is not None:
                 stamp = loose.group("talos") or loose.group("bracket") or loose.group("syslog")
-                current.update(
-                    ts_raw=stamp.strip(), uptime_s=float(inner.group(1)) if inner else None, ts=None
-                )
+                current["ts_raw"] = stamp.strip()
+                current["uptime_s"] = float(inner.group(1)) if inner else None
+                current["ts"] = None
                 result.issue(i + 1, raw[i], f"timestamp not understood: {stamp.strip()!r} (event kept)")
+            elif g is not None and m is not None:
+                current["ts_raw"], current["uptime_s"], current["ts"] = _stamp_of(g)
             else:
-                current.update(_stamp(m) if m else {"ts_raw": None, "uptime_s": None, "ts": None})
+                current["ts_raw"] = current["uptime_s"] = current["ts"] = None
             if inner:
                 current["uptime_s"] = float(inner.group(1))
-            current.update(line=i + 1, raw=raw[i].rstrip(), host=host)
+            current["line"] = i + 1
+            current["raw"] = line if o is not None else raw[i].rstrip()
+            current["host"] = host
             events.append(current)
         # indented lines without a timestamp continue the message above (dictionary lines of
         # /dev/kmsg records are skipped without ending it)
         j = i + 1
-        while j < n and (more := clean(raw[j])[0])[:1].isspace():
+        while j < n:
+            if plain and raw[j][:1] == "[" and "]<std" not in raw[j]:
+                break  # no tag to take off (an mpirun "[1,0]<stdout>:" is the one that starts so): not indented
+            more, more_host, _, _ = clean(raw[j])
+            if not more[:1].isspace():
+                ahead, ahead_line, ahead_host = j, more, more_host
+                break
             if more.strip() and not _KMSG_DICT.match(more):
                 current["message"] = f"{current['message']} {_body(more.strip())}".strip()
                 _classify_continuation(current)
@@ -365,11 +409,45 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     return result
 
 
-def _cleaner(text: str) -> Any:
+#: Distinct message bodies whose event (or none) one parse remembers: a kernel log says the same
+#: things over and over (a flapping link, a device probed again), and ``_event`` is a function of the
+#: body alone.  The bound keeps a log of ever-new lines from holding them all twice.
+_MEMO_MAX = 1 << 16
+
+
+def _event_of(body: str, memo: dict[str, dict[str, Any] | None]) -> dict[str, Any] | None:
+    """``_event`` of a body, remembered in ``memo`` for the rest of the parse; the caller gets a row of
+    its own (the remembered one is never handed out)."""
+    try:
+        row = memo[body]
+    except KeyError:
+        row = _event(body)
+        if len(memo) < _MEMO_MAX:
+            memo[body] = row
+    return None if row is None else row.copy()
+
+
+#: A line as raw ``dmesg`` prints it that ``LineCleaner.clean`` gives back as it is (trailing blanks off) when
+#: the file has no launcher tags and no block prefix: ``[ seconds] `` and then none of the characters its
+#: noise tests look for (a prompt's ``$ #``, an annotation's ``<``, backticks and fences), so that it costs
+#: one match instead of those tests.
+_ORDINARY = re.compile(r"\[ *(\d+\.\d+)\] ([^`$#➜<←~]*)")
+
+
+def _cleaner(text: str) -> tuple[Callable[[str], tuple[str, str | None, str | None, bool]], bool]:
     """``LineCleaner.clean`` of the text, with the indentation every line of the capture shares taken off
     too (a log pasted as a block: ``    [Sun Jul 28 09:15:27 2024] NVRM: ...``); deeper lines keep the rest
-    of theirs (they continue the message above)."""
-    clean = LineCleaner(text).clean
+    of theirs (they continue the message above).  And whether the text is plain: no launcher tags, no
+    block prefix, no shared indentation (a line's cleaning only takes noise off, then)."""
+    cleaner = LineCleaner(text)
+    clean: Callable[[str], tuple[str, str | None, str | None, bool]] = cleaner.clean
+    if not cleaner.prefix and cleaner.pattern is None:
+        full, ordinary = cleaner.clean, _ORDINARY.fullmatch
+
+        def clean(line: str) -> tuple[str, str | None, str | None, bool]:
+            stripped = line.rstrip()
+            return (stripped, None, None, False) if ordinary(stripped) else full(line)
+
     common: str | None = None
     for line in text[:65536].splitlines()[:400]:
         cleaned = clean(line)[0]
@@ -378,16 +456,16 @@ def _cleaner(text: str) -> Any:
         lead = cleaned[: len(cleaned) - len(cleaned.lstrip(" \t"))]
         common = lead if common is None else os.path.commonprefix([common, lead])
         if not common:
-            return clean
+            return clean, not cleaner.prefix and cleaner.pattern is None
     if not common:
-        return clean
+        return clean, not cleaner.prefix and cleaner.pattern is None
     indent = common
 
     def dedented(line: str) -> tuple[str, str | None, str | None, bool]:
         out, host, command, noise = clean(line)
         return (out[len(indent) :] if out.startswith(indent) else out.lstrip(" \t")), host, command, noise
 
-    return dedented
+    return dedented, False
 
 
 def _efa_devices(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -407,16 +485,18 @@ def _efa_devices(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _printed_host(m: re.Match[str] | None, after: re.Match[str] | None) -> str | None:
-    """The host a log pipeline printed before the message (Talos' node, a syslog or journal host)."""
-    if after is not None:
-        return after.group("host")
-    if m is None:
-        return None
-    return next((m.group(g) for g in _HOST_GROUPS if m.group(g)), None)
+def _printed_host(g: tuple[str | None, ...]) -> str | None:
+    """The host a log pipeline printed before the message (Talos' node, a syslog or journal host), from
+    the groups of the line's ``_STAMP``."""
+    node, syshost, isohost, fullhost, unixhost, barehost = (g[at] for at in _HOST_AT)
+    return node or syshost or isohost or fullhost or unixhost or barehost or None
 
 
 _HOST_GROUPS = ("node", "syshost", "isohost", "fullhost", "unixhost", "barehost")
+#: where the groups of ``_STAMP`` lie in ``Match.groups()`` (one call gives them all)
+_HOST_AT = tuple(_STAMP.groupindex[name] - 1 for name in _HOST_GROUPS)
+_UP, _SYSLOG, _ISO = (_STAMP.groupindex[name] - 1 for name in ("up", "syslog", "iso"))
+_NO_STAMP: tuple[str | None, ...] = (None,) * _STAMP.groups
 
 
 #: ``-b -1``, ``--boot=-2``, ``-b 0``, ``-b`` alone (the current boot) in a journalctl command line
@@ -482,7 +562,7 @@ def _read_devices(result: ParseResult, events: list[dict[str, Any]], probes: lis
             else:
                 pending.clear()
             continue
-        if u := _UUID.search(ev["message"]):
+        if "GPU-" in ev["message"] and (u := _UUID.search(ev["message"])):
             by_uuid.setdefault(u.group(0).lower(), set()).add((ev["pci"], ev["line"]))
         if ev["gpu_index"] is not None:
             by_index.setdefault(ev["gpu_index"], set()).add((ev["pci"], ev["line"]))
@@ -551,7 +631,7 @@ def _place_by_number(
         )
 
 
-def _continues(event: dict[str, Any], body: str, m: re.Match[str] | None) -> bool:
+def _continues(event: dict[str, Any], body: str, stamp: tuple[str | None, float | None, str | None]) -> bool:
     """A stamped ``NVRM:`` line that goes on with an open multi-line message, printed at the same time
     (within 50 ms): one that names no GPU of its own while the message so far has not ended its sentence
     ("The NVIDIA GPU 0000:b3:00.0" / "... has" / "fallen off the bus ..."), or the next line of the same
@@ -572,13 +652,13 @@ def _continues(event: dict[str, Any], body: str, m: re.Match[str] | None) -> boo
         return False
     elif (kind := _nvrm_kind(body)) is not None and not (kind == event["event_type"] == "gpu_identity"):
         return False  # a line that says what it is is an event of its own (the serial goes with its GPU)
-    stamp = _stamp(m) if m else {"ts_raw": None, "uptime_s": None, "ts": None}
-    if event["uptime_s"] is not None and stamp["uptime_s"] is not None:
-        return bool(abs(stamp["uptime_s"] - event["uptime_s"]) < 0.05)
-    if event["ts"] and stamp["ts"] and "." in event["ts"] + stamp["ts"]:
-        apart = datetime.fromisoformat(stamp["ts"]) - datetime.fromisoformat(event["ts"])
+    ts_raw, uptime_s, ts = stamp  # of the line (all None when it has none)
+    if event["uptime_s"] is not None and uptime_s is not None:
+        return bool(abs(uptime_s - event["uptime_s"]) < 0.05)
+    if event["ts"] and ts and "." in event["ts"] + ts:
+        apart = datetime.fromisoformat(ts) - datetime.fromisoformat(event["ts"])
         return abs(apart.total_seconds()) < 0.05
-    return bool(stamp["ts_raw"] == event["ts_raw"])
+    return bool(ts_raw == event["ts_raw"])
 
 
 def _is_fallen(ev: dict[str, Any]) -> bool:
@@ -736,9 +816,33 @@ _NVRM_KINDS = tuple(
 )  # fmt: skip
 
 
+#: Per kind of ``_NVRM_KINDS``, words (lower case) one of which each of its matches holds: a line of ASCII
+#: (where ignoring case is lowering it) holding none of them is not of that kind, without a search.
+_NVRM_KIND_WORDS = (
+    ("gpu-", "gpu board serial number"),
+    ("heartbeat", "gsp"),
+    ("rpc",),
+    ("lost",),
+    ("nvlink",),
+    ("ecc", "dbe", "sbe", "row remap", "page retire", "retired page", "dynamic page", "uncorrectable", "memory",
+     "memsyserror", "hbm"),
+    ("sysmembar", "bus", "flush", "bar"),
+    ("rminitadapter", "rm_init_adapter", "cannot initialize gsp", "_kgspbootgsprm", "kgspexecutefwsec",
+     "failed to ", "cannot attach gpu"),
+    ("mmu fault", "tlb invalidation", "kgmmu"),
+)  # fmt: skip
+_NVRM_KIND_TESTS = tuple(
+    (re.compile("|".join(re.escape(w) for w in words)).search, pattern.search, kind)
+    for words, (pattern, kind) in zip(_NVRM_KIND_WORDS, _NVRM_KINDS, strict=True)
+)
+
+
 def _nvrm_kind(body: str) -> str | None:
     """The ``event_type`` of an NVRM line without an Xid by what it says (``_NVRM_KINDS``), else None."""
-    return next((kind for pattern, kind in _NVRM_KINDS if pattern.search(body)), None)
+    if not body.isascii():  # IGNORECASE folds a few letters beyond ASCII (the Kelvin sign is a k)
+        return next((kind for pattern, kind in _NVRM_KINDS if pattern.search(body)), None)
+    low = body.lower()
+    return next((kind for words, search, kind in _NVRM_KIND_TESTS if words(low) and search(body)), None)
 
 
 def _link_event(body: str) -> dict[str, Any] | None:
@@ -763,29 +867,37 @@ def _classify_continuation(event: dict[str, Any]) -> None:
         event["xid"] = 79
 
 
-def _stamp(m: re.Match[str]) -> dict[str, Any]:
-    if m.group("up"):
-        return {"ts_raw": m.group("up"), "uptime_s": float(m.group("up")), "ts": None}
-    if m.group("ctime"):
-        raw = re.sub(r"\s+", " ", m.group("ctime"))
+def _up_stamp(up: str | None) -> tuple[str | None, float | None, str | None]:
+    """The stamp fields of an ``[ uptime]`` (all None without one)."""
+    return (up, float(up), None) if up else (None, None, None)
+
+
+_G = {name: index - 1 for name, index in _STAMP.groupindex.items()}
+
+
+def _stamp_of(g: tuple[str | None, ...]) -> tuple[str | None, float | None, str | None]:
+    """(``ts_raw``, ``uptime_s``, ``ts``) of a line by the groups of its ``_STAMP``."""
+    if up := g[_UP]:
+        return up, float(up), None
+    if ctime := g[_G["ctime"]]:
+        raw = re.sub(r"\s+", " ", ctime)
         try:
             ts = datetime.strptime(raw, "%a %b %d %H:%M:%S %Y").isoformat()
         except ValueError:
             ts = None
-        return {"ts_raw": raw, "uptime_s": None, "ts": ts}
-    if iso := m.group("iso") or m.group("biso"):
-        return {"ts_raw": iso, "uptime_s": None, "ts": _iso_utc(iso)}
-    if m.group("full"):  # journalctl -o short-full: "Fri 2024-08-30 11:43:09 UTC" (host time)
-        full = m.group("full")
-        return {"ts_raw": full, "uptime_s": None, "ts": _iso_utc(full[4:].replace(" ", "T"))}
-    if m.group("unix"):  # journalctl -o short-unix: seconds since the epoch, UTC
-        unix = m.group("unix")
-        ts = datetime.fromtimestamp(float(unix), tz=timezone.utc).replace(tzinfo=None).isoformat()
-        return {"ts_raw": unix, "uptime_s": None, "ts": ts}
-    if m.group("kmsg"):  # /dev/kmsg: microseconds since boot
-        return {"ts_raw": m.group("usec"), "uptime_s": int(m.group("usec")) / 1e6, "ts": None}
-    raw = m.group("rel") or m.group("syslog")
-    return {"ts_raw": raw.strip() if raw else None, "uptime_s": None, "ts": None}
+        return raw, None, ts
+    if iso := g[_ISO] or g[_G["biso"]]:
+        return iso, None, _iso_utc(iso)
+    if full := g[_G["full"]]:  # journalctl -o short-full: "Fri 2024-08-30 11:43:09 UTC" (host time)
+        return full, None, _iso_utc(full[4:].replace(" ", "T"))
+    if unix := g[_G["unix"]]:  # journalctl -o short-unix: seconds since the epoch, UTC
+        utc = datetime.fromtimestamp(float(unix), tz=timezone.utc).replace(tzinfo=None)
+        return unix, None, utc.isoformat()
+    if g[_G["kmsg"]]:  # /dev/kmsg: microseconds since boot
+        usec = cast(str, g[_G["usec"]])  # matched with kmsg
+        return usec, int(usec) / 1e6, None
+    rel = g[_G["rel"]] or g[_SYSLOG]
+    return (rel.strip() if rel else None), None, None
 
 
 def _iso_utc(iso: str) -> str | None:

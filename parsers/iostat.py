@@ -100,7 +100,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, cast
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
@@ -134,6 +136,7 @@ _CPU = ("user_pct", "nice_pct", "system_pct", "iowait_pct", "steal_pct", "idle_p
 _CPU_NORM = {"pct_user": "user_pct", "pct_nice": "nice_pct", "pct_system": "system_pct", "pct_sys": "system_pct",
              "pct_iowait": "iowait_pct", "pct_steal": "steal_pct", "pct_idle": "idle_pct"}  # fmt: skip
 _CPU_RAW = ("pct_user", "pct_nice", "pct_system", "pct_sys", "pct_iowait", "pct_steal", "pct_idle")
+_CPU_EMPTY = dict.fromkeys(_CPU + _CPU_RAW)
 #: Device column as printed (snake-cased by _key) -> (normalised column, factor to kB/s, kB or ms).
 _DEV_COLS: dict[str, tuple[str, float]] = {
     "tps": ("tps", 1), "r_s": ("r_s", 1), "w_s": ("w_s", 1), "d_s": ("d_s", 1), "f_s": ("f_s", 1),
@@ -262,14 +265,18 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     if "sysstat" in text[:4096] and _JSON.match("\n".join(cleaned.lines[:40])):
         return _parse_json(text, cleaned.lines)
     result = ParseResult()
-    raw_lines = text.splitlines()
+    raw_lines = _RawLines(text)  # the lines as printed, for issues: split when the first one is said
     noise = set(cleaned.noise)
     commands = dict(cleaned.commands)
     hosts = cleaned.hosts
     states: dict[str | None, dict[str, Any]] = {}
     # a double-spaced paste (a blank after every line): only two blanks in a row end a block
     spaced = _double_spaced(cleaned.lines)
+    skip = 0  # lines before this one were read already, as device rows of one block (see _more_rows)
+    met = _Seen()  # cells and device names met by _more_rows
     for index, line in enumerate(cleaned.lines):
+        if index < skip:
+            continue
         no = index + 1
         host = hosts[index] if hosts else None
         st = states.get(host) or states.setdefault(host, _state())
@@ -300,7 +307,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             _next(st, "ts")
             st["ts"] = line.strip()
         elif first == "avg-cpu:":
-            st["cpu_cols"] = [_key(t) for t in tokens[1:]]
+            st["cpu_cols"] = _keys(tokens[1:])
         elif st["cpu_cols"] is not None or (
             st["header"] is None and len(tokens) == 6 and all(_NUM.match(t.rstrip("%")) for t in tokens)
         ):
@@ -317,7 +324,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             result.add("iostat_cpu", cpu)
         elif first in ("Device:", "Device"):
             _next(st, "dev")
-            st["header"], st["dev_last"], st["groups"] = [_key(t) for t in tokens[1:]], False, None
+            st["header"], st["dev_last"], st["groups"] = _keys(tokens[1:]), False, None
         elif tokens[-1] in ("Device", "Device:") and len(tokens) > 1 and _LABEL.match(first):
             _device_last_header(st, [_key(t) for t in tokens[:-1]])
         elif (
@@ -340,6 +347,18 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                     tokens = [pending[1], *tokens]
                 else:
                     result.issue(pending[0], raw_lines[pending[0] - 1], "device name without its numbers")
+            if (
+                pending is None
+                and stamp is None
+                and hosts is None
+                and st["groups"] is None
+                and not st["dated"]
+                and not st["dev_last"]
+            ):  # the rows of the block that read plainly, in one loop
+                rows = result.tables.get("iostat_device") or []
+                if (skip := _more_rows(cleaned.lines, index, noise, st, rows, met)) > index:
+                    result.tables["iostat_device"] = rows
+                    continue
             if st["dev_last"]:  # --human / --pretty: the device name is the last cell
                 tokens = tokens[-1:] + tokens[:-1]
             device = _device(no, tokens, st["header"], st, host)
@@ -475,6 +494,33 @@ def _human(cell: str, key: str) -> float | None:
     return round(number * _SUFFIX[suffix] / unit, 6)
 
 
+class _RawLines:
+    """``text.splitlines()``, split at the first line asked for (most captures say no issue)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines: list[str] | None = None
+
+    def __getitem__(self, index: int) -> str:
+        if self.lines is None:
+            self.lines = self.text.splitlines()
+        return self.lines[index]
+
+
+_HEADERS: dict[tuple[str, ...], tuple[str, ...]] = {}  # printed labels of a header -> column names
+
+
+def _keys(labels: list[str]) -> list[str]:
+    """``_key`` of each label of a header (a header is printed again in every report)."""
+    printed = tuple(labels)
+    keys = _HEADERS.get(printed)
+    if keys is None:
+        keys = tuple(_key(label) for label in labels)
+        if len(_HEADERS) < 1024:
+            _HEADERS[printed] = keys
+    return list(keys)
+
+
 def _key(label: str) -> str:
     """A printed column label as a column name: ``%rrqm`` -> ``pct_rrqm``, ``kB_read/s`` -> ``kb_read_s``.
 
@@ -527,7 +573,7 @@ def _host(no: int, m: re.Match[str], host: str | None) -> dict[str, Any]:
 
 def _cpu_row(row: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     """An iostat_cpu row from printed column name -> value: as printed, normalised beside, the rest in extra."""
-    row.update(dict.fromkeys(_CPU + _CPU_RAW))
+    row.update(_CPU_EMPTY)
     extra: dict[str, Any] = {}
     for key, value in values.items():
         if key in _CPU_NORM and isinstance(value, float):
@@ -583,13 +629,7 @@ def _device(
                 return None
             values[i] = round(values[i])
         values[i] = int(values[i])
-    base = st.get("_base")
-    if base is None or base[0] != (st["report"], st["ts"], st["y"], st["boot"], st["banner"], host):
-        report = _report_row(None, st, host)
-        del report["line"]
-        key = (st["report"], st["ts"], st["y"], st["boot"], st["banner"], host)
-        base = st["_base"] = (key, {**_DEV_TEMPLATE, **report})
-    row = {**base[1], "line": no, "device": tokens[0]}
+    row = {**_report_base(st, host), "line": no, "device": tokens[0]}
     row.update(zip(header, values, strict=True))  # every printed column under its own name...
     for i, column, factor in plan.norm:  # ...the normalised ones beside
         row[column] = values[i] if factor == 1 else round(values[i] * factor, 6)
@@ -600,6 +640,120 @@ def _device(
     return row
 
 
+def _report_base(st: dict[str, Any], host: str | None) -> dict[str, Any]:
+    """An empty iostat_device row with the report's fields (kept while the report lasts); never changed."""
+    key = (st["report"], st["ts"], st["y"], st["boot"], st["banner"], host)
+    base = st.get("_base")
+    if base is None or base[0] != key:
+        report = _report_row(None, st, host)
+        del report["line"]
+        base = st["_base"] = (key, {**_DEV_TEMPLATE, **report})
+    return cast("dict[str, Any]", base[1])
+
+
+#: First cells that make a line something else than a device row to the main loop (a banner, a header...)
+_NOT_A_DEVICE = frozenset(("Linux", "avg-cpu:", "Device:", "Device", "Datetime"))
+
+
+def _more_rows(
+    lines: list[str],
+    start: int,
+    noise: set[int],
+    st: dict[str, Any],
+    rows: list[dict[str, Any]],
+    seen: _Seen,
+) -> int:
+    """The device rows of a report from line ``start`` on, read in one loop while each line is one the main
+    loop would read the same way, into the same row: in an untagged, undated report whose header has only
+    known columns, a device name and as many plain numbers as the header has columns.  Returns the index
+    of the first line left to the main loop (``start`` when it reads none)."""
+    header = st["header"]
+    plan = _PLANS.get(tuple(header)) or _plan(header)
+    width = len(header) + 1
+    if plan.extra or width < 2:
+        return start
+    copy = _report_base(st, None).copy
+    beside, at, scaled, ints, pick = plan.beside, plan.at, plan.scaled, plan.ints, plan.pick
+    number, devices, append = seen.numbers.__getitem__, seen.devices, rows.append
+    # cells are remembered where that pays: rates and percents repeat (0.00), the totals of a plain report
+    # (kB_read ...) grow with every report
+    remember = not ints
+    done = start
+    for no in range(start + 1, len(lines) + 1):  # the line numbers (indices + 1)
+        if noise and no in noise:
+            break
+        tokens = lines[no - 1].split()
+        if len(tokens) != width:
+            break
+        device = tokens[0]
+        if device not in devices:  # each name is looked at once: the same devices print in every report
+            if (
+                device[0] in "-[.^…"
+                or device[0].isdigit()  # a -t stamp, a number (_NUM): not a device name
+                or device in _NOT_A_DEVICE
+                or "iostat" in device  # the only cell that is no number: a pasted command line
+            ):
+                break
+            devices.add(device)
+        cells = tokens[1:]
+        try:  # plain numbers only (decimal commas, --human units, a header...: the main loop's reading)
+            if remember:
+                values: list[Any] = list(map(number, cells))
+            elif "".join(cells).translate(_PLAIN_NUMBER):
+                break
+            else:
+                values = list(map(float, cells))
+        except ValueError:
+            break
+        if ints:  # counts (kB_read ...) are whole numbers, as ints
+            whole = [values[i] for i in ints]
+            if not all(map(float.is_integer, whole)):
+                break
+            for i, value in zip(ints, whole, strict=True):
+                values[i] = int(value)
+        row = copy()
+        row["line"] = no
+        row["device"] = device
+        # every printed column under its own name, the normalised ones beside (as _device sets them)
+        row.update(zip(header, values, strict=True))
+        if scaled:
+            normalised = [values[i] for i in at]
+            for k, factor in scaled:
+                normalised[k] = round(normalised[k] * factor, 6)
+            row.update(zip(beside, normalised, strict=True))
+        elif at:
+            row.update(zip(beside, pick(values), strict=True))
+        append(row)
+        done = no
+    return done
+
+
+class _Numbers(dict[str, float]):
+    """The ``float`` of each cell made of digits, dots and minus signs only (ValueError for any other, as
+    for one ``float`` does not read), remembered up to ``_CELLS_MAX`` of them."""
+
+    def __missing__(self, cell: str) -> float:
+        if cell.translate(_PLAIN_NUMBER):
+            raise ValueError(cell)
+        value = float(cell)
+        if len(self) < _CELLS_MAX:
+            self[cell] = value
+        return value
+
+
+@dataclass
+class _Seen:
+    """What ``_more_rows`` learns of a capture, kept for the rest of its parse: the ``float`` of each plain
+    number cell met in a report without totals (its cells are mostly a few values, ``0.00``), and the
+    first cells found to be device names."""
+
+    numbers: _Numbers = field(default_factory=_Numbers)
+    devices: set[str] = field(default_factory=set)
+
+
+_CELLS_MAX = 1 << 16
+
+
 @dataclass(frozen=True)
 class _Plan:
     """How the cells of a Device header become a row (computed once per header)."""
@@ -607,6 +761,12 @@ class _Plan:
     ints: tuple[int, ...]  # count columns (kB_read ...)
     norm: tuple[tuple[int, str, float], ...]  # normalised columns beside the printed one
     extra: tuple[int, ...]  # columns not known
+    #: for _more_rows: the normalised columns in norm's order, the cells they are of, (position among
+    #: them, factor) of those scaled, and a function giving those cells of a row (a tuple)
+    beside: tuple[str, ...] = ()
+    at: tuple[int, ...] = ()
+    scaled: tuple[tuple[int, float], ...] = ()
+    pick: Callable[[list[Any]], tuple[Any, ...]] = tuple
 
 
 _PLANS: dict[tuple[str, ...], _Plan] = {}
@@ -618,10 +778,16 @@ def _plan(header: list[str]) -> _Plan:
         for i, k in enumerate(header)
         if k in _DEV_COLS and (_DEV_COLS[k][0] != k or _DEV_COLS[k][1] != 1)
     )
+    at = tuple(i for i, _, _ in norm)
+    ints = tuple(i for i, k in enumerate(header) if k in _DEV_INT)
     plan = _Plan(
-        ints=tuple(i for i, k in enumerate(header) if k in _DEV_INT),
+        ints=ints,
         norm=norm,
         extra=tuple(i for i, k in enumerate(header) if k not in _DEV_KNOWN),
+        beside=tuple(column for _, column, _ in norm),
+        at=at,
+        scaled=tuple((n, factor) for n, (_, _, factor) in enumerate(norm) if factor != 1),
+        pick=itemgetter(*at) if len(at) > 1 else lambda values: tuple(values[i] for i in at),
     )
     if len(_PLANS) < 1024:
         _PLANS[tuple(header)] = plan
