@@ -764,7 +764,7 @@ def ingest(
     The same bundle is stored once (by content hash); the same set again adds nothing, unless the rules
     changed since: then its findings are judged again and the rule versions recorded.  With --parquet
     the bundles are read by local processes or on Ray (--engine ray; PATHS may then be object-store
-    prefixes such as s3://bucket/hptriage/), and the rules that compare nodes run here over the dataset.
+    prefixes such as s3://bucket/hptriage/), and the rules that compare nodes run over the dataset.
 
     \b
     Example:
