@@ -25,7 +25,6 @@ import contextlib
 import importlib.util
 import random
 import re
-import subprocess
 import sys
 import time
 import types
@@ -36,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from parsers import dmesg  # noqa: E402
 from parsers._base import ParserFailure  # noqa: E402
@@ -53,22 +53,9 @@ ENA = (("00:05.0", "eth0"), ("00:06.0", "eth1"))
 
 def baseline(source: str) -> types.ModuleType:
     """``parsers/dmesg.py`` of a git revision or of a file, as a module of its own."""
-    path = Path(source)
-    if path.is_file():
-        code = path.read_text()
-    else:
-        code = subprocess.run(
-            ["git", "show", f"{source}:parsers/dmesg.py"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    module = types.ModuleType("_dmesg_baseline")
-    module.__file__ = str(ROOT / "parsers" / "dmesg.py")
-    sys.modules[module.__name__] = module
-    exec(compile(code, f"{source}:parsers/dmesg.py", "exec"), module.__dict__)  # noqa: S102
-    return module
+    from baseline import module_at
+
+    return module_at(source, "parsers/dmesg.py", "_dmesg_baseline")
 
 
 def flapping_log(rng: random.Random, size: int = generate.DMESG_BYTES) -> str:

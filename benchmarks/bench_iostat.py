@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import subprocess
 import sys
 import time
 import types
@@ -33,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "iostat"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from parsers import iostat  # noqa: E402
 
@@ -41,22 +41,9 @@ SAMPLES = 2000
 
 def baseline(source: str) -> types.ModuleType:
     """``parsers/iostat.py`` of a git revision or of a file, as a module of its own."""
-    path = Path(source)
-    if path.is_file():
-        code = path.read_text()
-    else:
-        code = subprocess.run(
-            ["git", "show", f"{source}:parsers/iostat.py"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    module = types.ModuleType("_iostat_baseline")
-    module.__file__ = str(ROOT / "parsers" / "iostat.py")
-    sys.modules[module.__name__] = module
-    exec(compile(code, f"{source}:parsers/iostat.py", "exec"), module.__dict__)  # noqa: S102
-    return module
+    from baseline import module_at
+
+    return module_at(source, "parsers/iostat.py", "_iostat_baseline")
 
 
 def repeated(name: str = "jc-ubuntu1804-x-sysstat11.6.out", samples: int = SAMPLES) -> str:
