@@ -54,7 +54,7 @@ t1 = time.perf_counter()
 from analyzer.fleet import engines
 if engine == "ray":
     with engines.ray_session(jobs, None) as ray:
-        answers = list(engines.ray_answers(tasks, [], out, settings, jobs, None, None))
+        answers = list(engines.ray_answers(tasks, [], out, settings, jobs, None))
         t2 = time.perf_counter()
         done = fi.finish(answers, out, [src], settings, map_parts=engines.ray_map(ray))
 else:

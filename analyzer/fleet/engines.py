@@ -112,10 +112,10 @@ def ray_answers(
     root: Path,
     settings: Settings,
     jobs: int | None,
-    address: str | None,
     progress: Callable[[int, int], None] | None,
 ) -> Iterator[dict[str, Any]]:
-    """The tasks on Ray Data: files through ``read_binary_files`` (local paths and object-store prefixes),
+    """The tasks on the Ray this process joined (:func:`ray_session`): files read as
+    ``read_binary_files`` reads them (local paths and object-store prefixes),
     folders (an unpacked bundle, an ``extra/`` folder) through ``from_items``, each mapped by the same
     step as the local pool; the answers stream back as the blocks finish."""
     import pickle

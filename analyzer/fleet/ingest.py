@@ -67,7 +67,7 @@ def ingest_dataset(
         raise no_usable_bundle(result.unread or [(p, "no bundle found") for p in paths])
     if engine == "ray":
         with ray_session(jobs, ray_address) as ray:
-            answers = ray_answers(tasks, remote, root, settings, jobs, ray_address, progress)
+            answers = ray_answers(tasks, remote, root, settings, jobs, progress)
             return finish(answers, root, paths, settings, result, map_parts=ray_map(ray))
     answers = local_answers(tasks, root, settings, jobs, progress)
     return finish(answers, root, paths, settings, result, map_parts=pool_map(jobs))
