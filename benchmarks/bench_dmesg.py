@@ -51,9 +51,11 @@ NVSWITCH_BUSES = ("05", "06", "07", "08")
 ENA = (("00:05.0", "eth0"), ("00:06.0", "eth1"))
 
 
+from baseline import best, module_at  # noqa: E402
+
+
 def baseline(source: str) -> types.ModuleType:
     """``parsers/dmesg.py`` of a git revision or of a file, as a module of its own."""
-    from baseline import module_at
 
     return module_at(source, "parsers/dmesg.py", "_dmesg_baseline")
 
@@ -95,15 +97,6 @@ def best_pair(old: Callable[[], Any], new: Callable[[], Any], runs: int) -> tupl
         new()
         b = min(b, time.perf_counter() - start)
     return a, b
-
-
-def best(fn: Callable[[], Any], runs: int) -> float:
-    out = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        out = min(out, time.perf_counter() - start)
-    return out
 
 
 def candidates_python(text: str) -> list[int]:

@@ -22,11 +22,8 @@ import argparse
 import random
 import re
 import sys
-import time
 import types
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "iostat"
@@ -39,9 +36,11 @@ from parsers import iostat  # noqa: E402
 SAMPLES = 2000
 
 
+from baseline import best, module_at  # noqa: E402
+
+
 def baseline(source: str) -> types.ModuleType:
     """``parsers/iostat.py`` of a git revision or of a file, as a module of its own."""
-    from baseline import module_at
 
     return module_at(source, "parsers/iostat.py", "_iostat_baseline")
 
@@ -84,15 +83,6 @@ def same_output(a: types.ModuleType, b: types.ModuleType, text: str) -> bool:
     ra, rb = a.parse(text), b.parse(text)
     rows = {k: [list(r.items()) for r in v] for k, v in ra.tables.items()}
     return rows == {k: [list(r.items()) for r in v] for k, v in rb.tables.items()} and ra.issues == rb.issues
-
-
-def best(fn: Callable[[], Any], runs: int) -> float:
-    out = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        out = min(out, time.perf_counter() - start)
-    return out
 
 
 def main() -> None:
