@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 #: Nodes listed in full in the terminal; the rest are counted (the JSON has them all).
@@ -18,6 +18,10 @@ TIMELINE_STYLE = {
     "info": ("#7a8ca8", ".", 28),
     "ok": ("#1b6e20", ".", 20),
 }
+
+
+#: Least padding either side of the timeline's data: one snapshot sits in a span of two hours.
+TIME_PAD = timedelta(hours=1)
 
 
 def _when(value: Any) -> str:
@@ -61,12 +65,38 @@ def history_text(data: dict[str, Any], verbose: bool = False) -> str:
         for v in n["versions"]:
             steps = ", ".join(f"{c['from']} -> {c['to']} ({_when(c['at'])})" for c in v["changes"])
             out.append(f"  {v['component']}: {steps}")
-        if n["busbw"]:
-            points = ", ".join(f"{b['busbw_gbps']:.0f}" for b in n["busbw"][-6:])
-            out.append(f"  busbw GB/s over time (last {min(6, len(n['busbw']))}): {points}")
+        out += _busbw_lines(n["busbw"])
     if len(data["nodes"]) > len(nodes):
         out.append(f"\n... {len(data['nodes']) - len(nodes)} more node(s): -v lists all, --json has all")
+    hosts = data.get("busbw_unmatched_hosts") or []
+    if hosts:
+        out.append(f"\nhosts of nccl-tests logs that no node bundle of their snapshot names ({len(hosts)}):")
+        out += [
+            f"  {h['host']}: {_figure(h)} in snapshot {h['snapshot_id'][:12]} ({_when(h['at'])})"
+            for h in hosts
+        ]
     return "\n".join(out) + "\n"
+
+
+def _figure(b: dict[str, Any]) -> str:
+    """'404 GB/s (median of 7 runs, slowest 241 in extra/nccl-pair-03-05.txt)' for one snapshot."""
+    if b["runs"] == 1:
+        return f"{b['busbw_gbps']:.0f} GB/s (1 run: {b['slowest_run']})"
+    return f"{b['busbw_gbps']:.0f} GB/s (median of {b['runs']} runs, slowest {b['min_gbps']:.0f} in {b['slowest_run']})"
+
+
+def _busbw_lines(points: list[dict[str, Any]], last: int = 6) -> list[str]:
+    """A node's busbw, one series per kind of run and collective, one point per snapshot (the last few)."""
+    series: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for b in points:
+        series.setdefault((b["family"], b["collective"]), []).append(b)
+    out = []
+    for (family, collective), of in series.items():
+        shown = of[-last:]
+        what = "1 snapshot" if len(of) == 1 else f"last {len(shown)} of {len(of)} snapshots"
+        out.append(f"  busbw {family} {collective} per snapshot ({what}):")
+        out += [f"    {_when(b['at'])} {b['snapshot_id'][:12]}: {_figure(b)}" for b in shown]
+    return out
 
 
 def diff_text(data: dict[str, Any]) -> str:
@@ -89,9 +119,10 @@ def diff_text(data: dict[str, Any]) -> str:
         out += [f"  {v['node']} {v['component']}: {v['from']} -> {v['to']}" for v in data["version_changes"]]
     moved = [b for b in data["busbw"] if b["delta_pct"] is not None and abs(b["delta_pct"]) >= 5]
     if moved:
-        out.append("\nbusbw changes (>= 5 %):")
+        out.append("\nbusbw changes (>= 5 %; per node, the median of its runs in each snapshot):")
         out += [
-            f"  {b['host']}: {b['old_gbps']:.1f} -> {b['new_gbps']:.1f} GB/s ({b['delta_pct']:+.1f} %)"
+            f"  {b['node']} {b['family']} {b['collective']}: {b['old_gbps']:.1f} -> {b['new_gbps']:.1f} GB/s "
+            f"({b['delta_pct']:+.1f} %)"
             for b in moved
         ]
     if data["fsx"]:
@@ -164,6 +195,38 @@ def timeline_svg(data: dict[str, Any], most: int = 30) -> str:
         dots.set_gid(f"timeline-{severity}")
     ax.set_yticks(range(len(nodes)), [n["node"] for n in reversed(nodes)])
     ax.set_title("Findings per node over time (first and last seen)", fontsize=9)
+    _time_axis(ax, [when for marks in points.values() for when, _ in marks])
     legend_outside(ax)
     fig.autofmt_xdate()
     return to_svg(fig)
+
+
+def time_span(times: list[datetime]) -> tuple[datetime, datetime]:
+    """The time axis' limits: the data's first and last time, padded by 5 % of the span (at least
+    TIME_PAD either side, so that one snapshot, or several within minutes, sit inside a span of hours,
+    never the years matplotlib gives a single date).
+
+    >>> from datetime import datetime, timedelta
+    >>> time_span([datetime(2026, 12, 1, 8), datetime(2026, 12, 1, 14)])
+    (datetime.datetime(2026, 12, 1, 7, 0), datetime.datetime(2026, 12, 1, 15, 0))
+    >>> time_span([datetime(2026, 1, 1), datetime(2026, 1, 21)])
+    (datetime.datetime(2025, 12, 31, 0, 0), datetime.datetime(2026, 1, 22, 0, 0))
+    """
+    lo, hi = min(times), max(times)
+    pad = max((hi - lo) * 0.05, TIME_PAD)
+    return lo - pad, hi + pad
+
+
+def _time_axis(ax: Any, times: list[Any]) -> None:
+    """Limit the x axis to the data's times (:func:`time_span`), ticks dated concisely (the day, the
+    hours of a short span, the year once)."""
+    import matplotlib.dates as mdates
+
+    known = [t for t in times if isinstance(t, datetime)]
+    if not known:
+        return
+    ax.set_xlim(*time_span(known))
+    locator = mdates.AutoDateLocator(minticks=3, maxticks=8)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.set_xlabel("collection time (UTC)", fontsize=8)

@@ -2,15 +2,24 @@
 
 Times are the bundles' own ``collected_at`` (a cluster ``extra/`` folder takes its snapshot's).  Every
 function returns plain data (dicts and lists) for the terminal, JSON and HTML writers.
+
+busbw is kept per node and per snapshot (:func:`node_busbw`): the host names a snapshot's nccl-tests logs
+print are matched to that snapshot's node bundles as the analysis matches them
+(analyzer.judge.signals.nccl.read_runs, analyzer.judge.hosts), and a node's figure in a snapshot is the
+median of the large-message busbw of the runs it was in (with the slowest of them), per kind of run
+(single-node, pairwise, multi-node) and collective: one point per snapshot, never one per run.  Hosts no
+node bundle of their snapshot names are listed apart (``busbw_unmatched_hosts``), never made into nodes.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from analyzer.judge.signals.kernel_events import COLUMNS, distinct
+from analyzer.judge.signals.nccl import Run, read_runs
 
 if TYPE_CHECKING:
     import duckdb
@@ -48,8 +57,9 @@ def history(
     con: duckdb.DuckDBPyConnection, node: str | None = None, since: datetime | None = None
 ) -> dict[str, Any]:
     """Per node: findings by fingerprint with first/last/times seen, recurring Xids per GPU, corrected-ECC
-    rate per day across bundles, retired pages and row remaps growing, busbw per run over time, software
-    version changes; repeat offenders (most findings seen more than once) first."""
+    rate per day across bundles, retired pages and row remaps growing, busbw per snapshot (the median of
+    the node's runs in it), software version changes; repeat offenders (most findings seen more than once)
+    first.  ``busbw_unmatched_hosts``: busbw of hosts in nccl-tests logs that no node bundle names."""
     where: list[str] = []
     params: list[str | datetime] = []
     if node:
@@ -85,9 +95,10 @@ def history(
         nodes[e.pop("node")][e.pop("what")].append(e)
     for v in _versions(con, node, since):
         nodes[v.pop("node")]["versions"].append(v)
-    for b in _busbw(con, since):
-        if node is None or b["host"] == node:
-            nodes[b.pop("host")]["busbw"].append(b)
+    busbw, unmatched = _busbw(con, since)
+    for b in busbw:
+        if node is None or b["node"] == node:
+            nodes[b.pop("node")]["busbw"].append(b)
     out = []
     for name, data in nodes.items():
         recurring = sum(1 for f in data["findings"] if f["times_seen"] > 1) + sum(
@@ -95,7 +106,7 @@ def history(
         )
         out.append({"node": name, "recurring": recurring, **data})
     out.sort(key=lambda n: (-n["recurring"], -len(n["findings"]), n["node"]))
-    return {"snapshots": snapshots(con), "nodes": out}
+    return {"snapshots": snapshots(con), "nodes": out, "busbw_unmatched_hosts": unmatched}
 
 
 def _xids(con: duckdb.DuckDBPyConnection, node: str | None, since: datetime | None) -> list[dict[str, Any]]:
@@ -217,28 +228,91 @@ def _versions(
     return out
 
 
-def _busbw(con: duckdb.DuckDBPyConnection, since: datetime | None) -> list[dict[str, Any]]:
-    """Large-message busbw of every nccl-tests run, per host it ran on, over time."""
-    if not (_has(con, "nccl_run") and _has(con, "nccl_result")):
-        return []
-    rows = _rows(
+def _busbw(
+    con: duckdb.DuckDBPyConnection, since: datetime | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each node's busbw per snapshot (:func:`node_busbw`), oldest snapshot first; and the hosts of the
+    logs that no node bundle of their snapshot names."""
+    if not all(_has(con, t) for t in ("node", "nccl_run", "nccl_rank", "nccl_result")):
+        return [], []
+    snaps = _rows(
         con,
-        f"""
-        SELECT r.hosts, r.collective, w.at, max(greatest(coalesce(x.oop_busbw_gbps, 0),
-               coalesce(x.ip_busbw_gbps, 0))) AS busbw_gbps
-        FROM nccl_run r JOIN nccl_result x USING (bundle_hash, source_file, run) JOIN {_WHEN} w USING (bundle_hash)
-        WHERE (? IS NULL OR w.at >= ?)
-        GROUP BY ALL ORDER BY w.at, r.hosts, r.collective, busbw_gbps
+        """
+        SELECT snapshot_id, coalesce(collected_at, ingested_at) AS at FROM snapshot
+        WHERE snapshot_id IN (SELECT sb.snapshot_id FROM snapshot_bundle sb JOIN nccl_run r USING (bundle_hash))
+          AND (? IS NULL OR coalesce(collected_at, ingested_at) >= ?)
+        ORDER BY 2, 1
         """,
         [since, since],
     )
-    out = []
-    for r in rows:
-        for host in (r["hosts"] or "").split(","):
-            if host:
-                out.append({"host": host, "at": r["at"], "collective": r["collective"], "busbw_gbps": r["busbw_gbps"],
-                            "hosts_in_run": len(r["hosts"].split(","))})  # fmt: skip
-    return out
+    out: list[dict[str, Any]] = []
+    unmatched: list[dict[str, Any]] = []
+    for snap in snaps:
+        figures, hosts = node_busbw(con, snap["snapshot_id"])
+        at = {"snapshot_id": snap["snapshot_id"], "at": snap["at"]}
+        out += [{"node": name, **at, **f} for (name, _, _), f in sorted(figures.items())]
+        unmatched += [{"host": host, **at, **f} for (host, _, _), f in sorted(hosts.items())]
+    return out, unmatched
+
+
+BusbwFigures = dict[tuple[str, str, str], dict[str, Any]]
+
+
+def node_busbw(con: duckdb.DuckDBPyConnection, snapshot_id: str) -> tuple[BusbwFigures, BusbwFigures]:
+    """(node, kind of run, collective) -> the node's busbw in one snapshot: the median of the large-message
+    busbw (the figure the NCCL rules judge) of the runs it was in there, their count, the slowest and its
+    run; hosts matched to the snapshot's nodes as the analysis matches them.  Second: the same per host
+    of the logs that no node bundle of the snapshot names."""
+    from statistics import median
+
+    from analyzer.judge.settings import load_settings
+
+    min_bytes = int(load_settings().value("nccl.pair.slow", "large_message_bytes"))
+    rows = _snapshot_rows(con, snapshot_id)
+    known = {r["node"] for r in rows("SELECT node FROM node") if r["node"]}
+    runs: dict[tuple[str, str, str, bool], list[Run]] = defaultdict(list)
+    for run in read_runs(rows, min_bytes):
+        if run.busbw is None:
+            continue
+        for member in set(run.members):
+            runs[(member, _family(run), run.collective or "all_reduce", member in known)].append(run)
+    nodes: BusbwFigures = {}
+    hosts: BusbwFigures = {}
+    for (member, family, collective, is_node), of in runs.items():
+        slowest = min(of, key=lambda r: (r.busbw or 0.0, r.name))
+        figure = {
+            "family": family,
+            "collective": collective,
+            "busbw_gbps": round(median(r.busbw or 0.0 for r in of), 2),
+            "runs": len(of),
+            "min_gbps": slowest.busbw,
+            "slowest_run": slowest.name,
+        }
+        (nodes if is_node else hosts)[(member, family, collective)] = figure
+    return nodes, hosts
+
+
+def _family(run: Run) -> str:
+    if run.scope is None:
+        return "no rank lines"
+    return {1: "single-node", 2: "pairwise"}.get(len(run.subject), "multi-node")
+
+
+def _snapshot_rows(con: duckdb.DuckDBPyConnection, snapshot_id: str) -> Callable[[str], list[dict[str, Any]]]:
+    """``rows(sql)`` over one snapshot's bundles: the tables read_runs reads, as the analysis has them
+    (``bundle_id`` is the bundle's hash, unique in the store)."""
+    snap = snapshot_id.replace("'", "''")
+    of = f"bundle_hash IN (SELECT bundle_hash FROM snapshot_bundle WHERE snapshot_id = '{snap}')"
+    columns = {
+        "node": "node, hostname, instance_type, placement_group, network_node_layers",
+        "nccl_run": "node, source_file, run, line, collective, net_transport",
+        "nccl_rank": "source_file, run, host, rank",
+        "nccl_result": "source_file, run, size_bytes, line, oop_busbw_gbps, ip_busbw_gbps",
+    }
+    ctes = "WITH " + ", ".join(
+        f"{t} AS (SELECT bundle_hash AS bundle_id, {c} FROM {t} WHERE {of})" for t, c in columns.items()
+    )
+    return lambda sql: _rows(con, f"{ctes} {sql}")
 
 
 # --- diff ---------------------------------------------------------------------------------------------
@@ -364,27 +438,20 @@ def _version_changes(con: duckdb.DuckDBPyConnection, old: str, new: str) -> list
 
 
 def _busbw_deltas(con: duckdb.DuckDBPyConnection, old: str, new: str) -> list[dict[str, Any]]:
-    if not (_has(con, "nccl_run") and _has(con, "nccl_result")):
+    """Per node, kind of run and collective present in both snapshots: its busbw (:func:`node_busbw`)
+    then and now."""
+    if not all(_has(con, t) for t in ("node", "nccl_run", "nccl_rank", "nccl_result")):
         return []
-
-    def per_host(snap: str) -> dict[str, float]:
-        best: dict[str, float] = {}
-        for hosts, busbw in con.execute(
-            f"""SELECT r.hosts, max(greatest(coalesce(x.oop_busbw_gbps, 0), coalesce(x.ip_busbw_gbps, 0)))
-                FROM nccl_run r JOIN nccl_result x USING (bundle_hash, source_file, run)
-                WHERE r.{_in(snap)} GROUP BY ALL"""
-        ).fetchall():
-            for host in (hosts or "").split(","):
-                if host and busbw is not None:
-                    best[host] = min(best.get(host, busbw), busbw)  # the slowest run the host was in
-        return best
-
-    a, b = per_host(old), per_host(new)
-    return [
-        {"host": h, "old_gbps": a[h], "new_gbps": b[h], "delta_gbps": round(b[h] - a[h], 2),
-         "delta_pct": round(100 * (b[h] - a[h]) / a[h], 1) if a[h] else None}
-        for h in sorted(a.keys() & b.keys())
-    ]  # fmt: skip
+    a, b = node_busbw(con, old)[0], node_busbw(con, new)[0]
+    out = []
+    for key in sorted(a.keys() & b.keys()):
+        was, now = a[key]["busbw_gbps"], b[key]["busbw_gbps"]
+        out.append(
+            {"node": key[0], "family": key[1], "collective": key[2], "old_gbps": was, "new_gbps": now,
+             "delta_gbps": round(now - was, 2), "delta_pct": round(100 * (now - was) / was, 1) if was else None,
+             "old_slowest_gbps": a[key]["min_gbps"], "new_slowest_gbps": b[key]["min_gbps"]}
+        )  # fmt: skip
+    return out
 
 
 def _fsx_deltas(con: duckdb.DuckDBPyConnection, old: str, new: str) -> list[dict[str, Any]]:

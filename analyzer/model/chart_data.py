@@ -305,12 +305,16 @@ def pair_matrix(ctx: Context, findings: list[Finding]) -> dict[str, Any] | None:
     """
     from statistics import median
 
-    from analyzer.judge.signals.nccl import load_runs, pairs
+    from analyzer.judge.signals.nccl import load_runs, sweeps
 
-    groups = pairs([r for r in load_runs(ctx, 1 << 30) if r.busbw is not None])
+    # runs are never pooled: one sweep is drawn (the largest; of equal ones, the one holding the slowest
+    # pair), and the note names the other sweeps of its pairs
+    groups = sweeps(load_runs(ctx, 1 << 30), 2, 1)
     if not groups:
         return None
-    group = max(groups.values(), key=len)
+    siblings = max(groups.values(), key=lambda g: max(len(s.runs) for s in g))
+    drawn = max(siblings, key=lambda s: (len(s.runs), -min(s.values.values())))
+    group = drawn.pairs
     nodes = sorted({m for key in group for m in key})
     of_node: dict[str, list[float]] = defaultdict(list)
     for (a, b), pair in group.items():
@@ -334,6 +338,13 @@ def pair_matrix(ctx: Context, findings: list[Finding]) -> dict[str, Any] | None:
     kept = sorted(chosen | set(rest))
     left_out = len(nodes) - len(kept)
     note = _pair_note(len(kept), len(nodes), flagged, named, partners, partners_all, rest) if left_out else ""
+    if len(siblings) > 1:
+        others = ", ".join(s.label for s in siblings if s is not drawn)
+        note = "; ".join(
+            x
+            for x in (f"the pairwise runs of {drawn.label} (other runs of these pairs: {others})", note)
+            if x
+        )
     pos = {n: i for i, n in enumerate(kept)}
     cells: list[list[float | None]] = [[None] * len(kept) for _ in kept]
     for (a, b), pair in group.items():

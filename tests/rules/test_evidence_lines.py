@@ -80,20 +80,23 @@ def test_nvme_not_mounted_cites_the_mount_that_holds_the_path(samples: dict[str,
 
 
 def test_busbw_findings_cite_the_judged_size_row(tmp_path: Path) -> None:
-    # node 3 slow; its pair with node 1 re-run: first (sorting first) at 0.5x, then at 0.6x.  The pair
-    # is judged at its best run, so the evidence is that run's 8 GiB row, not the first file's.
+    # node 3 slow; its pair with node 1 re-run: first at 0.5x, then (nccl-pair-01-03b.txt) at 0.72x.
+    # Runs are never pooled: the pair is judged in each run, the evidence is the first run's 8 GiB row,
+    # and the re-run (judged against the sweep it re-runs, slow too) is said with it, not reported apart.
     cluster = matrix(tmp_path, scale={**with_node(3, 0.6), (1, 3): 0.5})
     (cluster / "extra" / "nccl-pair-01-03b.txt").write_text(nccl_log("ip-10-0-0-1", "ip-10-0-0-3", 1.2 * 0.6))
     res = analyze(cluster)
     (slow,) = res.of("nccl.pair.slow")
     assert all((e.text or "").lstrip().startswith("8589934592 ") for e in slow.evidence), slow.evidence
     cited = next(e for e in slow.evidence if "01-03" in e.file)
-    assert cited.file == "extra/nccl-pair-01-03b.txt"
+    assert cited.file == "extra/nccl-pair-01-03.txt"
     folded = {tuple(p["pair"]): p for p in slow.params["folded_pairs"]}
-    assert (folded[("node-01", "node-03")]["file"], folded[("node-01", "node-03")]["line"]) == (
-        cited.file,
-        cited.line,
-    )
+    pair = folded[("node-01", "node-03")]
+    assert (pair["file"], pair["line"]) == (cited.file, cited.line)
+    [rerun] = pair["other_runs"]
+    assert (rerun["file"], rerun["verdict"]) == ("extra/nccl-pair-01-03b.txt", "slow")
+    assert "slow in run extra/nccl-pair-01-03.txt" in slow.message
+    assert "slow in run extra/nccl-pair-01-03b.txt" in slow.message
     for f in res.findings:
         if f.rule.startswith("nccl.busbw") or f.rule.startswith("nccl.pair"):
             assert all((e.text or "").split()[0].isdigit() for e in f.evidence), (f.rule, f.evidence)

@@ -11,6 +11,8 @@ otherwise warning, and the message says "unverified expectation".  False positiv
 figures disagree (docs/sources.md#where-sources-disagree: p4d ~300 vs 35-45 GB/s, p5 ~400+ vs 380-420), hence
 the verified flag; a log whose collective is not named is assumed to be all_reduce.  A 2-host run of a slow
 pair that nccl.pair.slow localised to a node is not reported here: it is listed in that node's finding.
+Each run is judged on its own (never the best of several): the message names it (file, and test when the
+log holds several), and the same hosts' runs elsewhere (another folder, log or re-run) are said with it.
 Reference: docs/sources.md#nccl-bandwidth, docs/sources.md#instance-types (performance-debugger details guide
 and skill, mfu-debugger network guide).
 """
@@ -22,7 +24,14 @@ from statistics import median
 
 from analyzer.judge.engine import Context, RuleInfo
 from analyzer.judge.findings import Finding, Route, Severity
-from analyzer.judge.signals.nccl import busbw_evidence, explained_pairs, load_runs, size_label
+from analyzer.judge.signals.nccl import (
+    busbw_evidence,
+    contrast,
+    explained_runs,
+    load_runs,
+    other_runs,
+    size_label,
+)
 
 RULE = RuleInfo(
     id="nccl.busbw.below_expected",
@@ -50,10 +59,10 @@ def check(ctx: Context) -> Iterable[Finding]:
         for r in load_runs(ctx, min_bytes)
         if r.busbw is not None and r.scope and r.collective in (None, "all_reduce")
     ]
-    folded = explained_pairs(ctx)
+    folded = explained_runs(ctx)
     for run in runs:
         members = sorted(set(run.members))
-        if len(members) == 2 and (run.instance_type, run.collective or "all_reduce", *members) in folded:
+        if run.key in folded:
             continue  # one of the slow pairs of the node nccl.pair.slow names: listed in its finding
         sku = ctx.settings.instance(run.instance_type) or {}
         scope = run.scope or "multi_node"  # runs without a scope were filtered out above
@@ -79,10 +88,17 @@ def check(ctx: Context) -> Iterable[Finding]:
         peer_note = (
             f"{len(peers)} peer run(s), median {peer_median} GB/s" if peers else "no peer runs of this type"
         )
+        # the same hosts' other runs (re-runs, another folder or log), each said against the same line
+        same = [
+            (p, p.busbw is not None and p.busbw < warn)
+            for p in runs
+            if p is not run and p.subject == run.subject and p.instance_type == run.instance_type
+        ]
+        said = f"; {contrast(run.label, run, True, same, 'below')}" if same else ""
         message = (
-            f"{run.label}: all_reduce busbw {run.busbw} GB/s at {size_label(run.size_bytes)} "
+            f"{run.label}: all_reduce busbw {run.busbw} GB/s at {size_label(run.size_bytes)} in run {run.name} "
             f"({scope.replace('_', '-')} run) is below the {run.instance_type} {line_name} line "
-            f"{fail if below_fail else warn} GB/s ({qualifier}; {peer_note}{size_note})"
+            f"{fail if below_fail else warn} GB/s ({qualifier}; {peer_note}{size_note}){said}"
         )
         node = run.node or (run.members[0] if scope == "single_node" and run.members else None)
         yield RULE.finding(
@@ -104,6 +120,8 @@ def check(ctx: Context) -> Iterable[Finding]:
                 "peers_agree": peers_agree,
                 "members": run.members,
                 "file": run.source_file,
+                "run": run.name,
+                "other_runs": other_runs(same, "below"),
             },
             evidence=[busbw_evidence(ctx, run)],
             bundle_id=run.bundle_id,

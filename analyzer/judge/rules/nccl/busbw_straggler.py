@@ -7,20 +7,25 @@ its figure is below the peer median by more than mad_z scaled MADs AND by at lea
 (so that a tight band does not turn noise into findings), and only with >= min_peers peers of the
 same instance type and collective.  False positives: peers tested with other message sizes or
 settings; a bad partner drags a node's pair median only when it is in most of the node's pairs.
+Runs are never pooled: each sweep (one folder's logs, one log holding several tests, each re-run;
+analyzer.judge.signals.nccl.sweeps) is judged on its own, a node's figure is the one of that sweep (its
+single-node run there, the median of its pairs there), and the finding says the node's figure in the
+other sweeps; a re-run of too few single-node tests is judged against the peers of the sweep it re-runs.
 Reference: docs/sources.md#nccl-bandwidth (NCCL performance-testing guide: single-node runs; the
 mfu-debugger straggler step uses mean + 2 sigma on step times; median/MAD is our robust form).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from statistics import median
 
 from analyzer.judge.engine import Context, RuleInfo
 from analyzer.judge.findings import Finding, Route, Severity
 from analyzer.judge.peers import median_mad
-from analyzer.judge.signals.nccl import Run, busbw_evidence, load_runs, pairs
+from analyzer.judge.signals.nccl import Run, busbw_evidence, load_runs, sweeps
 
 RULE = RuleInfo(
     id="nccl.busbw.straggler",
@@ -42,62 +47,111 @@ RULE = RuleInfo(
 )
 
 
+@dataclass
+class _Figure:
+    """One node's figure in one sweep of one family, judged against its peers."""
+
+    family: str
+    itype: str | None
+    collective: str
+    sweep: str
+    node: str
+    value: float
+    runs: list[Run]
+    peers: list[float]
+    low: bool = False
+    mid: float = 0.0
+    mad: float = 0.0
+
+
 def check(ctx: Context) -> Iterable[Finding]:
     min_bytes = ctx.threshold(RULE, "large_message_bytes")
+    min_peers = ctx.threshold(RULE, "min_peers")
     runs = load_runs(ctx, min_bytes)
-    families: dict[tuple[str, str | None, str], dict[str, tuple[float, list[Run]]]] = defaultdict(dict)
-    single: dict[tuple[str | None, str, str], list[Run]] = defaultdict(list)
-    for run in runs:
-        if run.scope == "single_node" and run.busbw is not None and run.members:
-            single[(run.instance_type, run.collective or "all_reduce", run.members[0])].append(run)
-    for (itype, coll, node), own in single.items():
-        families[("single-node", itype, coll)][node] = (max(r.busbw or 0 for r in own), own)
-    for (itype, coll), group in pairs(runs).items():
-        per_node: dict[str, list[float]] = defaultdict(list)
-        node_runs: dict[str, list[Run]] = defaultdict(list)
-        for key, pair in group.items():
-            for m in key:
-                per_node[m].append(pair.busbw)
-                node_runs[m].extend(pair.runs)
-        for m, values in per_node.items():
-            families[("pairwise", itype, coll)][m] = (round(median(values), 2), node_runs[m])
-    yield from _judge(ctx, families)
+    figures: list[_Figure] = []
+    for (itype, coll), group in sweeps(runs, 1, min_peers + 1).items():
+        for sweep in group:
+            pool = {k[0]: v for k, v in sweep.pool.items()}
+            for (node,), run in sweep.runs.items():
+                peers = [v for n, v in pool.items() if n != node]
+                figures.append(
+                    _Figure("single-node", itype, coll, sweep.label, node, run.busbw or 0.0, [run], peers)
+                )
+    for (itype, coll), group in sweeps(runs, 2, 1).items():
+        for sweep in group:
+            per_node: dict[str, list[float]] = defaultdict(list)
+            node_runs: dict[str, list[Run]] = defaultdict(list)
+            for key, run in sweep.runs.items():
+                for m in key:
+                    per_node[m].append(run.busbw or 0.0)
+                    node_runs[m].append(run)
+            medians = {m: round(median(v), 2) for m, v in per_node.items()}
+            for m, value in medians.items():
+                peers = [v for n, v in medians.items() if n != m]
+                figures.append(_Figure("pairwise", itype, coll, sweep.label, m, value, node_runs[m], peers))
+    yield from _judge(ctx, figures)
 
 
-def _judge(
-    ctx: Context, families: dict[tuple[str, str | None, str], dict[str, tuple[float, list[Run]]]]
-) -> Iterable[Finding]:
+def _judge(ctx: Context, figures: list[_Figure]) -> Iterable[Finding]:
     min_peers = ctx.threshold(RULE, "min_peers")
     z_max = ctx.threshold(RULE, "mad_z")
     min_drop = ctx.threshold(RULE, "min_drop_fraction")
-    for (family, itype, coll), values in sorted(families.items(), key=lambda kv: str(kv[0])):
-        if itype is None or len(values) - 1 < min_peers:
+    judged = [f for f in figures if f.itype is not None and len(f.peers) >= min_peers]
+    for f in judged:
+        mid, mad = median_mad(f.peers)
+        f.mid, f.mad = round(mid, 2), round(mad, 2)
+        f.low = f.value <= f.mid * (1 - min_drop) and f.value < f.mid - z_max * f.mad
+    sweeps_of = Counter((f.family, f.itype, f.collective, f.node) for f in judged)
+    for f in sorted(judged, key=lambda f: (f.family, str(f.itype), f.collective, f.sweep, f.node)):
+        if not f.low:
             continue
-        for node, (value, node_runs) in sorted(values.items()):
-            peers = [v for n, (v, _) in values.items() if n != node]
-            mid, mad = median_mad(peers)
-            mid, mad = round(mid, 2), round(mad, 2)
-            if value > mid * (1 - min_drop) or value >= mid - z_max * mad:
-                continue
-            drop = round(100 * (mid - value) / mid, 1)
-            message = (
-                f"{node}: {family} {coll} busbw {value} GB/s is {drop} % below the median {mid} GB/s of "
-                f"{len(peers)} {itype} peers (MAD {mad} GB/s; band median - {z_max} x MAD)"
-            )
-            worst = min(node_runs, key=lambda r: r.busbw or 0)
-            yield RULE.finding(
-                node=node,
-                message=message,
-                params={
-                    "metric": f"{family} {coll} busbw",
-                    "busbw_gbps": value,
-                    "peer_median_gbps": mid,
-                    "peer_mad_gbps": mad,
-                    "below_pct": drop,
-                    "peers": len(peers),
-                    "instance_type": itype,
-                },
-                evidence=[busbw_evidence(ctx, worst)],
-                bundle_id=worst.bundle_id,
-                key=(family, coll),
-            )
+        drop = round(100 * (f.mid - f.value) / f.mid, 1)
+        what = "its single-node run" if f.family == "single-node" else "the median of its pairs"
+        others = [
+            o
+            for o in judged
+            if o is not f
+            and (o.family, o.itype, o.collective, o.node) == (f.family, f.itype, f.collective, f.node)
+        ]
+        said = "; ".join(
+            f"{'low' if o.low else 'fine'} in {o.sweep} ({o.value} GB/s, peer median {o.mid} GB/s)"
+            for o in others
+        )
+        worst = min(f.runs, key=lambda r: r.busbw or 0)
+        message = (
+            f"{f.node}: {f.family} {f.collective} busbw {f.value} GB/s ({what} in {f.sweep}; slowest run "
+            f"{worst.name}) is {drop} % below the median {f.mid} GB/s of {len(f.peers)} {f.itype} peers (MAD "
+            f"{f.mad} GB/s; band median - {z_max} x MAD)"
+            + (f"; the same node in other runs: {said}" if said else "")
+        )
+        yield RULE.finding(
+            node=f.node,
+            message=message,
+            params={
+                "metric": f"{f.family} {f.collective} busbw",
+                "busbw_gbps": f.value,
+                "peer_median_gbps": f.mid,
+                "peer_mad_gbps": f.mad,
+                "below_pct": drop,
+                "peers": len(f.peers),
+                "instance_type": f.itype,
+                "sweep": f.sweep,
+                "runs": sorted(r.name for r in f.runs),
+                "other_sweeps": [
+                    {
+                        "sweep": o.sweep,
+                        "busbw_gbps": o.value,
+                        "peer_median_gbps": o.mid,
+                        "verdict": "low" if o.low else "fine",
+                    }
+                    for o in others
+                ],  # fmt: skip
+            },
+            evidence=[busbw_evidence(ctx, worst)],
+            bundle_id=worst.bundle_id,
+            key=(
+                f.family,
+                f.collective,
+                *((f.sweep,) if sweeps_of[(f.family, f.itype, f.collective, f.node)] > 1 else ()),
+            ),
+        )

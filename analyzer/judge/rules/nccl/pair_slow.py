@@ -8,6 +8,11 @@ pairs" -> critical, route node-hardware § F.  Slow pairs that no such node expl
 common topology block (last network_node_layers entry, else placement group; a block every node
 shares tells nothing) -> warning "link or spine"; several with no pattern -> warning (links or
 placement); a single one -> info "noise; re-run".  Every finding carries the per-node slow-pair counts.
+Runs are never pooled: each sweep (one folder's pair logs, one log holding a sweep, each re-run of a pair;
+analyzer.judge.signals.nccl.sweeps) is localised on its own, its findings name the sweep and the run
+(file, test) of every slow pair, and say how the same pairs ran in the other sweeps ("slow in run A
+(x GB/s), fine in run B (y GB/s)").  A sweep of fewer than min_pairs pairs (a re-run of a few pairs) is
+judged against the median of the sweep it re-runs.
 False positives: a node tested in few pairs cannot be told from its partner (hence the minimum count);
 confirm on the suspect with single-node tests, EFA counters and fi_ping before replacing it.
 Reference: docs/sources.md#nccl-bandwidth (performance-debugger details guide: 20 % below the median;
@@ -23,13 +28,17 @@ from analyzer.judge.engine import Context, RuleInfo
 from analyzer.judge.findings import Evidence, Finding, Route, Severity
 from analyzer.judge.signals.nccl import (
     LOCALISE_KEYS,
+    Judged,
     Localisation,
-    Pair,
     PairKey,
+    Run,
     busbw_evidence,
+    contrast,
     localisations,
     localise,
+    other_runs,
     size_label,
+    slow_elsewhere,
 )
 
 RULE = RuleInfo(
@@ -57,105 +66,148 @@ LINK = Route(
 )
 NOISE = Route("nccl-network", "hyperpod-nccl performance-testing.md", "re-run the pair before acting")
 KEYS = LOCALISE_KEYS  # the thresholds localise() reads (analyzer.judge.signals.nccl)
+#: slow pairs said run by run in a message (the params list them all)
+SAID = 3
 __all__ = ["RULE", "Localisation", "check", "localise"]
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    for (itype, collective), (group, loc) in localisations(ctx).items():
-        pct = round(100 * ctx.threshold(RULE, "below_median_fraction"))
-        base = {
-            "median_gbps": loc.median,
-            "below_median_pct": pct,
-            "pairs": len(group),
-            "slow_pairs": len(loc.slow),
-            "instance_type": itype,
-            "collective": collective,
-            "slow_pairs_per_node": {m: f"{loc.count[m]}/{loc.total[m]}" for m in sorted(loc.total)},
-        }
-        for m in loc.suspects:
-            explained = loc.explained(m)
-            worst = min(explained, key=lambda k: group[k].busbw)
-            params = {
-                **base,
-                "node_slow_pairs": loc.count[m],
-                "node_pairs": loc.total[m],
-                "rest_max_slow_pairs": loc.rest,
-                "folded_pairs": _folded(group, explained),
-            }
-            message = (
-                f"{m} is the node common to the slow pairs: {loc.count[m]} of its {loc.total[m]} pairs ran >= "
-                f"{pct} % below the pair median {loc.median} GB/s (every other node: at most {loc.rest}); "
-                f"its slow pairs are folded into this finding (worst {' + '.join(worst)}: "
-                f"{group[worst].busbw} GB/s)"
-            )
-            evidence, bundle_id = _slowest(ctx, [group[k] for k in explained])
-            yield RULE.finding(
-                node=m,
-                message=message,
-                params=params,
-                evidence=evidence,
-                bundle_id=bundle_id,
-                key=(m, collective),
-            )
-        if not loc.left:
-            continue
-        listed = ", ".join(f"{a} + {b} ({group[(a, b)].busbw} GB/s)" for a, b in loc.left)
+    judged = localisations(ctx)
+    several = {j.group for j in judged if sum(k.group == j.group for k in judged) > 1}
+    for j in judged:
+        if j.loc.slow:
+            yield from _findings(ctx, j, judged, j.group in several)
+
+
+def _findings(ctx: Context, j: Judged, judged: list[Judged], several: bool) -> Iterable[Finding]:
+    sweep, loc, group = j.sweep, j.loc, j.pairs
+    itype, collective = j.group
+    pct = round(100 * ctx.threshold(RULE, "below_median_fraction"))
+    where = sweep.describe()
+    # with several sweeps of the same pairs, each finding is its own (the sweep is part of its key)
+    tag: tuple[str, ...] = (sweep.label,) if several else ()
+    base = {
+        "median_gbps": loc.median,
+        "below_median_pct": pct,
+        "pairs": len(group),
+        "slow_pairs": len(loc.slow),
+        "instance_type": itype,
+        "collective": collective,
+        "sweep": sweep.label,
+        "reference_sweep": sweep.reference.label if sweep.reference is not None else None,
+        "slow_pairs_per_node": {m: f"{loc.count[m]}/{loc.total[m]}" for m in sorted(loc.total)},
+    }
+    for m in loc.suspects:
+        explained = loc.explained(m)
+        worst = min(explained, key=lambda k: group[k].busbw)
         params = {
             **base,
-            "unexplained_pairs": [list(k) for k in loc.left],
-            "blocks": loc.blocks,
-            "nodes": sorted({m for k in loc.left for m in k}),
+            "node_slow_pairs": loc.count[m],
+            "node_pairs": loc.total[m],
+            "rest_max_slow_pairs": loc.rest,
+            "folded_pairs": _folded(j, judged, explained),
         }
-        key: tuple[Any, ...]
-        if len(loc.left) >= 2 and loc.blocks:
-            severity, route, key = Severity.WARNING, LINK, ("block", collective, *loc.blocks)
-            message = (
-                f"{len(loc.left)} slow pairs share no node but touch topology block(s) {', '.join(loc.blocks)}: "
-                f"link or spine suspected, no node blamed ({listed}; pair median {loc.median} GB/s)"
-            )
-        elif len(loc.left) >= 2:
-            severity, route, key = Severity.WARNING, LINK, ("spread", collective)
-            message = (
-                f"{len(loc.left)} slow pairs share no node and no topology block: links or placement "
-                f"suspected, no node blamed ({listed}; pair median {loc.median} GB/s)"
-            )
-        else:
-            severity, route, key = Severity.INFO, NOISE, ("noise", collective, *loc.left[0])
-            message = (
-                f"one slow pair with no pattern: {listed} vs pair median {loc.median} GB/s; noise, re-run it"
-            )
-        evidence, bundle_id = _slowest(ctx, [group[k] for k in loc.left])
+        message = (
+            f"{m} is the node common to the slow pairs of {where}: {loc.count[m]} of its {loc.total[m]} "
+            f"pairs ran >= {pct} % below the pair median {loc.median} GB/s (every other node: at most "
+            f"{loc.rest}); its slow pairs are folded into this finding (worst {' + '.join(worst)}: "
+            f"{group[worst].busbw} GB/s in run {group[worst].run.name}){_elsewhere(j, judged, explained)}"
+        )
+        evidence, bundle_id = _slowest(ctx, [group[k].run for k in explained])
         yield RULE.finding(
-            severity=severity,
-            node=None,
+            node=m,
             message=message,
             params=params,
-            route=route,
             evidence=evidence,
             bundle_id=bundle_id,
-            key=key,
+            key=(m, collective, *tag),
         )
+    if not loc.left:
+        return
+    listed = ", ".join(
+        f"{a} + {b} ({group[(a, b)].busbw} GB/s in run {group[(a, b)].run.name})" for a, b in loc.left
+    )
+    params = {
+        **base,
+        "unexplained_pairs": [list(k) for k in loc.left],
+        "unexplained_runs": _folded(j, judged, loc.left),
+        "blocks": loc.blocks,
+        "nodes": sorted({m for k in loc.left for m in k}),
+    }
+    key: tuple[Any, ...]
+    if len(loc.left) >= 2 and loc.blocks:
+        severity, route, key = Severity.WARNING, LINK, ("block", collective, *loc.blocks)
+        message = (
+            f"{len(loc.left)} slow pairs of {where} share no node but touch topology block(s) "
+            f"{', '.join(loc.blocks)}: link or spine suspected, no node blamed ({listed}; pair median "
+            f"{loc.median} GB/s)"
+        )
+    elif len(loc.left) >= 2:
+        severity, route, key = Severity.WARNING, LINK, ("spread", collective)
+        message = (
+            f"{len(loc.left)} slow pairs of {where} share no node and no topology block: links or placement "
+            f"suspected, no node blamed ({listed}; pair median {loc.median} GB/s)"
+        )
+    else:
+        severity, route, key = Severity.INFO, NOISE, ("noise", collective, *loc.left[0])
+        message = (
+            f"one slow pair with no pattern in {where}: {listed} vs pair median {loc.median} GB/s; noise, "
+            "re-run it"
+        )
+    evidence, bundle_id = _slowest(ctx, [group[k].run for k in loc.left])
+    yield RULE.finding(
+        severity=severity,
+        node=None,
+        message=message + _elsewhere(j, judged, loc.left),
+        params=params,
+        route=route,
+        evidence=evidence,
+        bundle_id=bundle_id,
+        key=(*key, *tag),
+    )
 
 
-def _slowest(ctx: Context, slow: list[Pair]) -> tuple[list[Evidence], str | None]:
-    """Evidence of the slowest pairs (the judged size row of each, slowest first, at most 8) and the
-    first one's bundle."""
-    runs = [p.run for p in sorted(slow, key=lambda p: p.busbw)][:8]
+def _elsewhere(j: Judged, judged: list[Judged], slow: list[PairKey]) -> str:
+    """'; in other runs: a + b slow in run X (240 GB/s), fine in run Y (401 GB/s); ...' for the slow pairs
+    that also ran in another sweep (the slowest SAID of them; how many were fine elsewhere), or ''."""
+    ran = [
+        (k, o)
+        for k in sorted(slow, key=lambda k: (j.pairs[k].busbw, k))
+        if (o := slow_elsewhere(judged, j, k))
+    ]
+    if not ran:
+        return ""
+    said = "; ".join(contrast(" + ".join(k), j.pairs[k].run, True, o) for k, o in ran[:SAID])
+    more = f"; and {len(ran) - SAID} more pair(s)" if len(ran) > SAID else ""
+    fine = sum(1 for _, o in ran if any(not bad for _, bad in o))
+    return (
+        f"; the same pairs in other runs: {said}{more} ({fine} of the {len(ran)} slow pair(s) run elsewhere "
+        "were fine there)"
+    )
+
+
+def _slowest(ctx: Context, runs: list[Run]) -> tuple[list[Evidence], str | None]:
+    """Evidence of the slowest runs (the judged size row of each, slowest first, at most 8) and the first
+    one's bundle."""
+    runs = sorted(runs, key=lambda r: r.busbw or 0.0)[:8]
     return [busbw_evidence(ctx, r) for r in runs], runs[0].bundle_id if runs else None
 
 
-def _folded(group: dict[PairKey, Pair], explained: list[PairKey]) -> list[dict[str, Any]]:
-    """The slow pairs a localised node explains, slowest first: each pair's busbw and the row judged."""
+def _folded(j: Judged, judged: list[Judged], slow: list[PairKey]) -> list[dict[str, Any]]:
+    """The slow pairs, slowest first: each pair's busbw, the run and row judged, and the same pair's runs
+    in the other sweeps."""
     out = []
-    for k in sorted(explained, key=lambda k: (group[k].busbw, k)):
-        run = group[k].run
+    for k in sorted(slow, key=lambda k: (j.pairs[k].busbw, k)):
+        run = j.pairs[k].run
         out.append(
             {
                 "pair": list(k),
-                "busbw_gbps": group[k].busbw,
+                "busbw_gbps": j.pairs[k].busbw,
                 "size": size_label(run.size_bytes),
+                "run": run.name,
                 "file": run.source_file,
                 "line": run.busbw_line or run.line,
+                "other_runs": other_runs(slow_elsewhere(judged, j, k)),
             }
         )
     return out
