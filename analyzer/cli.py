@@ -53,6 +53,14 @@ Exit codes:
 SEVERITY_ORDER = ("critical", "warning", "info")
 
 
+class _NeverRaised(click.UsageError):
+    """Stands for NoArgsIsHelpError where click has none (8.1 printed the help itself, exit 0)."""
+
+
+#: what click (8.2 and later) raises for a group run with no command
+_NO_ARGS_IS_HELP: type[click.UsageError] = getattr(click.exceptions, "NoArgsIsHelpError", _NeverRaised)
+
+
 class _Group(click.Group):
     """Every error ends in one line on stderr and a documented exit code: a usage error (a bad option
     or argument, as click finds it) 2, an HptriageError its own, anything else 4 (internal; the
@@ -69,6 +77,10 @@ class _Group(click.Group):
         debug = "--debug" in (sys.argv[1:] if args is None else list(args))
         try:
             code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except _NO_ARGS_IS_HELP as exc:  # 'hptriage' alone: the help, as --help prints it (click < 8.2 too)
+            assert exc.ctx is not None
+            click.echo(exc.ctx.get_help(), color=exc.ctx.color)
+            sys.exit(0)
         except click.UsageError as exc:
             where = f" (see '{exc.ctx.command_path} --help')" if exc.ctx is not None else ""
             click.echo(f"hptriage: error: {_one_line(exc.format_message())}{where}", err=True)
@@ -106,6 +118,131 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+class _Output(click.Path):
+    """An output the user names (every --json, --html, --db, -o ... of every command), checked when the
+    option is read, before any work: one that cannot be written is a usage error naming the option, the
+    path and why (exit 2), never a failure after the analysis.  Folders missing above it are fine: they
+    are made when it is written.  ``folder``: the output is a folder; ``beside``: a file that also needs
+    its folder writable (DuckDB writes a .wal beside the database; a map is replaced atomically)."""
+
+    def __init__(self, folder: bool = False, beside: bool = False, name: str | None = None) -> None:
+        super().__init__(file_okay=not folder, dir_okay=folder, path_type=Path)
+        self.folder, self.beside = folder, beside
+        if name:
+            self.name = name  # the metavar shown by --help (PATH rather than DIRECTORY)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Path:
+        path = value if isinstance(value, Path) else Path(os.fsdecode(value))
+        label = max(param.opts, key=len) if param is not None and param.opts else "output"
+        why = unwritable(path, folder=self.folder, beside=self.beside)
+        if why:
+            raise UsageProblem(f"cannot write {label} {path}: {why}")
+        return path
+
+
+def unwritable(path: Path, folder: bool = False, beside: bool = False) -> str | None:
+    """Why ``path`` cannot be written as an output, or None when it can; nothing the user has is
+    changed: an existing file is opened for writing without truncating it, a folder is tried by making
+    a file in it and removing it at once.
+
+    >>> unwritable(Path("/proc/no-such/report.json"))
+    '/proc: no new file can be made there'
+    >>> unwritable(Path("/"), folder=False)
+    'it is a directory'
+    """
+    import stat
+
+    try:
+        mode: int | None = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if mode is not None:
+        if folder:
+            return _no_new_file(path, path) if stat.S_ISDIR(mode) else "it exists and is not a directory"
+        if stat.S_ISDIR(mode):
+            return "it is a directory"
+        if stat.S_ISREG(mode):
+            try:
+                os.close(os.open(path, os.O_WRONLY))  # no O_TRUNC: the file is left as it is
+            except OSError as exc:
+                return exc.strerror or str(exc)
+        elif not os.access(path, os.W_OK):  # /dev/stdout, a pipe: written as they are
+            return "not writable"
+        if not beside:
+            return None
+    above = path.absolute().parent
+    while True:  # the nearest folder above that exists: the missing ones are made in it
+        try:
+            mode = above.stat().st_mode
+            break
+        except (FileNotFoundError, NotADirectoryError):
+            if above.parent == above:
+                return "no directory above it exists"
+            above = above.parent
+        except OSError as exc:
+            return f"{above}: {exc.strerror or exc}"
+    if not stat.S_ISDIR(mode):
+        return f"{above} is not a directory"
+    return _no_new_file(above, path)
+
+
+def _no_new_file(folder: Path, target: Path) -> str | None:
+    """Why no file can be made in ``folder`` (said of ``target``), or None: tried, then removed."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".hptriage-write-check-", dir=folder)
+    except OSError as exc:  # /proc answers ENOENT for a file it will not make
+        why = "no new file can be made there" if exc.errno == errno.ENOENT else exc.strerror or str(exc)
+        return why if folder == target else f"{folder}: {why}"
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return None
+
+
+def _distinct_outputs(inputs: Sequence[str | Path], outputs: dict[str, Path | None]) -> None:
+    """No output may be one of the inputs (it would be overwritten), nor may two options name one file
+    (one would be lost)."""
+    given = [Path(p).resolve() for p in inputs if "://" not in str(p)]
+    seen: dict[Path, str] = {}
+    for label, path in outputs.items():
+        if path is None:
+            continue
+        key = path.resolve()
+        if key in given:
+            raise UsageProblem(
+                f"{label} {path} is one of the inputs: it would be overwritten; give another path"
+            )
+        if key in seen and (key.is_file() or not key.exists()):
+            raise UsageProblem(f"{seen[key]} and {label} both name {path}: give each output its own file")
+        seen[key] = label
+
+
+def _duckdb_io_error(exc: BaseException) -> bool:
+    """Whether DuckDB failed on a file (not on a query), without importing DuckDB."""
+    return "duckdb" in type(exc).__module__ and (
+        "IO Error" in str(exc) or "IOException" in type(exc).__name__
+    )
+
+
+def _output_error(exc: BaseException, outputs: dict[str, Path | None]) -> UsageProblem | None:
+    """An error met while writing an output (disk full, a folder gone read-only, DuckDB unable to write
+    its file) as the user's: 'cannot write OPTION PATH: why'; None when it is about no output."""
+    for label, path in outputs.items():
+        if path is None:
+            continue
+        where = os.path.abspath(path)
+        if isinstance(exc, OSError):
+            names = [os.path.abspath(os.fsdecode(n)) for n in (exc.filename, exc.filename2) if n]
+            if any(n == where or n.startswith(where.rstrip("/") + "/") for n in names):
+                return UsageProblem(f"cannot write {label} {path}: {exc.strerror or exc}")
+        elif _duckdb_io_error(exc) and (str(path) in str(exc) or where in str(exc)):
+            why = str(exc).splitlines()[0].removeprefix("IO Error: ")
+            return UsageProblem(f"cannot write {label} {path}: {why}")
+    return None
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
 @click.version_option(__version__, prog_name="hptriage")
 @click.option("--debug", is_flag=True, help="Show Python tracebacks on internal errors.")
@@ -122,24 +259,16 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 @cli.command(epilog=EXIT_CODES_HELP)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write findings JSON."
-)
-@click.option(
-    "--html", "html_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the HTML report."
-)
-@click.option(
-    "--pdf", "pdf_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the PDF report."
-)
+@click.option("--json", "json_out", type=_Output(), help="Write findings JSON.")
+@click.option("--html", "html_out", type=_Output(), help="Write the HTML report.")
+@click.option("--pdf", "pdf_out", type=_Output(), help="Write the PDF report.")
 @click.option(
     "--md",
     "md_out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=_Output(),
     help="Write the Markdown report (for pasting into a ticket).",
 )
-@click.option(
-    "--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="Keep the DuckDB database."
-)
+@click.option("--db", "db_path", type=_Output(beside=True), help="Keep the DuckDB database.")
 @click.option(
     "--fail-on",
     type=click.Choice(["critical", "warning", "never"]),
@@ -205,7 +334,9 @@ def analyze(
     Example:
       hptriage analyze /fsx/hptriage/2026-12-02 --json findings.json --db triage.duckdb
     """
-    with _user_errors(ctx):
+    outputs = {"--json": json_out, "--html": html_out, "--pdf": pdf_out, "--md": md_out, "--db": db_path}
+    _distinct_outputs(paths, outputs)
+    with _user_errors(ctx, outputs=outputs):
         data = _run_analysis(
             list(paths), db_path, jobs, _settings(config), charts=bool(html_out or pdf_out), quiet=quiet
         )
@@ -247,9 +378,12 @@ def analyze(
 
 
 @contextlib.contextmanager
-def _user_errors(ctx: click.Context, *usage: type[Exception]) -> Iterator[None]:
+def _user_errors(
+    ctx: click.Context, *usage: type[Exception], outputs: dict[str, Path | None] | None = None
+) -> Iterator[None]:
     """Inside a command: the errors listed are the user's (one line, exit 2), an HptriageError keeps its
-    own exit code, anything else is a bug (one line, exit 4; the traceback with --debug)."""
+    own exit code, an error writing one of ``outputs`` (option -> path) is the user's too (exit 2 naming
+    it and why), anything else is a bug (one line, exit 4; the traceback with --debug)."""
     try:
         yield
     except usage as exc:
@@ -257,6 +391,8 @@ def _user_errors(ctx: click.Context, *usage: type[Exception]) -> Iterator[None]:
     except HptriageError:
         raise
     except Exception as exc:
+        if (problem := _output_error(exc, outputs or {})) is not None:
+            raise problem from exc
         if ctx.obj.get("debug"):
             raise
         raise InternalError(f"{type(exc).__name__}: {exc} (run with --debug for details)") from exc
@@ -303,6 +439,8 @@ def _run_analysis(
         _replaceable(db_path)
         db_path.unlink()
         db_path.with_name(db_path.name + ".wal").unlink(missing_ok=True)
+    if db_path is not None:
+        db_path.parent.mkdir(parents=True, exist_ok=True)  # as every other output's folder is made
     return analyze(
         paths,
         settings,
@@ -645,7 +783,7 @@ def sql(db: str, query: str | None, parquet: Path | None, fmt: str) -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("-o", "--out", "out", type=click.Path(path_type=Path), help="An empty or new directory.")
+@click.option("-o", "--out", "out", type=_Output(folder=True, name="path"), help="An empty or new directory.")
 @click.option(
     "--map",
     "map_path",
@@ -706,7 +844,10 @@ def redact(
     map_path = map_path or default_map_path(out)
     if map_path.is_file():
         _check_map(map_path)
-    with _user_errors(ctx, RedactError):
+    if unfit := unwritable(map_path, beside=True):  # checked before any copy is made, like every output
+        raise UsageProblem(f"cannot write --map {map_path}: {unfit}")
+    _distinct_outputs(paths, {"--out": out, "--map": map_path})
+    with _user_errors(ctx, RedactError, outputs={"--out": out, "--map": map_path}):
         report = run_redact(list(paths), out, map_path, mask_serials=mask_serials)
     for line in report.refused:
         click.echo(f"hptriage: warning: not copied: {line}", err=True)
@@ -734,9 +875,9 @@ def _check_map(map_path: Path) -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--db", "db_path", type=_Output(beside=True),
               help="The history store (created when missing).")  # fmt: skip
-@click.option("--parquet", "parquet", type=click.Path(file_okay=False, path_type=Path),
+@click.option("--parquet", "parquet", type=_Output(folder=True),
               help="Write a hive-partitioned Parquet dataset instead (created when missing, appended to).")  # fmt: skip
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="Who reads the bundles for --parquet: local processes, or Ray (pip install 'hptriage[ray]').")  # fmt: skip
@@ -782,7 +923,9 @@ def ingest(
     from analyzer.history.ingest import ingest as run_ingest
 
     assert db_path is not None
-    with _user_errors(ctx, StoreError):
+    _distinct_outputs(paths, {"--db": db_path})
+    with _user_errors(ctx, StoreError, outputs={"--db": db_path}):
+        db_path.parent.mkdir(parents=True, exist_ok=True)  # as every other output's folder is made
         results = run_ingest(
             [Path(p) for p in paths], db_path, jobs, _settings(config), None if quiet else _progress()
         )
@@ -812,7 +955,8 @@ def _ingest_parquet(
     from analyzer.fleet.dataset import DatasetError
     from analyzer.fleet.ingest import EngineMissing, ingest_dataset
 
-    with _user_errors(ctx, DatasetError, EngineMissing):
+    _distinct_outputs(paths, {"--parquet": out})
+    with _user_errors(ctx, DatasetError, EngineMissing, outputs={"--parquet": out}):
         done = ingest_dataset(
             paths,
             out,
@@ -835,7 +979,8 @@ def _ingest_parquet(
 
 
 def _open_store(db_path: Path | None, parquet: Path | None = None) -> duckdb.DuckDBPyConnection:
-    """The history store, or the Parquet dataset's tables as views: exactly one of the two."""
+    """The history store (opened read-only: the commands that call this only read it, so a store the
+    user may read but not write is read), or the Parquet dataset's tables as views: exactly one."""
     from analyzer.history.ingest import StoreError, open_store
 
     if (db_path is None) == (parquet is None):
@@ -849,7 +994,7 @@ def _open_store(db_path: Path | None, parquet: Path | None = None) -> duckdb.Duc
             raise UsageProblem(str(exc)) from exc
     assert db_path is not None
     try:
-        return open_store(db_path, create=False)
+        return open_store(db_path, read_only=True)
     except StoreError as exc:
         raise UsageProblem(str(exc)) from exc
 
@@ -862,13 +1007,11 @@ _PARQUET_HELP = "A Parquet dataset (ingest --parquet, export) instead of --db."
 @click.option("--parquet", type=click.Path(file_okay=False, path_type=Path), help=_PARQUET_HELP)
 @click.option("--node", help="Only this node.")
 @click.option("--since", type=click.DateTime(), help="Only bundles collected since (YYYY-MM-DD).")
-@click.option(
-    "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the history as JSON."
-)
+@click.option("--json", "json_out", type=_Output(), help="Write the history as JSON.")
 @click.option(
     "--html",
     "html_out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=_Output(),
     help="Write an HTML page with a per-node timeline.",
 )
 @click.option("--verbose", "-v", is_flag=True, help="List every node.")
@@ -931,9 +1074,7 @@ def _known_node(con: duckdb.DuckDBPyConnection, db_path: Path | None, node: str)
               help="A history store: OLD and NEW are then snapshot ids (or their start), dates, 'latest' or 'previous'.")  # fmt: skip
 @click.option("--parquet", type=click.Path(file_okay=False, path_type=Path),
               help="A Parquet dataset (ingest --parquet, export), read as --db is.")  # fmt: skip
-@click.option(
-    "--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the diff as JSON."
-)
+@click.option("--json", "json_out", type=_Output(), help="Write the diff as JSON.")
 @click.pass_context
 def diff(
     ctx: click.Context, old: str, new: str, db_path: Path | None, parquet: Path | None, json_out: Path | None
@@ -993,7 +1134,7 @@ def _one_snapshot(path: str, results: list[Any]) -> str:
 
 @cli.command()
 @click.option("--db", "db_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--parquet", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--parquet", "out", required=True, type=_Output(folder=True),
               help="An empty or new directory.")  # fmt: skip
 @click.pass_context
 def export(ctx: click.Context, db_path: Path, out: Path) -> None:
@@ -1008,7 +1149,7 @@ def export(ctx: click.Context, db_path: Path, out: Path) -> None:
 
     con = _open_store(db_path)
     try:
-        with _user_errors(ctx):
+        with _user_errors(ctx, outputs={"--parquet": out}):
             try:
                 doc = run_export(con, out)
             except FileExistsError as exc:
@@ -1022,7 +1163,7 @@ def export(ctx: click.Context, db_path: Path, out: Path) -> None:
 
 
 @cli.command()
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--out", "out", required=True, type=_Output(folder=True),
               help="Where OUT/hptriage/ (and OUT/hptriage.zip) go: e.g. .agents/skills or .claude/skills.")  # fmt: skip
 @click.option("--zip/--no-zip", "zip_too", default=True, show_default=True,
               help="Also write OUT/hptriage.zip, which unpacks into a skills folder as hptriage/.")  # fmt: skip

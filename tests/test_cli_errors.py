@@ -8,6 +8,8 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -125,6 +127,36 @@ CASES = [
     ("redact --verify {missing} --map {text}", 2, "{missing}"),
     ("redact --verify {dir} --map {missing}", 2, "{missing}"),
     ("redact --verify {dir} --map {text}", 2, "{text}"),
+    # every output of every command that cannot be written: refused before any work, naming it and why
+    # (/proc takes no new file, even from root; a file cannot hold a folder)
+    ("analyze {sample} -q --db /proc/x.duckdb", 2, "cannot write --db /proc/x.duckdb: /proc:"),
+    ("analyze {sample} -q --db {text}/x.duckdb", 2, "{text} is not a directory"),
+    ("analyze {sample} -q --json /proc/x.json", 2, "cannot write --json /proc/x.json"),
+    ("analyze {sample} -q --json {text}/x.json", 2, "cannot write --json {text}/x.json"),
+    ("analyze {sample} -q --html /proc/x.html", 2, "cannot write --html /proc/x.html"),
+    ("analyze {sample} -q --pdf /proc/x.pdf", 2, "cannot write --pdf /proc/x.pdf"),
+    ("analyze {sample} -q --md {text}/x.md", 2, "cannot write --md {text}/x.md"),
+    ("analyze {sample} -q --md {dir}", 2, "cannot write --md {dir}: it is a directory"),
+    ("analyze {sample} -q --json {out}.json --md {out}.json", 2, "--json and --md both name {out}.json"),
+    ("analyze {text} -q --json {text}", 2, "--json {text} is one of the inputs"),
+    ("ingest {sample} -q --db /proc/h.duckdb", 2, "cannot write --db /proc/h.duckdb"),
+    ("ingest {sample} -q --db {text}/h.duckdb", 2, "cannot write --db {text}/h.duckdb"),
+    ("ingest {sample} -q --parquet /proc/dataset", 2, "cannot write --parquet /proc/dataset"),
+    (
+        "ingest {sample} -q --parquet {text}",
+        2,
+        "cannot write --parquet {text}: it exists and is not a directory",
+    ),
+    ("history --db {store} --json /proc/h.json", 2, "cannot write --json /proc/h.json"),
+    ("history --db {store} --html {text}/h.html", 2, "cannot write --html {text}/h.html"),
+    ("diff --db {store} latest latest --json /proc/d.json", 2, "cannot write --json /proc/d.json"),
+    ("export --db {store} --parquet {text}/x", 2, "cannot write --parquet {text}/x"),
+    ("skill --out /proc/skills", 2, "cannot write --out /proc/skills"),
+    ("skill --out {text}", 2, "cannot write --out {text}"),
+    ("redact {sample} -o /proc/red", 2, "cannot write --out /proc/red"),
+    ("redact {sample} -o {out} --map /proc/m.json", 2, "cannot write --map /proc/m.json"),
+    ("redact {sample} -o {out} --map {text}/m.json", 2, "cannot write --map {text}/m.json"),
+    ("redact {sample} -o {sample}/copy", 2, "lies inside the input"),
 ]
 
 
@@ -200,3 +232,296 @@ def test_a_closed_pipe_is_no_error() -> None:
         cwd=ROOT,
     )
     assert proc.stdout.count("\n") == 1 and "Traceback" not in proc.stderr and "error" not in proc.stderr
+
+
+def test_an_unwritable_output_is_refused_before_the_analysis(files: dict[str, str], tmp_path: Path) -> None:
+    """The bad --db is found when the options are read: nothing is analyzed, no other output written."""
+    findings = tmp_path / "findings.json"
+    args = ["analyze", files["sample"], "-q", "--json", str(findings), "--db", "/proc/triage.duckdb"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and not findings.exists()
+    assert (
+        result.stderr
+        == "hptriage: error: cannot write --db /proc/triage.duckdb: /proc: no new file can be made there\n"
+    )
+
+
+def test_missing_folders_of_an_output_are_made(files: dict[str, str], tmp_path: Path) -> None:
+    """As for --json, the folders above --db are made (an output that can be written is written)."""
+    db, md = tmp_path / "a" / "b" / "triage.duckdb", tmp_path / "c" / "report.md"
+    result = CliRunner().invoke(cli, ["analyze", files["sample"], "-q", "--db", str(db), "--md", str(md)])
+    assert result.exit_code == 0, result.output
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(DISTINCT node) FROM node").fetchone() == (4,)
+    assert md.read_text().startswith("#")
+
+
+def test_a_write_that_fails_midway_is_the_users_error(
+    files: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Disk full while writing an output (after the check passed) is exit 2 naming the output, not an
+    internal error: the OSError of the output's own file is recognised."""
+    import errno
+
+    import analyzer.history.export
+
+    out = tmp_path / "dataset"
+
+    def full(con: object, target: Path) -> dict[str, object]:
+        raise OSError(errno.ENOSPC, "No space left on device", str(target / "bundle" / "x.parquet"))
+
+    monkeypatch.setattr(analyzer.history.export, "export", full)
+    result = CliRunner().invoke(cli, ["export", "--db", files["store"], "--parquet", str(out)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"hptriage: error: cannot write {out}: No space left on device\n"
+
+
+def test_hptriage_alone_prints_the_help_as_help_does() -> None:
+    """No command: the usage and the commands, as `hptriage --help` prints them (stdout, exit 0), not the
+    help squeezed into one error line."""
+    runner = CliRunner()
+    alone = runner.invoke(cli, [], prog_name="hptriage")
+    helped = runner.invoke(cli, ["--help"], prog_name="hptriage")
+    assert alone.exit_code == helped.exit_code == 0
+    assert alone.stdout == helped.stdout and alone.stderr == ""
+    assert alone.stdout.startswith("Usage: hptriage [OPTIONS] COMMAND [ARGS]...\n")
+    assert "\nCommands:\n" in alone.stdout and "  analyze " in alone.stdout
+    # as a user runs it, too
+    alone_run, help_run = (
+        subprocess.run(
+            [sys.executable, "-m", "analyzer.cli", *args],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+        )
+        for args in ([], ["--help"])
+    )
+    assert alone_run.returncode == 0 and alone_run.stderr == ""
+    assert alone_run.stdout == help_run.stdout and "\nCommands:\n" in alone_run.stdout
+
+
+def _cli_line(*args: str) -> list[str]:
+    return [sys.executable, "-m", "analyzer.cli", *args]
+
+
+def _read_only_store(files: dict[str, str]) -> Path:
+    """A copy of the history store in a new folder under /tmp (reachable by any user)."""
+    folder = Path(tempfile.mkdtemp(prefix="hptriage-ro-", dir="/tmp"))
+    shutil.copy(files["store"], folder / "history.duckdb")
+    return folder
+
+
+def _store_reads(
+    run: Callable[[list[str]], subprocess.CompletedProcess[str]], store: Path, out: Path
+) -> None:
+    """history, diff, export and sql read a store they cannot write; what would write there is refused
+    before any work, naming the path and why."""
+    for args, says in (
+        (["history", "--db", str(store)], "1 snapshot(s)"),
+        (["diff", "--db", str(store), "previous", "latest"], None),
+        (["diff", "--db", str(store), "latest", "latest"], "0 new, 0 resolved"),
+        (["export", "--db", str(store), "--parquet", str(out / "dataset")], "schema version 1"),
+        (["sql", str(store), "SELECT count(*) AS n FROM bundle", "--format", "csv"], "n\n4\n"),
+    ):
+        proc = run(_cli_line(*args))
+        if says is None:  # one snapshot: 'previous' is named, as for a writable store
+            assert proc.returncode == 2 and "'previous' needs two snapshots" in proc.stderr, proc.stderr
+            continue
+        assert proc.returncode == 0 and says in proc.stdout and proc.stderr == "", (args, proc.stderr)
+    assert (out / "dataset" / "_hptriage_schema.json").is_file()
+    here = store.parent
+    for args, named in (
+        (["history", "--db", str(store), "--json", str(here / "h.json")], f"--json {here / 'h.json'}"),
+        (["ingest", SAMPLE.as_posix(), "-q", "--db", str(store)], f"--db {store}"),
+        (["analyze", SAMPLE.as_posix(), "-q", "--db", str(here / "a.duckdb")], f"--db {here / 'a.duckdb'}"),
+    ):
+        proc = run(_cli_line(*args))
+        lines = proc.stderr.splitlines()
+        assert proc.returncode == 2 and len(lines) == 1, (args, proc.stderr)
+        assert lines[0].startswith(f"hptriage: error: cannot write {named}: "), lines[0]
+        assert lines[0].endswith(("Read-only file system", "Permission denied")), lines[0]
+
+
+def test_a_store_on_a_read_only_mount_is_read(files: dict[str, str], tmp_path: Path) -> None:
+    """A store on a read-only file system (here a read-only bind mount in a private mount namespace,
+    which root cannot write either) is read by history, diff, export and sql."""
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    folder = _read_only_store(files)
+    try:
+        store = folder / "history.duckdb"
+        before = store.read_bytes()
+        mount = 'mount --bind "$0" "$0" && mount -o remount,ro,bind "$0" && exec "$@"'
+        probe = subprocess.run(
+            ["unshare", "-rm", "sh", "-c", mount, str(folder), "sh", "-c", f"! touch {folder}/probe"],
+            capture_output=True,
+            text=True,
+        )
+        if probe.returncode != 0:
+            pytest.skip(f"no read-only bind mount here (user namespaces off?): {probe.stderr.strip()}")
+
+        def run(line: list[str]) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["unshare", "-rm", "sh", "-c", mount, str(folder), *line],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                timeout=300,
+            )
+
+        _store_reads(run, store, tmp_path)
+        assert store.read_bytes() == before and sorted(p.name for p in folder.iterdir()) == ["history.duckdb"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_store_another_user_owns_is_read(files: dict[str, str]) -> None:
+    """As a user who may read the store but not write it or its folder (nobody; file 0444, folder 0555,
+    both root's), history, diff, export and sql read it."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the CLI as another user (root ignores permission bits)")
+    folder = _read_only_store(files)
+    out = Path(tempfile.mkdtemp(prefix="hptriage-out-", dir="/tmp"))
+    try:
+        store = folder / "history.duckdb"
+        store.chmod(0o444)
+        folder.chmod(0o555)
+        out.chmod(0o777)
+
+        def run(line: list[str]) -> subprocess.CompletedProcess[str]:
+            as_nobody = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+            env = {**os.environ, "HOME": str(out)}
+            return subprocess.run(
+                [*as_nobody, *line], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env
+            )
+
+        if run([sys.executable, "-c", "pass"]).returncode != 0:
+            pytest.skip("user nobody cannot run this Python (its files are not readable to others)")
+        _store_reads(run, store, out)
+    finally:
+        folder.chmod(0o755)
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(out, ignore_errors=True)
+
+
+# -- parse problems of another tool's input name the user's own file and line ----------------------------
+
+BUG_REPORTS = sorted((ROOT / "tests" / "fixtures" / "nvidia-bug-report").glob("*.log"))
+
+
+def _foreign_inputs(tmp_path: Path) -> list[Path]:
+    """Every input type another tool writes, from the real samples in tests/fixtures: each
+    nvidia-bug-report as given, and a sos report, a HyperPod issue report and an EKS log collector
+    tarball as their tests build them from real outputs."""
+    from tests import test_foreign_eks_log_collector as eks
+    from tests import test_foreign_hyperpod_issue_report as hir
+    from tests import test_foreign_sos_report as sos
+
+    (tmp_path / "hir").mkdir()
+    return [
+        *BUG_REPORTS,
+        sos._tarball(tmp_path / "sosreport-gpu-node-07-2026-01-26-abcdefg.tar.xz", sos._tree()),
+        hir._report(tmp_path / "hir"),
+        eks._tarball(tmp_path / "eks_i-0abc_2026-01-26_1430-UTC_0.7.6.tar.gz", eks._layout()),
+    ]
+
+
+def _member(data: bytes, name: str) -> bytes:
+    """A member of a tarball (under its top folder or not), gunzipped when it is gzip."""
+    import gzip
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        for info in archive:
+            if info.isfile() and (info.name == name or info.name.endswith("/" + name)):
+                data = archive.extractfile(info).read()  # type: ignore[union-attr]
+                return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    raise AssertionError(f"no member {name}")
+
+
+def _users_text(given: Path, cited: str, nodes: set[str]) -> str | None:
+    """The text of the file a problem cites, read from what the user gave; None when the citation is
+    no file of it."""
+    import gzip
+
+    if cited == str(given):
+        path: Path | None = given
+        members: list[str] = []
+    else:
+        node, _, rest = cited.partition("/")
+        if node not in nodes:
+            return None
+        first, *members = rest.split("!")
+        path = given if first == given.name else given / first if given.is_dir() else None
+    if path is not None and path.is_dir() and not members and cited == str(given):
+        return ""  # the folder the user gave, named as a whole (a problem of no one file of it)
+    if path is None or not path.is_file():
+        return None
+    data = path.read_bytes()
+    for member in members:
+        data = _member(data, member)
+    return (gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data).decode("utf-8", "replace")
+
+
+def test_parse_problems_of_another_tools_input_name_the_users_file_and_line(tmp_path: Path) -> None:
+    """A problem cites the user's own file (the input as given, or a node's file in it: a member of their
+    archive) with the line of that file holding the text shown, or says it comes from the conversion;
+    never a file hptriage wrote (node/meta.env, manifest.tsv, cmd/...)."""
+    from tests.analyze_json import analyze_json
+
+    said_of_conversion = 0
+    for n, given in enumerate(_foreign_inputs(tmp_path)):
+        _, report, output = analyze_json(tmp_path, given, tag=f"r{n}")
+        assert report, output
+        nodes = {b["node"] for b in report["bundles"]}
+        assert report["parse_problems"], given
+        for problem in report["parse_problems"]:
+            cited = problem["file"]
+            internal = ("meta.env", "manifest.tsv", "origins.tsv", "cmd/", "foreign-0")
+            assert not any(word in cited for word in internal), problem
+            text = _users_text(given, cited, nodes)
+            assert text is not None, (given, problem)
+            if problem["line"] is not None:
+                line = text.splitlines()[problem["line"] - 1]
+                assert line.strip().startswith((problem["text"] or "").strip()), (problem, line)
+            if problem["error"].startswith("from the conversion: "):
+                assert cited == str(given) and problem["line"] is None, problem
+                said_of_conversion += 1
+    # the reports dated by nothing in them: no collection time, said of the report, not of meta.env
+    assert said_of_conversion == 3
+
+
+def test_a_problem_in_an_output_the_conversion_rewrote_is_said_of_the_conversion(tmp_path: Path) -> None:
+    """An output a conversion made that is no stretch of the input's lines (no origin: a reformatted
+    table, say) cites the user's input and says the problem comes from the conversion, naming the output
+    by its command; one found verbatim cites the user's file and line (labelled derived: the real line
+    1565-1566 of the tool-man bug report, whose GCC line the versions parser does not understand, placed
+    both ways)."""
+    from analyzer.intake.bundle import NodeSource
+    from analyzer.intake.foreign.layout import NodeLayout, Output, write_node
+    from analyzer.intake.read_node import read_node
+    from analyzer.intake.safe_read import Limits
+
+    report = ROOT / "tests" / "fixtures" / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--excerpt.log"
+    version = "".join(line + "\n" for line in report.read_text().splitlines()[1564:1566])  # NVRM, GCC
+    layout = NodeLayout("sdu-dpai-turing-1", "nvidia-bug-report", report.name)
+    layout.add(Output("versions", version, "nvidia-bug-report.sh versions table", name="versions-table.txt"))
+    layout.add(
+        Output("versions", version, "cat /proc/driver/nvidia/version", origin=report.name, first_line=1565)
+    )
+    node_dir = write_node(tmp_path / "node", layout)
+    data = read_node(NodeSource(node_dir, False, str(report)), Limits())
+    problems = data.arrow["parse_problems"].to_pylist()
+    said = {(p["file"], p["line"], p["error"]) for p in problems}
+    assert said == {
+        (str(report), None, "from the conversion: no collection time found in this input"),
+        (
+            str(report),
+            None,
+            "from the conversion: line not understood: unrecognised line (in the 'nvidia-bug-report.sh"
+            " versions table' output hptriage took from this input, its line 2)",
+        ),
+        (f"sdu-dpai-turing-1/{report.name}", 1566, "line not understood: unrecognised line"),
+    }

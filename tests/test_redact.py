@@ -559,3 +559,129 @@ def test_verify_reads_words_as_redaction_does(tmp_path: Path) -> None:
     (out / "log.txt").write_text("eth0 on NODE64-ib0 up\n")
     code, output = _redact("--verify", str(out), "--map", str(map_path))
     assert code == 1 and "log.txt" in output and "mounts.txt" not in output
+
+
+# -- a copy never exists without its map ----------------------------------------------------------------
+
+XID_BUNDLE = ROOT / "sample_bundles" / "xid-ecc-3node" / "bundle"
+
+
+def _left_beside(folder: Path) -> list[str]:
+    """What a failed redaction left in folder (staging folders, partial maps, copies)."""
+    return sorted(p.name for p in folder.iterdir())
+
+
+@pytest.mark.parametrize("where", ["file-as-folder", "proc"])
+def test_a_map_that_cannot_be_written_leaves_no_copy(tmp_path: Path, where: str) -> None:
+    """--map where no file can be made (a file standing for its folder; /proc, which takes no file even
+    from root): exit 2 naming the map and why, before anything is copied."""
+    (tmp_path / "notes.txt").write_text("notes\n")
+    map_path = (
+        tmp_path / "notes.txt" / "site.map.json" if where == "file-as-folder" else Path("/proc/site.map.json")
+    )
+    result = CliRunner().invoke(
+        cli, ["redact", str(XID_BUNDLE), "-o", str(tmp_path / "out"), "--map", str(map_path)]
+    )
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert (
+        result.stderr.startswith(f"hptriage: error: cannot write --map {map_path}: ")
+        and result.stderr.count("\n") == 1
+    )
+    assert result.stdout == "" and _left_beside(tmp_path) == ["notes.txt"]
+
+
+def test_a_map_failing_after_the_copies_leaves_no_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The map fails when it is saved, after every copy was made (disk full): the copies are removed, the
+    map reused from an earlier run is left as it was, nothing half-written remains; exit 2."""
+    import errno
+
+    map_path = tmp_path / "site.map.json"
+    assert (
+        _redact(str(XID_BUNDLE / "p5-node-01"), "-o", str(tmp_path / "first"), "--map", str(map_path))[0] == 0
+    )
+    earlier = map_path.read_bytes()
+    saved = Redactor.save
+
+    def full(self: Redactor, path: Path) -> None:
+        saved(self, path)  # written in part, then the disk is full
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(Redactor, "save", full)
+    result = CliRunner().invoke(
+        cli, ["redact", str(XID_BUNDLE), "-o", str(tmp_path / "out"), "--map", str(map_path)]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"hptriage: error: cannot write the map {map_path}: No space left on device\n"
+    assert _left_beside(tmp_path) == ["first", "site.map.json"] and map_path.read_bytes() == earlier
+
+
+def test_a_copy_failing_midway_leaves_no_copy_and_no_map(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A copy that cannot be written (disk full after the first files): exit 2 naming OUT; neither the
+    copies made so far nor a map are left."""
+    import errno
+
+    from analyzer.redact import bundles
+
+    write_dir = bundles._Job.write_dir
+
+    def full(self: bundles._Job, root: Path, target: Path) -> None:
+        if target.name != "bundle":  # the first input is copied, the second fails
+            write_dir(self, root, target)
+            return
+        raise OSError(errno.ENOSPC, "No space left on device", str(target / "h100-node-04" / "meta.env"))
+
+    monkeypatch.setattr(bundles._Job, "write_dir", full)
+    out = tmp_path / "out"
+    args = [
+        "redact",
+        str(XID_BUNDLE / "p5-node-01"),
+        str(XID_BUNDLE),
+        "-o",
+        str(out),
+        "--map",
+        str(tmp_path / "m.json"),
+    ]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == f"hptriage: error: cannot write {out}: No space left on device\n"
+    assert _left_beside(tmp_path) == []
+
+
+def test_an_empty_out_is_filled_and_emptied_again_on_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OUT given as an empty folder: the copies replace it whole; where no folder can be made beside it
+    (here: the staging name taken), they are written into it, and a failure empties it again."""
+    import errno
+
+    from analyzer.redact import bundles
+
+    out = tmp_path / "out"
+    out.mkdir()
+    assert _redact(str(XID_BUNDLE), "-o", str(out), "--map", str(tmp_path / "a.json"))[0] == 0
+    assert len(list(out.glob("bundle/*/meta.env"))) == 4 and _left_beside(tmp_path) == [
+        "a.json",
+        "out",
+    ]
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (tmp_path / ".other.redacting-taken").write_text("in the way\n")
+    monkeypatch.setattr(bundles.secrets, "token_hex", lambda n: "taken")
+    assert _redact(str(XID_BUNDLE), "-o", str(other), "--map", str(tmp_path / "b.json"))[0] == 0
+    assert len(list(other.glob("bundle/*/meta.env"))) == 4
+
+    def full(self: Redactor, path: Path) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(Redactor, "save", full)
+    third = tmp_path / "third"
+    third.mkdir()
+    (tmp_path / ".third.redacting-taken").write_text("in the way\n")
+    code, output = _redact(str(XID_BUNDLE), "-o", str(third), "--map", str(tmp_path / "c.json"))
+    assert code == 2 and "cannot write the map" in output
+    assert list(third.iterdir()) == [] and not (tmp_path / "c.json").exists()

@@ -73,28 +73,39 @@ class IngestResult:
     folder: str = ""
 
 
-def open_store(path: Path, create: bool = True) -> duckdb.DuckDBPyConnection:
-    """A connection to the store at path, created (schema version 1) or checked."""
+def open_store(path: Path, create: bool = True, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection to the store at path, created (schema version 1) or checked.
+
+    ``read_only`` (history, diff, export, sql: they only read) opens an existing store read-only, so a
+    store the user may read but not write (a file of another user, a read-only mount) is read, and
+    nothing of it changes: a table an older store lacks is made as an empty temporary table."""
     import duckdb
 
-    if not create and not path.exists():
+    if (read_only or not create) and not path.exists():
         raise StoreError(f"{path}: no such store (make one with 'hptriage ingest PATH... --db {path}')")
     if path.is_dir():
         raise StoreError(f"{path} is a directory, not a history store file")
     fresh = not path.exists()
     try:
-        con = duckdb.connect(str(path))
+        con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.Error as exc:
         raise StoreError(_unopenable(path, exc)) from exc
     tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    if not fresh and tables and "store_meta" not in tables:
+    if (not fresh and tables and "store_meta" not in tables) or (read_only and "store_meta" not in tables):
         con.close()
         raise StoreError(
             f"{path} is not an hptriage history store (an 'analyze --db' database?): ingest the bundles"
             " into a new file with 'hptriage ingest PATH... --db NEW.duckdb'"
         )
-    con.execute(_DDL)
+    if read_only:
+        for statement in filter(str.strip, _DDL.split(";")):
+            if statement.split("EXISTS", 1)[1].split("(", 1)[0].strip() not in tables:
+                con.execute(statement.replace("CREATE TABLE", "CREATE TEMP TABLE", 1))
+    else:
+        con.execute(_DDL)
     row = con.execute("SELECT value FROM store_meta WHERE key = 'schema_version'").fetchone()
+    if row is None and read_only:
+        row = (str(SCHEMA_VERSION),)  # a store that was never written to: nothing in it to misread
     if row is None:
         con.execute("INSERT INTO store_meta VALUES ('schema_version', ?), ('created_by', ?)",
                     [str(SCHEMA_VERSION), f"hptriage {__version__}"])  # fmt: skip

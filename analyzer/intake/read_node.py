@@ -14,7 +14,7 @@ from typing import Any
 
 import parsers
 from analyzer.intake.bundle import NodeSource, node_name, strip_top
-from analyzer.intake.foreign.layout import ORIGINS
+from analyzer.intake.foreign.layout import ORIGINS, conversion_problem, converted_from
 from analyzer.intake.meta import ManifestRow, Meta, parse_manifest, parse_meta
 from analyzer.intake.records import UnreadInput
 from analyzer.intake.safe_read import Limits, Refusal, iter_dir, iter_tar
@@ -165,6 +165,9 @@ class _NodeReader:
         self.top: str | None = None  # the top-level directory of a node tarball
         #: output file -> (the input file it came from, its first line there): a foreign input's layout
         self.origins: dict[str, tuple[str, int]] = {}
+        #: each problem's row with what it was said of (file, line, error): cited again once the bundle
+        #: is known to be converted from another tool's input (meta.env and origins.tsv come in any order)
+        self.cited: list[tuple[Row, str, int | None, str]] = []
         node = None if cluster_id else source.location.name
         self.data = NodeData(bundle_id=cluster_id or "", node=node or "", display=source.display)
         self.cluster_wide = bool(cluster_id)  # an extra/ folder: no node of its own
@@ -220,6 +223,9 @@ class _NodeReader:
                 }
             )
         self._answers()
+        if self.meta is not None and converted_from(self.meta.values) is not None:
+            for cited, name, line, error in self.cited:
+                self._cite(cited, name, line, error)
 
     def _answers(self) -> None:
         """The failure answers of every probe (parsers.probe_answers): rows of ``probe_answer``, with
@@ -419,15 +425,24 @@ class _NodeReader:
     def problem(
         self, name: str, kind: str | None, error: str, line: int | None = None, text: str = ""
     ) -> None:
-        self.data.problems.append(
-            {
-                "file": self.source_file(name) if name else self.source.display,
-                "kind": kind,
-                "error": error,
-                "line": line,
-                "text": text[:500] if text else None,
-            }
-        )
+        row: Row = {"file": "", "kind": kind, "error": error, "line": line, "text": text[:500] or None}
+        self.data.problems.append(row)
+        self.cited.append((row, name, line, error))
+        self._cite(row, name, line, error)
+
+    def _cite(self, row: Row, name: str, line: int | None, error: str) -> None:
+        """Where a problem is said to lie: the bundle's file (``<node>/<path>``, the input's own file and
+        line for an output of another tool's input, origins.tsv); for what a conversion wrote that no line
+        of the user's input holds (meta.env, manifest.tsv, an output not found verbatim in it), the
+        input as the user gave it, with the problem said to come from the conversion."""
+        row["file"] = self.source_file(name) if name else self.source.display
+        row["line"], row["error"] = line, error
+        if not name or name in self.origins or self.meta is None or converted_from(self.meta.values) is None:
+            return
+        probe = (self.manifest or {}).get(name)
+        command = probe.command if probe is not None and probe.command not in (None, "", "-") else None
+        row["file"], row["line"] = self.source.display, None
+        row["error"] = conversion_problem(name, error, line, command)
 
     def _file(
         self, name: str, kind: str | None, kind_source: str | None, size: int, status: str, rows: int

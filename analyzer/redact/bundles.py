@@ -21,10 +21,13 @@ import hashlib
 import io
 import os
 import re
+import secrets
+import shutil
 import tarfile
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -72,25 +75,89 @@ def redact(
         redactor = Redactor.load(map_path, mask_serials) if map_path.exists() else Redactor(mask_serials)
     except (OSError, ValueError) as exc:
         raise RedactError(f"cannot reuse the map {map_path}: {exc}") from exc
+    inside = next((p for p in inputs if p.is_dir() and p.resolve() in out_abs.parents), None)
+    if inside is not None:  # the copies would be read as they are written
+        raise RedactError(f"OUT {out} lies inside the input {inside}: give a path outside it")
     report = RedactReport(map_path=map_path)
     with tempfile.TemporaryDirectory(prefix="hptriage-redact-") as work:
         job = _Job(redactor, limits, Path(work), report)
         for path in inputs:  # pass 1: learn every identifier known by where it stands
             for name, data in job.files(path):
                 redactor.learn(_text(data), name)
-        out.mkdir(parents=True, exist_ok=True)
-        taken: set[str] = set()
-        for path in inputs:  # pass 2: write the redacted copies
-            name = _unique(redactor.apply_name(path.name), taken)
-            target = out / name
-            if path.is_dir():
-                job.write_dir(path, target)
-            else:
-                target.write_bytes(job.redact_file(path.name, path.read_bytes(), path))
-            report.written.append(target)
-    map_path.parent.mkdir(parents=True, exist_ok=True)
-    redactor.save(map_path)
+        with _staged(out) as staging:
+            taken: set[str] = set()
+            try:
+                for path in inputs:  # pass 2: write the redacted copies
+                    name = _unique(redactor.apply_name(path.name), taken)
+                    target = staging / name
+                    if path.is_dir():
+                        job.write_dir(path, target)
+                    else:
+                        target.write_bytes(job.redact_file(path.name, path.read_bytes(), path))
+                    report.written.append(out / name)
+            except OSError as exc:  # a copy that cannot be written (disk full): the user's to fix
+                if not _about(exc, staging):
+                    raise
+                raise RedactError(f"cannot write {out}: {exc.strerror or exc}") from exc
+            _save_map(redactor, map_path)  # before the copies appear as OUT: never a copy without its map
     return report
+
+
+def _about(exc: OSError, folder: Path) -> bool:
+    """Whether an OSError names a file in ``folder``."""
+    top = os.path.abspath(folder)
+    names = [os.path.abspath(os.fsdecode(n)) for n in (exc.filename, exc.filename2) if n]
+    return any(n == top or n.startswith(top + os.sep) for n in names)
+
+
+@contextmanager
+def _staged(out: Path) -> Iterator[Path]:
+    """Where the copies are written before they appear as OUT: a new folder beside OUT, renamed to OUT
+    once the map is saved, so OUT never holds a copy whose map is missing; on any failure it is removed.
+    When no folder can be made beside OUT (an empty OUT in a folder the user may not write), OUT itself,
+    emptied again on failure."""
+    staging = out.parent / f".{out.name}.redacting-{secrets.token_hex(4)}"
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        staging.mkdir()
+    except OSError as exc:
+        if not out.is_dir():
+            raise RedactError(f"cannot write {out}: {exc.strerror or exc}") from exc
+        try:
+            yield out
+        except BaseException:
+            for child in list(out.iterdir()):  # OUT was empty: everything in it was written here
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child, ignore_errors=True)
+                else:
+                    child.unlink(missing_ok=True)
+            raise
+        return
+    try:
+        yield staging
+        try:
+            staging.rename(out)  # replaces an empty OUT folder too
+        except OSError as exc:
+            raise RedactError(f"cannot write {out}: {exc.strerror or exc}") from exc
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _save_map(redactor: Redactor, map_path: Path) -> None:
+    """Write the map all at once: to a new file beside it, then renamed over it, so a map is never half
+    written (a reused map is replaced only by a whole, larger one)."""
+    partial = map_path.parent / f".{map_path.name}.{secrets.token_hex(4)}.partial"
+    try:
+        map_path.parent.mkdir(parents=True, exist_ok=True)
+        redactor.save(partial)
+        os.replace(partial, map_path)
+    except BaseException as exc:
+        with suppress(OSError):
+            partial.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise RedactError(f"cannot write the map {map_path}: {exc.strerror or exc}") from exc
+        raise
 
 
 @dataclass

@@ -160,3 +160,40 @@ def cell(value: str) -> str:
     'a b c'
     """
     return re.sub(r"[\t\r\n]+", " ", value).strip()[:4000]
+
+
+def converted_from(meta: dict[str, str]) -> str | None:
+    """The user's own input a node bundle was converted from (``meta.env`` ``source_file``, which only a
+    conversion writes), or None for a bundle the collector wrote.
+
+    >>> converted_from({"source": "nvidia-bug-report", "source_file": "nvidia-bug-report.log.gz"})
+    'nvidia-bug-report.log.gz'
+    >>> converted_from({"node": "p5-node-01"}) is None
+    True
+    """
+    return (meta.get("source_file") or None) if meta.get("source") else None
+
+
+#: meta.env keys a conversion fills from the input, as a user would name what was not found
+_FACTS = {"collected_at": "collection time", "node": "node name"}
+
+
+def conversion_problem(name: str, error: str, line: int | None = None, command: str | None = None) -> str:
+    """A parse problem of a file the conversion wrote (``meta.env``, ``manifest.tsv``, an output not
+    found line for line in the input), said plainly of the user's input: no line of theirs holds it.
+
+    >>> conversion_problem("meta.env", "required key 'collected_at' missing")
+    'from the conversion: no collection time found in this input'
+    >>> conversion_problem("cmd/versions-table.txt", "line not understood: x", 3, "nvidia-bug-report.sh versions table")
+    "from the conversion: line not understood: x (in the 'nvidia-bug-report.sh versions table' output hptriage took from this input, its line 3)"
+    """
+    if name == "meta.env":
+        missing = re.fullmatch(r"required key '(\w+)' missing", error)
+        if missing and missing.group(1) in _FACTS:
+            return f"from the conversion: no {_FACTS[missing.group(1)]} found in this input"
+        return f"from the conversion: {error} (in the node facts hptriage derived from this input)"
+    if name == "manifest.tsv":
+        return f"from the conversion: {error} (in the list of outputs hptriage found in this input)"
+    what = f"the '{command}' output" if command else f"the output {name.rsplit('/', 1)[-1]}"
+    at = f", its line {line}" if line else ""
+    return f"from the conversion: {error} (in {what} hptriage took from this input{at})"
