@@ -3,18 +3,28 @@
 Each function takes plain data (already summarised for the report) and returns an ``<svg>`` string.
 Sizes adapt to the data so a 1,000-node cluster stays readable: long node lists are cut to the
 interesting ends (the report says how many were left out).
+
+Every chart is titled by the metric it plots; a value axis starts at zero (a colour scale that does not
+is said in the figure's note by the renderer); a legend sits below the plot, its labels wrapped to the
+figure's width so none is cut; a time axis spans the data with a small margin.
 """
 
 from __future__ import annotations
 
 import io
 import re
+import textwrap
 from collections.abc import Sequence
+from datetime import datetime
 from types import ModuleType
 from typing import Any
 
 #: Node count above which per-node bar charts show only the worst and best ends.
 MAX_BARS = 40
+#: A time axis spans the data plus this share of its span on each side.
+TIME_MARGIN = 0.02
+#: Characters of a legend label per inch of figure width before it wraps (7 pt DejaVu Sans).
+LEGEND_CHARS_PER_INCH = 14
 
 _LINE_STYLES = {
     "expected": ("-", "#1b6e20"),
@@ -64,6 +74,32 @@ def legend_outside(ax: Any) -> Any:
     )
 
 
+def legend_below(ax: Any, width_in: float) -> Any:
+    """The axes' legend under the plot, below its tick labels, one entry a row and left-aligned: it
+    never covers the data, and a label wider than the figure wraps instead of running off its edge (the
+    SVG is cut to fit with ``bbox_inches="tight"``, so the whole legend is kept)."""
+    handles, labels = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    chars = max(30, int(width_in * LEGEND_CHARS_PER_INCH))
+    wrapped = [textwrap.fill(label, chars, break_on_hyphens=False) for label in labels]
+    fig = ax.figure
+    fig.draw_without_rendering()  # lays out the tick labels, so the legend goes below them
+    inverse = ax.transAxes.inverted()
+    below = ax.get_tightbbox()
+    _, top = inverse.transform((0, below.y0))
+    return ax.legend(
+        handles,
+        wrapped,
+        fontsize=7,
+        loc="upper left",
+        bbox_to_anchor=(0.0, top - 0.02),
+        borderaxespad=0.0,
+        frameon=True,
+        ncols=1,
+    )
+
+
 def bars_with_lines(
     labels: Sequence[str],
     values: Sequence[float],
@@ -96,9 +132,11 @@ def bars_with_lines(
         ax.axhline(value, linestyle=style, color=colour, linewidth=1.2, label=f"{name} {value:g}")
     ax.set_xticks(list(xs), [p[0] for p in pairs], rotation=60, ha="right")
     ax.set_ylabel(ylabel)
+    top = max([0.0, *(p[1] for p in pairs), *lines.values()])
+    ax.set_ylim(0.0, top * 1.05 if top > 0 else 1.0)  # bars start at zero, the lines are all in view
     ax.set_title(title + (f" ({left_out} middle nodes not drawn)" if left_out else ""), fontsize=9)
     if lines:
-        legend_outside(ax)
+        legend_below(ax, width)
     return to_svg(fig), left_out
 
 
@@ -145,21 +183,56 @@ def heatmap(
     return to_svg(fig)
 
 
+def _when(value: Any) -> Any:
+    """A timestamp as matplotlib plots it: an ISO text ('2026-12-01T08:00:00Z') becomes a datetime."""
+    if isinstance(value, str):
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return value
+
+
 def timeseries(
-    series: dict[str, tuple[Sequence[Any], Sequence[float]]], line: float | None, title: str, ylabel: str
+    series: dict[str, tuple[Sequence[Any], Sequence[float]]],
+    line: float | None,
+    title: str,
+    ylabel: str,
+    *,
+    line_label: str | None = None,
+    top: float | None = None,
 ) -> str:
-    """Lines over time (e.g. FSx utilisation) with an optional threshold line."""
+    """Lines over time (e.g. FSx DiskIopsUtilization) with an optional threshold line.
+
+    The value axis runs from 0 (from the lowest value when one is below 0) to the highest value, the
+    line or ``top`` (100 for a percentage), whichever is higher; the time axis spans the data with a
+    margin of TIME_MARGIN of its span on each side (a minute when every point has one time)."""
+    import matplotlib.dates as mdates
+
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(8.0, 3.0))
+    width = 8.0
+    fig, ax = plt.subplots(figsize=(width, 3.0))
     styles = ["-", "--", "-.", ":"]
+    times: list[float] = []
+    values: list[float] = []
     for i, (name, (xs, ys)) in enumerate(sorted(series.items())):
-        ax.plot(list(xs), list(ys), linestyle=styles[i % 4], linewidth=1.2, label=name)
+        when = [_when(x) for x in xs]
+        ax.plot(when, list(ys), linestyle=styles[i % 4], linewidth=1.2, label=name)
+        times += [float(mdates.date2num(w)) for w in when]
+        values += [float(y) for y in ys]
     if line is not None:
-        ax.axhline(line, color="#b00020", linestyle="--", linewidth=1.2, label=f"{line:g} line")
+        label = line_label or f"{line:g} line"
+        ax.axhline(line, color="#b00020", linestyle="--", linewidth=1.2, label=label)
+    if times:
+        first, last = min(times), max(times)
+        pad = (last - first) * TIME_MARGIN or 1 / 1440  # a day is 1.0: one minute
+        ax.set_xlim(first - pad, last + pad)
+        days = sorted({f"{mdates.num2date(t):%Y-%m-%d}" for t in (first, last)})
+        ax.set_xlabel(f"time (UTC), {' to '.join(days)}")
+    low = min([0.0, *values])
+    high = max([*values, line if line is not None else 0.0, top or 0.0])
+    ax.set_ylim(low, high * 1.05 if high > 0 else 1.0)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=9)
-    legend_outside(ax)
     fig.autofmt_xdate()
+    legend_below(ax, width)
     return to_svg(fig)
 
 
@@ -177,6 +250,7 @@ def grid(
     lines: dict[str, float] | None = None,
     cmap: str = "cividis",
     gid: str = "grid",
+    label: str | None = None,
 ) -> str:
     """A node x GPU grid of one metric, values printed in the cells.
 
@@ -242,7 +316,7 @@ def grid(
             )
             box.set_gid(_gid(f"{gid}-marked-{row}-{column}"))
             ax.add_patch(box)
-    bar = fig.colorbar(image, ax=ax, label=unit, shrink=0.9)
+    bar = fig.colorbar(image, ax=ax, label=label or unit, shrink=0.9)
     for name, value in (lines or {}).items():
         style, colour = _LINE_STYLES.get(name, ("-.", "#333333"))
         bar.ax.axhline(value, linestyle=style, color=colour, linewidth=1.4)

@@ -2,6 +2,9 @@
 
 Made for pasting into a support ticket; it says the same as the terminal, HTML and PDF (all read the one
 verdict in ``ReportData.verdict``).  Long lists are cut with a count of what was left out, never silently.
+Findings are listed by rule, and a rule's findings of different severities or routes under one group per
+(severity, route) (:func:`analyzer.model.routes.by_route`): a line never sits under another finding's
+severity or action.
 """
 
 from __future__ import annotations
@@ -10,12 +13,15 @@ from collections import defaultdict
 from typing import Any
 
 from analyzer import __version__
-from analyzer.model.records import Finding, Severity
+from analyzer.model.records import Finding, Route, Severity
 from analyzer.model.report_data import ReportData
+from analyzer.model.routes import by_route, concerns_of_rule, node_routes, owners, route_text, shared
 from analyzer.model.sections import SECTIONS, section_of
 
-#: Findings of one rule written out in full; the rest are counted.
+#: Findings of one rule written out in full; the rest are counted (every route keeps one example).
 PER_RULE = 10
+#: Routes of one rule given a group of their own; the findings under the rest are counted.
+MAX_ROUTES = 20
 #: Rows of the worst-nodes, not-examined and unread-inputs lists before the rest is counted.
 MAX_ROWS = 50
 
@@ -47,7 +53,8 @@ def render(data: ReportData) -> str:
     if v.worst_nodes:
         out += ["Worst nodes (ranked by critical findings, then warnings, then spread = distinct rules):", ""]
         out += [
-            f"{i}. **{_cell(r.node)}**: {r.critical} critical, {r.warning} warning, spread {r.score}"
+            f"{i}. **{_cell(r.node)}**: {r.critical} critical, {r.warning} warning, spread {r.score}; "
+            f"who acts: {', '.join(owners(node_routes(data.findings, r.node, r.rules or None))) or '—'}"
             for i, r in enumerate(v.worst_nodes, start=1)
         ]
         if v.ranked_nodes > len(v.worst_nodes):
@@ -57,7 +64,9 @@ def render(data: ReportData) -> str:
         out.append("")
     if v.cluster_wide:
         out += ["Cluster-wide causes (the nodes showing them are not ranked for them):", ""]
-        out += [f"- `{c['rule']}`: {c['message']}" for c in v.cluster_wide]
+        out += [
+            f"- `{c['rule']}` ({_of_rule(data.findings, c['rule'])}): {c['message']}" for c in v.cluster_wide
+        ]
         out.append("")
     out += _listed("Given but not judged", list(v.notes))
     out += _listed("Inputs that could not be read", [f"`{u.path}`: {u.reason}" for u in v.unread_inputs])
@@ -65,7 +74,7 @@ def render(data: ReportData) -> str:
         "Rules that failed to run",
         [f"`{e['rule']}` ({_cell(e['title'])}): {_cell(e['reason'])}" for e in v.rule_errors],
     )
-    out += _concerns(data.findings)
+    out += _concerns(data.findings, data.rule_titles)
     out += _not_examined(v.not_examined)
     problems = data.problems
     if problems:
@@ -77,13 +86,21 @@ def render(data: ReportData) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _concerns(findings: list[Finding]) -> list[str]:
+def _concerns(findings: list[Finding], titles: dict[str, str]) -> list[str]:
     concerns = [f for f in findings if f.severity in (Severity.CRITICAL, Severity.WARNING)]
-    if not concerns:
+    others = [f for f in findings if f.severity not in (Severity.CRITICAL, Severity.WARNING)]
+    out = _by_section("Concerns", concerns, titles)
+    return out + _by_section("Other findings (information)", others, titles)
+
+
+def _by_section(heading: str, findings: list[Finding], titles: dict[str, str]) -> list[str]:
+    """Findings by section and rule; a rule's findings that differ in severity or route are cut into
+    one group per (severity, route), each saying its own: a header states only what all below share."""
+    if not findings:
         return []
-    out = ["## Concerns", ""]
+    out = [f"## {heading}", ""]
     by_section: dict[str, dict[str, list[Finding]]] = defaultdict(lambda: defaultdict(list))
-    for f in concerns:
+    for f in findings:
         by_section[section_of(f.rule)][f.rule].append(f)
     for key, title in SECTIONS.items():
         rules = by_section.get(key)
@@ -91,22 +108,70 @@ def _concerns(findings: list[Finding]) -> list[str]:
             continue
         out += [f"### {title}", ""]
         for rule, group in rules.items():
-            first = group[0]
-            out.append(
-                f"- **{first.severity.value}** `{rule}` — {len(group)} finding(s); "
-                f"→ {first.route.owner}: {first.route.action} ({first.route.target})"
-            )
-            for f in group[:PER_RULE]:
-                out.append(f"  - {_cell(f.message)}")
-                for ev in f.evidence[:1]:
-                    if ev.file:
-                        where = f"{ev.file}:{ev.line}" if ev.line else ev.file
-                        text = f" `{_code(ev.text)}`" if ev.text else ""
-                        out.append(f"    - evidence: `{where}`{text}")
-            if len(group) > PER_RULE:
-                out.append(f"  - … and {len(group) - PER_RULE} more (see the JSON or HTML report)")
+            out += _rule_group(rule, titles.get(rule, ""), group)
         out.append("")
     return out
+
+
+def _rule_group(rule: str, title: str, group: list[Finding]) -> list[str]:
+    name = f"`{rule}`" + (f" {_cell(title)}" if title else "")
+    routes = by_route(group)
+    if len(routes) == 1:  # one severity, one route: said once, on the rule's line
+        only = routes[0]
+        out = [f"- **{only.severity.value}** {name} — {len(group)} finding(s); → {_route(only.route)}"]
+        return out + _finding_lines(list(only.findings), PER_RULE, "  ")
+    common = shared(group)
+    what = [common.counts_text()]
+    what.append(f"{common.routes} different routes" if common.route is None else f"→ {_route(common.route)}")
+    lead = f"**{common.severity.value}** " if common.severity else ""
+    out = [
+        f"- {lead}{name} — {len(group)} finding(s): " + "; ".join(what) + "; each group below says its own"
+    ]
+    budget = PER_RULE
+    for i, sub in enumerate(routes):
+        if i == MAX_ROUTES:
+            rest = routes[i:]
+            left = sum(len(r.findings) for r in rest)
+            out.append(
+                f"  - … and {left} more finding(s) under {len(rest)} other route(s) (see the JSON or HTML report)"
+            )
+            break
+        out.append(f"  - **{sub.severity.value}** → {_route(sub.route)} — {len(sub.findings)} finding(s)")
+        shown = min(len(sub.findings), max(1, budget))
+        budget -= shown
+        out += _finding_lines(list(sub.findings), shown, "    ")
+    return out
+
+
+def _finding_lines(findings: list[Finding], shown: int, indent: str) -> list[str]:
+    out = []
+    for f in findings[:shown]:
+        out.append(f"{indent}- {_cell(f.message)}")
+        for ev in f.evidence[:1]:
+            if ev.file:
+                where = f"{ev.file}:{ev.line}" if ev.line else ev.file
+                text = f" `{_code(ev.text)}`" if ev.text else ""
+                out.append(f"{indent}  - evidence: `{where}`{text}")
+    if len(findings) > shown:
+        out.append(
+            f"{indent}- … and {len(findings) - shown} more with this severity and route (see the JSON or HTML report)"
+        )
+    return out
+
+
+def _of_rule(findings: list[Finding], rule: str) -> str:
+    """The severity and route a rule's concerns share, or how they differ: a cluster-wide cause's label."""
+    common = concerns_of_rule(findings, rule)
+    if common is None:
+        return "no finding listed"
+    severity = common.severity.value if common.severity else common.counts_text()
+    if common.route is not None:
+        return f"{severity}; → {_route(common.route)}"
+    return f"{severity}; {common.routes} different routes, each under Concerns"
+
+
+def _route(route: Route) -> str:
+    return _cell(route_text(route))
 
 
 def _not_examined(rows: list[dict[str, Any]]) -> list[str]:

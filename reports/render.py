@@ -12,6 +12,7 @@ from typing import Any
 from analyzer import __version__
 from analyzer.model.records import Severity
 from analyzer.model.report_data import ReportData
+from analyzer.model.routes import concerns_of_rule, node_routes, owners, shared
 from analyzer.model.sections import SECTIONS, section_of
 from analyzer.model.verdict import CONCERN
 
@@ -56,32 +57,51 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
         figures.append({"section": "A", "title": item["title"], "svg": svg, "note": note})
     pairs = c.get("pairs")
     if pairs:
+        cells = [v for row in pairs["matrix"] for v in row if v is not None]
+        scale = _colour_range(min(cells), max(cells), "GB/s", "the pairs' range") if cells else ""
         figures.append(
             {
                 "section": "A",
                 "title": "Pairwise nccl-tests busbw",
                 "svg": charts.heatmap(
-                    pairs["labels"], pairs["matrix"], set(pairs["highlight"]), "Pairwise busbw (GB/s)", "GB/s"
+                    pairs["labels"],
+                    pairs["matrix"],
+                    set(pairs["highlight"]),
+                    "Pairwise nccl-tests busbw (GB/s)",
+                    "busbw (GB/s)",
                 ),
                 "note": pairs.get("note", ""),
+                "scale": scale,
             }
         )
     if c.get("fsx_utilisation"):
+        # titled by the metrics plotted (DiskIopsUtilization, ...), not by a word none of them is
+        metrics = c.get("fsx_utilisation_metrics") or sorted(c["fsx_utilisation"])
+        title = f"FSx {', '.join(metrics)}, %"
         figures.append(
             {
                 "section": "B",
-                "title": "FSx utilisation",
-                "svg": charts.timeseries(c["fsx_utilisation"], c["fsx_line"], "FSx utilisation", "%"),
+                "title": title,
+                "svg": charts.timeseries(
+                    c["fsx_utilisation"],
+                    c["fsx_line"],
+                    title,
+                    "% of the limit",
+                    line_label=f"{c['fsx_line']:g} % (fs.fsx.utilization_sustained)",
+                    top=100.0,
+                ),
                 "note": "",
             }
         )
     if c.get("fsx_throughput"):
+        metrics = c.get("fsx_throughput_metrics") or ["DataReadBytes", "DataWriteBytes"]
+        title = f"FSx {' and '.join(metrics)} per second, MB/s"
         figures.append(
             {
                 "section": "B",
-                "title": "FSx throughput",
-                "svg": charts.timeseries(c["fsx_throughput"], None, "FSx throughput", "MB/s"),
-                "note": "",
+                "title": title,
+                "svg": charts.timeseries(c["fsx_throughput"], None, title, "MB/s"),
+                "note": "each period's Sum divided by the period",
             }
         )
     if c.get("iowait"):
@@ -93,11 +113,18 @@ def draw_charts(data: ReportData) -> list[dict[str, Any]]:
             values,
             {"warning": line},
             set(c.get("iowait_highlight", [])) & set(labels),
-            "iowait per node",
+            "CPU iowait per node (mean of its reports)",
             "iowait (%)",
             lower_is_worse=False,
         )
-        figures.append({"section": "B", "title": "iowait per node", "svg": svg, "note": _left_out(left_out)})
+        figures.append(
+            {
+                "section": "B",
+                "title": "CPU iowait per node",
+                "svg": svg,
+                "note": _left_out(left_out),
+            }
+        )
     for key, title, unit in (
         ("gpu_temp", "GPU temperature", "°C"),
         ("gpu_sm_clock", "GPU SM clock", "MHz"),
@@ -129,12 +156,24 @@ def _grid_figure(key: str, title: str, unit: str, g: dict[str, Any]) -> dict[str
     lines = scale.get("lines") or {}
     marked = [(node, f"GPU {gpu}") for node, gpu in g.get("marked", [])]
     notes = []
+    finite = [float(v) for row in g["values"] for v in row if v is not None]
+    low = float(scale["vmin"]) if scale.get("vmin") is not None else min(finite, default=0.0)
+    high = float(scale["vmax"]) if scale.get("vmax") is not None else max(finite, default=0.0)
     if lines:
         marks = ", ".join(f"{name} {value:g} {unit}" for name, value in lines.items())
         source = f" ({scale['source']})" if scale.get("source") else ""
-        notes.append(f"colour from {scale['vmin']:g} to {scale['vmax']:g} {unit}, lines at {marks}{source}")
-    elif scale.get("vmin") is not None:
-        notes.append(f"colour from {scale['vmin']:g} {unit}")
+        notes.append(f"colour from {low:g} to {high:g} {unit}, lines at {marks}{source}")
+        if low != 0:
+            notes.append("the colour scale does not start at 0")
+    else:
+        notes.append(
+            _colour_range(
+                low,
+                high,
+                unit,
+                "its lower end fixed" if scale.get("vmin") is not None else "the data's range",
+            )
+        )
     if marked:
         cells = ", ".join(f"{node} {gpu}" for node, gpu in marked[:8])
         more = f" and {len(marked) - 8} more" if len(marked) > 8 else ""
@@ -154,6 +193,7 @@ def _grid_figure(key: str, title: str, unit: str, g: dict[str, Any]) -> dict[str
         vmin=scale.get("vmin"),
         vmax=scale.get("vmax"),
         lines=lines,
+        label=f"{title} ({unit})",
         cmap=GRID_CMAPS.get(key, "cividis"),
         gid=key,
     )
@@ -180,6 +220,8 @@ def _by_rule(findings: list[Any]) -> list[dict[str, Any]]:
             "nodes": len({f.node for f in group if f.node}),
             "example": group[0],
             "findings": group,
+            # the route every finding of the rule shares, else None (each finding then says its own)
+            "shared": shared(group),
         }
         for rule, group in groups.items()
     ]
@@ -240,6 +282,12 @@ def _summary(outcomes: list[Any]) -> str:
     return ", ".join(parts)
 
 
+def _colour_range(low: float, high: float, unit: str, what: str) -> str:
+    """The range a colour scale spans, and that it does not start at 0 where it does not."""
+    start = "" if low == 0 else "; the colour scale does not start at 0"
+    return f"colour from {low:g} to {high:g} {unit} ({what}{start})"
+
+
 def _left_out(count: int) -> str:
     return (
         f"{count} middle nodes not drawn (the best and worst ends and every flagged node are)"
@@ -277,6 +325,11 @@ def context(data: ReportData) -> dict[str, Any]:
     for row in getattr(verdict, "not_examined", None) or []:
         not_examined.setdefault(row.get("what", "?"), []).append(row.get("node", "?"))
     read = [s["key"] for s in order if s["key"] in (verdict.sections if verdict else [])]
+    # who acts on each worst node: the routes of the concerns its rank counts, worst first
+    acts = {
+        r.node: node_routes(data.findings, r.node, r.rules or None)
+        for r in (verdict.worst_nodes if verdict else [])
+    }
     return {
         "version": __version__,
         "css": (HERE / "static" / "report.css").read_text(encoding="utf-8"),
@@ -288,6 +341,13 @@ def context(data: ReportData) -> dict[str, Any]:
         "appendix_sections": sections,
         "section_titles": SECTIONS,
         "instance_types": sorted({n.get("instance_type") or "unknown" for n in data.nodes}),
+        "clusters": clusters(data.nodes),
+        "acts": acts,
+        "owners": {node: owners(routes) for node, routes in acts.items()},
+        "cluster_causes": {
+            c["rule"]: concerns_of_rule(data.findings, c["rule"])
+            for c in (verdict.cluster_wide if verdict else [])
+        },
         "collected": sorted({n.get("collected_at") or "" for n in data.nodes} - {""}),
         "figures": figures,
         "by_rule": _by_rule(data.findings),
@@ -296,6 +356,22 @@ def context(data: ReportData) -> dict[str, Any]:
         "versions": data.charts.get("versions"),
         "problem_files": len({p.get("file") for p in data.problems}),
     }
+
+
+def clusters(nodes: list[dict[str, Any]]) -> list[str]:
+    """The clusters the nodes belong to, each once: the name meta.env gives (``cluster=``), else the name
+    of the folder the bundles were found in, said as such; "not named" for nodes with neither."""
+    named: dict[str, bool] = {}
+    for n in nodes:
+        name = n.get("cluster")
+        if name:
+            named[name] = named.get(name, False) or bool(n.get("cluster_in_meta"))
+        else:
+            named.setdefault("", False)
+    out = [name if by_meta else f"{name} (folder name)" for name, by_meta in named.items() if name]
+    if "" in named:
+        out.append("not named")
+    return out
 
 
 def write_pdf(html: str, path: Path) -> None:

@@ -1,8 +1,10 @@
-"""The terminal summary: [OK] / [CONCERN] / [INFO] lines grouped by section, each concern with its route.
+"""The terminal summary: [OK] / [CONCERN] / [INFO] lines grouped by section, each finding with its route.
 
 Lines wrap to the terminal width (``COLUMNS``, else the terminal's size, else 100).  Nothing is cut
-silently: a rule firing on many nodes folds into one line that says how many it folded and that
-``-v`` unfolds them; every list that is cut says how many it left out and where they are.
+silently: a rule firing on many nodes with one severity and one route folds into one line that says how
+many it folded and that ``-v`` unfolds them (findings of another severity or route get lines of their
+own, so the route printed under a line is that of every finding it stands for); every list that is cut
+says how many it left out and where they are.
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from typing import TextIO
 
 import click
 
-from analyzer.model.records import Finding, Outcome, Severity
+from analyzer.model.records import Finding, Outcome, Route, Severity
 from analyzer.model.report_data import ReportData
+from analyzer.model.routes import concerns_of_rule, node_routes, owners, route_text
 from analyzer.model.sections import SECTIONS, section_of
 
 #: Concern lines per section before the rest is counted (unless --verbose).
@@ -100,20 +103,27 @@ def render(data: ReportData, verbose: bool = False, columns: int | None = None) 
 
 
 def _findings_lines(out: _Writer, findings: list[Finding], titles: dict[str, str], verbose: bool) -> None:
-    """One line per finding; without -v a rule firing on many nodes is one line naming the worst ones."""
-    by_rule: dict[tuple[str, str], list[Finding]] = defaultdict(list)
+    """One line per finding; without -v a rule firing on many nodes is one line naming the worst ones.
+
+    Only findings of one rule, one severity and one route fold into a line, so the severity and route
+    that line prints are those of every finding it stands for."""
+    by_rule: dict[tuple[str, str, Route], list[Finding]] = defaultdict(list)
     for f in findings:
-        by_rule[(f.rule, f.severity.value)].append(f)
+        by_rule[(f.rule, f.severity.value, f.route)].append(f)
     shown = hidden = 0
     for f in findings:
-        group = by_rule.get((f.rule, f.severity.value))
+        key = (f.rule, f.severity.value, f.route)
+        group = by_rule.get(key)
         if not group:
             continue  # already printed as part of its group
         if not verbose and len(group) > GROUP_ABOVE:
-            del by_rule[(f.rule, f.severity.value)]
+            del by_rule[key]
             nodes = sorted(set().union(*(g.nodes_named for g in group)))
             where = f"{len(nodes)} node(s) ({_named(nodes, NAMED)})" if nodes else "the cluster"
-            text = f"{titles.get(f.rule, f.rule)}: {len(group)} findings on {where}; first: {f.message} [-v lists every one]"
+            text = (
+                f"{titles.get(f.rule, f.rule)}: {len(group)} findings on {where}, each of this severity and "
+                f"route; first: {f.message} [-v lists every one]"
+            )
             _one(out, f, text)
             shown += 1
             continue
@@ -132,12 +142,11 @@ def _one(out: _Writer, f: Finding, text: str) -> None:
     tag = "[CONCERN]" if concern else "[INFO]"
     colour = "red" if f.severity == Severity.CRITICAL else "yellow" if concern else "blue"
     out.add(f"{f.severity.value}: {text}", tag=tag, colour=colour)
-    if concern:
-        out.add(f"→ {f.route.owner}: {f.route.action} ({f.route.target})", indent=6)
-        if f.evidence and f.evidence[0].file:
-            ev = f.evidence[0]
-            where = f"{ev.file}:{ev.line}" if ev.line else ev.file
-            out.add(f"{where}: {(ev.text or '').strip()}", indent=8)
+    out.add(f"→ {route_text(f.route)}", indent=6)
+    if concern and f.evidence and f.evidence[0].file:
+        ev = f.evidence[0]
+        where = f"{ev.file}:{ev.line}" if ev.line else ev.file
+        out.add(f"{where}: {(ev.text or '').strip()}", indent=8)
 
 
 def _outcome_lines(out: _Writer, outcomes: list[Outcome], data: ReportData, verbose: bool) -> None:
@@ -170,6 +179,17 @@ def _outcome_lines(out: _Writer, outcomes: list[Outcome], data: ReportData, verb
         out.add("no rule in this section", tag="[INFO]", colour="blue")
 
 
+def _of_rule(findings: list[Finding], rule: str) -> str:
+    """The severity and route a rule's concerns share, or how they differ."""
+    common = concerns_of_rule(findings, rule)
+    if common is None:
+        return "no finding listed"
+    severity = common.severity.value if common.severity else common.counts_text()
+    if common.route is not None:
+        return f"{severity} → {route_text(common.route)}"
+    return f"{severity}; {common.routes} different routes, each on its finding's line"
+
+
 def _named(items: list[str], limit: int | None) -> str:
     if limit is None or len(items) <= limit:
         return ", ".join(items)
@@ -185,11 +205,19 @@ def _verdict(out: _Writer, data: ReportData, verbose: bool) -> None:
         out.add("Read sections: " + ", ".join(SECTIONS[s] for s in v.sections))
     if v.worst_nodes:
         shown = v.worst_nodes if verbose else v.worst_nodes[:NAMED]
-        names = ", ".join(f"{r.node} ({r.critical} critical, {r.warning} warning)" for r in shown)
+        names = "; ".join(
+            f"{r.node} ({r.critical} critical, {r.warning} warning) → "
+            + (", ".join(owners(node_routes(data.findings, r.node, r.rules or None))) or "—")
+            for r in shown
+        )
         more = v.ranked_nodes - len(shown)
-        out.add("Worst nodes: " + names + (f" and {more} more: see -v, --json or --html" if more else ""))
+        out.add(
+            "Worst nodes (→ who acts): "
+            + names
+            + (f"; and {more} more: see -v, --json or --html" if more else "")
+        )
     for c in v.cluster_wide:
-        out.add(f"Cluster-wide: {c['message']} ({c['rule']})")
+        out.add(f"Cluster-wide: {c['message']} ({c['rule']}; {_of_rule(data.findings, c['rule'])})")
     for note in v.notes:
         out.add(note, tag="[INFO]", colour="blue")
     if v.unread_inputs:

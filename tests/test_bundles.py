@@ -88,7 +88,8 @@ def test_charts_show_the_culprit(scenario: dict) -> None:
         # the heatmap marks the node's labels; the bar chart hatches its bar
         assert f"▶ {node}" in html
     if scenario["name"] == "fsx-saturated":
-        assert "80 line" in html  # the 80 % line is drawn on the utilisation chart
+        # the 80 % line is drawn on the DiskIopsUtilization chart, named by the rule that judges by it
+        assert "80 % (fs.fsx.utilization_sustained)" in html
 
 
 def test_pdf_carries_the_verdict(scenario: dict) -> None:

@@ -126,18 +126,23 @@ def iowait_flagged(findings: list[Finding], rows: list[tuple[str, float]], line:
     return sorted({n for n, v in rows if v > line} | (named & {n for n, _ in rows}))
 
 
-def fsx_utilisation(ctx: Context) -> dict[str, tuple[list[Any], list[float]]]:
-    """Series label -> (timestamps, percent): the series fs.fsx.utilization_sustained judges."""
+def fsx_utilisation(ctx: Context) -> tuple[dict[str, tuple[list[Any], list[float]]], list[str]]:
+    """Series label -> (timestamps, percent): the series fs.fsx.utilization_sustained judges; and the
+    metrics they are, each once ('DiskIopsUtilization (Maximum)'): what the chart's title names."""
     from analyzer.judge.signals.fs import fsx_utilization_series
 
-    return {
-        s.label: ([p[0] for p in s.points], [float(p[1]) for p in s.points])
-        for s in fsx_utilization_series(ctx)
-    }
+    found = fsx_utilization_series(ctx)
+    series = {s.label: ([p[0] for p in s.points], [float(p[1]) for p in s.points]) for s in found}
+    metrics = list(dict.fromkeys(f"{s.metric} ({s.statistic or 'statistic unknown'})" for s in found))
+    return series, metrics
+
+
+#: The AWS/FSx byte counters the throughput chart plots, and the word each series is named by.
+FSX_BYTES = {"DataReadBytes": "read", "DataWriteBytes": "write"}
 
 
 def fsx_throughput(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[list[Any], list[float]]]:
-    """Series '<file system> read/write' -> (timestamps, MB/s) from DataRead/WriteBytes Sum / period."""
+    """Series '<file system> read (DataReadBytes)' -> (timestamps, MB/s): the Sum of each period / period."""
     rows = _rows(
         con,
         """SELECT coalesce(dimension_value, '?') AS fs, metric, ts,
@@ -148,7 +153,7 @@ def fsx_throughput(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[list[Any],
     )
     series: dict[str, tuple[list[Any], list[float]]] = {}
     for r in rows:
-        name = f"{r['fs']} {'read' if r['metric'] == 'DataReadBytes' else 'write'}"
+        name = f"{r['fs']} {FSX_BYTES[r['metric']]} ({r['metric']})"
         xs, ys = series.setdefault(name, ([], []))
         xs.append(r["ts"])
         ys.append(float(r["mbps"]))
@@ -411,6 +416,8 @@ def collect(con: duckdb.DuckDBPyConnection, settings: Settings, findings: list[F
     cells, rows = sick_gpus(findings)
     iowait = iowait_by_node(ctx)
     iowait_line = float(settings.value("fs.iowait.high", "iowait_pct"))
+    utilisation, utilisation_metrics = fsx_utilisation(ctx)
+    throughput = fsx_throughput(con)
     return {
         "busbw": busbw_bars(ctx, settings, findings),
         "pairs": pair_matrix(ctx, findings),
@@ -420,8 +427,10 @@ def collect(con: duckdb.DuckDBPyConnection, settings: Settings, findings: list[F
         "gpu_ecc": gpu_grid(con, "ecc_corrected_volatile", cells, rows, {"vmin": 0.0}),
         "iowait": iowait,
         "iowait_highlight": iowait_flagged(findings, iowait, iowait_line),
-        "fsx_utilisation": fsx_utilisation(ctx),
-        "fsx_throughput": fsx_throughput(con),
+        "fsx_utilisation": utilisation,
+        "fsx_utilisation_metrics": utilisation_metrics,
+        "fsx_throughput": throughput,
+        "fsx_throughput_metrics": [m for m in FSX_BYTES if any(f"({m})" in name for name in throughput)],
         "versions": version_table(con),
         "fsx_line": float(settings.value("fs.fsx.utilization_sustained", "utilization_pct")),
         "iowait_line": iowait_line,

@@ -52,6 +52,7 @@ def gather(
         con,
         """
         SELECT n.node, n.bundle_id, n.hostname, n.instance_type, n.instance_id, n.availability_zone,
+               n.cluster, coalesce(json_extract_string(n.meta_json, '$.cluster') <> '', false) AS cluster_in_meta,
                strftime(n.collected_at, '%Y-%m-%dT%H:%M:%SZ') AS collected_at, n.source,
                (SELECT count(*) FROM gpu g WHERE g.bundle_id = n.bundle_id) AS gpus,
                (SELECT count(*) FROM file f WHERE f.bundle_id = n.bundle_id AND f.status = 'parsed') AS files_parsed,
