@@ -26,6 +26,7 @@ from analyzer.errors import (
     EXIT_FINDINGS,
     EXIT_INTERNAL,
     EXIT_UNREAD_INPUT,
+    EXIT_USAGE,
     HptriageError,
     InternalError,
     UsageProblem,
@@ -87,6 +88,8 @@ class _Group(click.Group):
             sys.exit(exc.exit_code)
         except click.ClickException as exc:
             exc.show()
+            if isinstance(exc, StdoutUnwritable):  # what is still buffered goes nowhere at exit
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             sys.exit(exc.exit_code)
         except (click.Abort, KeyboardInterrupt):
             click.echo("hptriage: interrupted", err=True)
@@ -95,9 +98,12 @@ class _Group(click.Group):
             if exc.errno != errno.EPIPE:  # a reader that stopped reading (| head) is no error
                 if debug:
                     raise
-                _internal(exc)
+                if (problem := _stdout_error(exc)) is None:
+                    _internal(exc)
+                else:
+                    problem.show()
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            sys.exit(0)
+            sys.exit(0 if exc.errno == errno.EPIPE else EXIT_USAGE)
         except Exception as exc:
             if debug:
                 raise
@@ -226,9 +232,45 @@ def _duckdb_io_error(exc: BaseException) -> bool:
     )
 
 
+class StdoutUnwritable(UsageProblem):
+    """Standard output cannot be written (redirected to a full disk, /dev/full): an output too."""
+
+
+def _stdout_error(exc: BaseException) -> StdoutUnwritable | None:
+    """The error for an OSError raised writing standard output (one of the innermost calls holds a
+    stream on file descriptor 1: click.echo's, a csv writer's caller's), else None; a reader gone away
+    (EPIPE) is no error and is not asked here."""
+    if not isinstance(exc, OSError) or exc.filename is not None or exc.errno == errno.EPIPE:
+        return None
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    if not any(_is_stdout(v) for frame in frames[-3:] for v in frame.f_locals.values()):
+        return None
+    return StdoutUnwritable(f"cannot write standard output: {exc.strerror or exc}")
+
+
+def _is_stdout(value: object) -> bool:
+    """Whether a value is a stream writing to file descriptor 1."""
+    if value is sys.stdout or value is sys.__stdout__:
+        return True
+    fileno = getattr(value, "fileno", None)
+    if not callable(fileno) or not hasattr(value, "write"):
+        return False
+    try:
+        return bool(fileno() == 1)
+    except (OSError, ValueError):  # io.UnsupportedOperation is both
+        return False
+
+
 def _output_error(exc: BaseException, outputs: dict[str, Path | None]) -> UsageProblem | None:
     """An error met while writing an output (disk full, a folder gone read-only, DuckDB unable to write
-    its file) as the user's: 'cannot write OPTION PATH: why'; None when it is about no output."""
+    its file; standard output too) as the user's: 'cannot write OPTION PATH: why'; None when it is
+    about no output."""
+    if (stdout := _stdout_error(exc)) is not None:
+        return stdout
     for label, path in outputs.items():
         if path is None:
             continue
@@ -678,7 +720,8 @@ def _write_csv(tables: dict[str, list[dict[str, Any]]]) -> None:
     for rows in tables.values():
         for row in rows:
             names.extend(k for k in row if k not in names)
-    writer = csv.DictWriter(sys.stdout, fieldnames=names, lineterminator="\n")
+    stdout = sys.stdout  # a local: an error writing it is known as standard output's (_stdout_error)
+    writer = csv.DictWriter(stdout, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for table, rows in tables.items():
         for row in rows:
@@ -769,7 +812,8 @@ def sql(db: str, query: str | None, parquet: Path | None, fmt: str) -> None:
     elif fmt == "csv":
         import csv
 
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        stdout = sys.stdout  # a local: an error writing it is known as standard output's (_stdout_error)
+        writer = csv.writer(stdout, lineterminator="\n")
         writer.writerow(names)
         writer.writerows(rows)
     else:

@@ -525,3 +525,27 @@ def test_a_problem_in_an_output_the_conversion_rewrote_is_said_of_the_conversion
         ),
         (f"sdu-dpai-turing-1/{report.name}", 1566, "line not understood: unrecognised line"),
     }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rules"],
+        ["analyze", SAMPLE.as_posix()],
+        ["analyze", SAMPLE.as_posix(), "-q", "--format", "summary"],
+        ["parse", "tests/fixtures/df/jc-ubuntu-18.04-df.out", "--format", "csv"],
+        ["history", "--db", "{store}"],
+        ["sql", "{store}", "SELECT * FROM bundle", "--format", "csv"],
+    ],
+    ids=["rules", "analyze", "summary", "parse-csv", "history", "sql-csv"],
+)
+def test_standard_output_that_cannot_be_written_is_named(files: dict[str, str], args: list[str]) -> None:
+    """Standard output is an output too: redirected to a full disk (/dev/full) it is exit 2 in one line
+    naming it, not an internal error (a reader that went away, | head, stays no error)."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full here")
+    line = _cli_line(*(a.format(**files) for a in args))
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(line, stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 2
+    assert proc.stderr == "hptriage: error: cannot write standard output: No space left on device\n"
