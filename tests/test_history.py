@@ -227,3 +227,143 @@ def test_store_schema_is_checked(tmp_path: Path) -> None:
     assert code == 2 and "not an hptriage history store" in out
     code, out = _run("history", "--db", str(tmp_path / "missing.duckdb"))
     assert code == 2 and "no such store" in out
+
+
+# --- busbw per node and per snapshot; the timeline spans its data -------------------------------------
+
+
+def _nccl_day(dest: Path, day: int, *, healthy: bool = False, extra_host: bool = False) -> Path:
+    """The real-sample cluster nccl-slow-node collected on 2026-12-<day>; ``healthy``: its extra/ holds
+    the derived healthy run of the same 28 pairs (tests/test_nccl_runs.py) instead of the slow one;
+    ``extra_host``: one more pair log whose second host (ip-10-1-0-99) no node bundle names."""
+    from tests.test_nccl_runs import LOGS, SLOW, healthy_log
+
+    shutil.copytree(SLOW, dest)
+    for meta in dest.glob("*/meta.env"):
+        meta.write_text(
+            re.sub(r"collected_at=\S+", f"collected_at=2026-12-{day:02d}T08:00:00Z", meta.read_text())
+        )
+    if healthy:
+        for log in LOGS:
+            (dest / "extra" / log.name).write_text(healthy_log(log))
+    if extra_host:
+        text = (
+            (SLOW / "extra" / "nccl-pair-01-02.txt")
+            .read_text()
+            .replace("on ip-10-1-0-2 ", "on ip-10-1-0-99 ")
+        )
+        (dest / "extra" / "nccl-pair-01-99.txt").write_text(text)
+    return dest
+
+
+def _median_8g(texts: list[str]) -> float:
+    from statistics import median
+
+    from tests.test_nccl_runs import busbw_8g
+
+    return round(median(busbw_8g(t) for t in texts), 2)
+
+
+def test_history_keeps_busbw_per_node_and_per_snapshot(tmp_path: Path) -> None:
+    """Two snapshots of the 8-node cluster (p5-node-05 slow on day 1, healthy on day 2): busbw is kept
+    under the node names (the logs' host names mapped as the analysis maps them), one point per node and
+    snapshot (the median of the node's 7 pair runs), never one point per pair run of a snapshot."""
+    from tests.test_nccl_runs import LOGS, healthy_log
+
+    db = tmp_path / "h.duckdb"
+    for day, healthy in ((1, False), (2, True)):
+        folder = _nccl_day(tmp_path / f"2026-12-0{day}", day, healthy=healthy)
+        assert _run("ingest", str(folder), "--db", str(db), "-q")[0] == 0
+    code, out = _run("history", "--db", str(db), "--json", str(tmp_path / "h.json"))
+    assert code == 0, out
+    doc = json.loads((tmp_path / "h.json").read_text())
+    assert {n["node"] for n in doc["nodes"]} == {f"p5-node-0{i}" for i in range(1, 9)}  # no host names
+    assert doc["busbw_unmatched_hosts"] == []
+    snaps = [s["snapshot_id"] for s in doc["snapshots"]]
+    assert len(snaps) == 2
+    five = next(n for n in doc["nodes"] if n["node"] == "p5-node-05")
+    assert [(b["snapshot_id"], b["family"], b["collective"], b["runs"]) for b in five["busbw"]] == [
+        (snaps[0], "pairwise", "all_reduce", 7),
+        (snaps[1], "pairwise", "all_reduce", 7),
+    ]
+    mine = [log for log in LOGS if "05" in log.name]
+    assert five["busbw"][0]["busbw_gbps"] == _median_8g([log.read_text() for log in mine])
+    assert five["busbw"][1]["busbw_gbps"] == _median_8g([healthy_log(log) for log in mine])
+    assert five["busbw"][0]["busbw_gbps"] < 0.7 * five["busbw"][1]["busbw_gbps"]
+    assert five["busbw"][0]["slowest_run"] == "extra/nccl-pair-03-05.txt"
+    assert [b["at"][:10] for b in five["busbw"]] == ["2026-12-01", "2026-12-02"]
+    for n in doc["nodes"]:  # every node: one point per snapshot
+        assert [b["snapshot_id"] for b in n["busbw"]] == snaps, n["node"]
+    # --node reaches the node's busbw; the text says per snapshot
+    code, out = _run("history", "--db", str(db), "--node", "p5-node-05")
+    assert code == 0 and "busbw pairwise all_reduce per snapshot (last 2 of 2 snapshots):" in out
+    assert "2026-12-01 08:00" in out and "median of 7 runs" in out and "ip-10-1-0-5" not in out
+    # diff: the node's busbw then and now
+    code, out = _run("diff", "--db", str(db), "previous", "latest", "--json", str(tmp_path / "d.json"))
+    assert code == 0, out
+    moved = {(b["node"], b["family"]): b for b in json.loads((tmp_path / "d.json").read_text())["busbw"]}
+    assert set(moved) == {(f"p5-node-0{i}", "pairwise") for i in range(1, 9)}
+    assert moved[("p5-node-05", "pairwise")]["old_gbps"] == five["busbw"][0]["busbw_gbps"]
+    assert moved[("p5-node-05", "pairwise")]["delta_pct"] > 50
+
+
+def test_history_lists_hosts_no_node_names_apart(tmp_path: Path) -> None:
+    """A log with a host no node bundle names: its busbw is listed as that host's, not as a node's."""
+    db = tmp_path / "h.duckdb"
+    folder = _nccl_day(tmp_path / "c", 1, extra_host=True)
+    assert _run("ingest", str(folder), "--db", str(db), "-q")[0] == 0
+    code, out = _run("history", "--db", str(db), "--json", str(tmp_path / "h.json"))
+    assert code == 0, out
+    doc = json.loads((tmp_path / "h.json").read_text())
+    assert "ip-10-1-0-99" not in {n["node"] for n in doc["nodes"]}
+    [host] = doc["busbw_unmatched_hosts"]
+    assert (host["host"], host["runs"], host["slowest_run"]) == (
+        "ip-10-1-0-99",
+        1,
+        "extra/nccl-pair-01-99.txt",
+    )
+    one = next(n for n in doc["nodes"] if n["node"] == "p5-node-01")
+    assert one["busbw"][0]["runs"] == 8  # its 7 pairs and the pair with the unknown host
+    assert "hosts of nccl-tests logs that no node bundle of their snapshot names (1):" in out
+
+
+def _tick_labels(page: str) -> list[str]:
+    """The x tick labels of the timeline SVG in a history page."""
+    import xml.etree.ElementTree as ET
+
+    svg = page[page.index("<svg") : page.index("</svg>") + 6]  # inlined: its namespaces were dropped
+    svg = ET.fromstring(svg.replace("<svg ", '<svg xmlns:xlink="http://www.w3.org/1999/xlink" ', 1))
+    return [
+        "".join(t.itertext())
+        for g in svg.iter("g")
+        if (g.get("id") or "").startswith("xtick_")
+        for t in g.iter("text")
+    ]
+
+
+def test_history_timeline_spans_its_data(tmp_path: Path) -> None:
+    """Two snapshots collected hours apart on one day: the time axis spans those hours (the labels are
+    hours of that day), not the four years matplotlib gives a span this short on its own."""
+    from datetime import datetime, timedelta
+
+    from reports.history import TIME_PAD, time_span
+
+    db = tmp_path / "h.duckdb"
+    for hour in (8, 14):
+        bundle = _day(NODE, tmp_path / f"h{hour}" / "p5-node-01", 1)
+        meta = bundle / "meta.env"
+        meta.write_text(meta.read_text().replace("T08:00:00Z", f"T{hour:02d}:00:00Z"))
+        assert _run("ingest", str(bundle.parent), "--db", str(db), "-q")[0] == 0
+        code, out = _run("history", "--db", str(db), "--html", str(tmp_path / "h.html"))
+        assert code == 0, out
+        page = (tmp_path / "h.html").read_text()
+        labels = _tick_labels(page)
+        # one snapshot (one time) or two hours apart: hours of 2026-11-01 (the day said once)
+        assert len(labels) >= 3 and all(re.fullmatch(r"\d\d:\d\d", x) for x in labels), labels
+        assert "08:00" in labels and f"{hour:02d}:00" in labels and "2026-Nov-01" in page
+        assert not re.search(r">20(2[0-5]|2[7-9]|3\d)<", page)  # no other year on the axis
+    # the limits: the data, padded
+    one = datetime(2026, 11, 1, 8)
+    assert time_span([one]) == (one - TIME_PAD, one + TIME_PAD)
+    lo, hi = time_span([one, one + timedelta(days=30)])
+    assert (one - lo, hi - one - timedelta(days=30)) == (timedelta(days=1.5), timedelta(days=1.5))
