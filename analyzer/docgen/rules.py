@@ -36,6 +36,20 @@ def render() -> str:
         "  Progress\", GPUs still initialising) seen within `settle_minutes` of the boot (from the node's",
         "  uptime): reported as info with the boot time, not as a fault.",
         "",
+        "## How nccl-tests runs are judged",
+        "",
+        "A *run* is one test of one nccl-tests log (a log may hold several: a sweep of pairs one after",
+        "another, all_reduce then all_gather). Runs are never pooled (never the best of several): the runs",
+        "compared with each other form a *sweep*: the tests of one log that holds several pairs (or",
+        "nodes), else the one-test logs of one folder (a cluster `extra/`), else the one-test logs added to",
+        "the node bundles; within that, the first run of each pair, then the second run of each pair run",
+        "again, and so on. Two `extra/` folders, two logs or two re-runs of the same pairs are so many",
+        "sweeps, each judged on its own; a sweep with too few pairs to compare within (a re-run of one",
+        "pair) is judged against the sweep it re-runs. Every NCCL busbw finding names the run of each",
+        "value (file, and test when the log holds several) and how the same pair or node ran in the",
+        'other sweeps: "slow in run A (x GB/s), fine in run B (y GB/s)". Collection days are snapshots:',
+        "`analyze` judges the newest, `history` keeps busbw per node and per snapshot.",
+        "",
     ]
     for key, title in SECTIONS.items():
         section = [m for m in modules if section_of(m.RULE.id) == key]
