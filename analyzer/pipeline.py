@@ -116,7 +116,7 @@ def judge(
     """Run the rules; with several parts (clusters, folders), over each part's rows alone, so that no
     rule compares nodes, pools nccl-tests runs or counts a placement across them.  The findings of all
     parts are kept; each rule's outcomes are merged (error, then fail, then pass, then skipped)."""
-    from analyzer.judge.engine import run_rules
+    from analyzer.judge.engine import TOO_FEW_PEERS, run_rules
 
     scopes = [p["bundle_ids"] for p in parts if p["bundle_ids"]]
     if len(scopes) <= 1:
@@ -156,7 +156,14 @@ def judge(
     merged = []
     for outs in outcomes.values():
         best = min(outs, key=lambda o: rank.get(o.outcome, len(rank)))
-        reasons = sorted({o.reason for o in outs if o.outcome == best.outcome and o.reason})
+        # a part that had too few peers to compare keeps its why beside the parts that were judged
+        reasons = sorted(
+            {
+                o.reason
+                for o in outs
+                if o.reason and (o.outcome == best.outcome or o.reason.startswith(TOO_FEW_PEERS))
+            }
+        )
         merged.append(
             replace(
                 best,

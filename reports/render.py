@@ -239,6 +239,8 @@ def _check_rows(data: ReportData, outcomes: list[Any], all_nodes: int) -> list[d
             detail = f"{o.findings} finding(s), shown above"
         else:
             detail = o.reason or ""
+        if o.outcome in ("pass", "fail") and o.reason:  # why some nodes were not examined (too few peers)
+            detail += f"; not examined on some nodes: {o.reason}"
         missing = list(o.nodes_without_data or [])
         if not missing:
             without = "all (no input)" if o.outcome == "skipped" else "—"

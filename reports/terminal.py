@@ -153,15 +153,30 @@ def _outcome_lines(out: _Writer, outcomes: list[Outcome], data: ReportData, verb
     """Passed and not-examined rules, compactly: what was checked and found fine, and what was not."""
     titles, phrases = data.rule_titles, data.rule_passed
     passed = [phrases.get(o.rule) or titles.get(o.rule, o.rule) for o in outcomes if o.outcome == "pass"]
-    skipped = [titles.get(o.rule, o.rule) for o in outcomes if o.outcome == "skipped"]
+    no_input = [
+        o for o in outcomes if o.outcome == "skipped" and (o.reason or "no input").startswith("no input")
+    ]
+    skipped = [titles.get(o.rule, o.rule) for o in no_input]
+    # skipped for another reason than a missing input (too few peers to compare with): said with it
+    unjudged = [
+        f"{titles.get(o.rule, o.rule)} — {o.reason}"
+        for o in outcomes
+        if o.outcome == "skipped" and o not in no_input
+    ]
     if passed:
         out.add(f"{len(passed)} check(s) passed: " + "; ".join(passed), tag="[OK]", colour="green")
     if skipped:
         out.add("not examined (no input on any node): " + "; ".join(skipped), tag="[INFO]", colour="blue")
+    if unjudged:
+        out.add("not examined: " + "; ".join(unjudged), tag="[INFO]", colour="blue")
     partial = [o for o in outcomes if o.outcome in ("pass", "fail") and o.nodes_without_data]
     if partial:
         limit = None if verbose else 3
-        parts = [f"{titles.get(o.rule, o.rule)} ({_named(o.nodes_without_data, limit)})" for o in partial]
+        parts = [
+            f"{titles.get(o.rule, o.rule)} ({_named(o.nodes_without_data, limit)}"
+            + (f" — {o.reason})" if o.reason else ")")
+            for o in partial
+        ]
         out.add(
             "checked only where the input exists; not examined on: " + "; ".join(parts),
             tag="[INFO]",

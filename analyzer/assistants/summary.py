@@ -45,6 +45,8 @@ MORE = {
     "rules": "`hptriage rules` (or the MCP tool rules(rule)) gives each rule's thresholds and route",
 }
 _SEVERITY_RANK = {"critical": 0, "warning": 1, "info": 2}
+#: Nodes named per cluster-wide cause in the summary (the findings document names them all).
+CLUSTER_NODES_NAMED = 20
 
 
 def summarize(document: dict[str, Any], top: int = TOP_FINDINGS) -> dict[str, Any]:
@@ -64,7 +66,11 @@ def summarize(document: dict[str, Any], top: int = TOP_FINDINGS) -> dict[str, An
             "counts": verdict["counts"],
             "ranked_nodes": verdict["ranked_nodes"],
             "worst_nodes": verdict["worst_nodes"],
-            "cluster_wide": verdict["cluster_wide"],
+            # each cause with its first nodes by name (``nodes`` counts them all)
+            "cluster_wide": [
+                {**c, "node_names": c["node_names"][:CLUSTER_NODES_NAMED]} if "node_names" in c else c
+                for c in verdict["cluster_wide"]
+            ],
             "notes": verdict.get("notes", []),
         },
         "sections": _sections(findings),

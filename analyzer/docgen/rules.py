@@ -35,6 +35,34 @@ def render() -> str:
         '- **settling**: a state a node passes through after a boot (NVLink links training, fabric "In',
         "  Progress\", GPUs still initialising) seen within `settle_minutes` of the boot (from the node's",
         "  uptime): reported as info with the boot time, not as a fault.",
+        "- **too few peers**: a rule that compares a node (a GPU, a pair) with its peers (it names its",
+        "  least number of peers below: `min_nodes`, `min_peers`) judges only groups that large. The nodes",
+        "  of a smaller group are *not examined* by it, with the reason (`too few peers: 1 of 4 nodes",
+        "  (p5.48xlarge)`), and a rule that could compare no group ends `skipped` with that reason: one",
+        "  node, or three where four are needed, never read as within their peers' band. Like a rule",
+        "  skipped for want of input, this alone does not make the verdict `incomplete` (a single node has",
+        "  no peers by nature, and every per-node check still judged it); the verdict's `incomplete` is",
+        "  kept for a node without a core input (GPU state, kernel log), an input not read, or a rule",
+        "  that failed to run.",
+        "",
+        "## How findings fold into a cluster-wide cause",
+        "",
+        "The verdict ranks the nodes with concerns (critical causes, then warning causes, then spread).",
+        "Findings are taken out of the ranking and listed as one cluster-wide cause, naming their nodes,",
+        "only where they share one cause:",
+        "",
+        "- a rule of shared scope (a file system, the placement, a spine link), or a finding that names",
+        "  no node;",
+        "- a finding explained by a shared cause that fired (iowait on the nodes of a saturated FSx);",
+        "- a *setting* rule (marked below) whose findings carry the same value (the governor, the",
+        "  persistence mode, the driver version: the rule's `setting_keys`) on every node it examined of",
+        "  one instance type, at least three of them: one image, one configuration or one install.",
+        "",
+        "A *fault* rule (every rule not marked as a setting) is about one device or one event: an Xid, an",
+        "ECC error, a row remap, an NVLink, PCIe or EFA port fault, a temperature, a hung task, an OOM",
+        "kill, a kernel panic, a full disk. Its findings never fold, however many nodes show one: three",
+        "nodes each with its own Xid are three sick nodes, each ranked. Nor do the findings of a setting",
+        "rule with different values (powersave on two nodes, schedutil on the third).",
         "",
         "## How nccl-tests runs are judged",
         "",
@@ -66,6 +94,26 @@ def render() -> str:
                 *(
                     [f"Why `{rule.severity.value}`: {rule.severity_reason}", ""]
                     if rule.severity_reason
+                    else []
+                ),
+                *(
+                    [
+                        "Setting: findings with the same "
+                        + (", ".join(f"`{k}`" for k in rule.setting_keys) or "fact")
+                        + " on every examined node of a type fold into one cluster-wide cause.",
+                        "",
+                    ]
+                    if rule.cause_kind == "setting"
+                    else []
+                ),
+                *(
+                    [
+                        f"Compares peers: needs at least `{rule.peers}` "
+                        f"({settings.value(rule.id, rule.peers)} "
+                        f"{settings.described(rule.id)[rule.peers].get('unit', '')}); fewer are not examined.",
+                        "",
+                    ]
+                    if rule.peers
                     else []
                 ),
                 "Needs: "

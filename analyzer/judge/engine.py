@@ -48,10 +48,29 @@ class RuleInfo:
     #: findings on a cluster being the union of its findings on each input.  False (the default) runs
     #: the rule once over the whole snapshot; a rule pack may leave it so.
     node_local: bool = False
+    #: what a finding of a node-scope rule is about, for the verdict's cluster-wide causes: "fault" (an
+    #: event or a defect of one device or one node: an Xid, an ECC error, a link down, a full disk;
+    #: findings on many nodes are as many faults, and each ranks its node however many nodes show one)
+    #: or "setting" (a value that one image, one configuration or one install gives many nodes: a
+    #: governor, persistence mode, a version; findings that carry the same value on every examined
+    #: node of an instance type are one cause, cluster-wide).  A rule is a fault unless it says so.
+    cause_kind: str = "fault"
+    #: of a "setting" rule: the params keys whose values are the setting (``governors``, ``driver``);
+    #: findings fold into one cluster-wide cause only where these values (and ``params["cause"]``) agree.
+    #: None of them: every finding of the rule states the same fact ("persistence mode off").
+    setting_keys: tuple[str, ...] = ()
+    #: a rule that judges a node (or a GPU, a pair) against its peers: the threshold key of the least
+    #: number of peers it needs (``min_nodes``; its unit says of what).  With fewer, the rule does not
+    #: judge them (:meth:`Context.not_judged`, :class:`TooFewPeers`): they are not examined, never passed.
+    peers: str = ""
 
     def __post_init__(self) -> None:
         if self.scope not in ("node", "shared"):
             raise ValueError(f"rule {self.id}: scope {self.scope!r} is not 'node' or 'shared'")
+        if self.cause_kind not in ("fault", "setting"):
+            raise ValueError(f"rule {self.id}: cause_kind {self.cause_kind!r} is not 'fault' or 'setting'")
+        if self.setting_keys and self.cause_kind != "setting":
+            raise ValueError(f"rule {self.id}: setting_keys are for a cause_kind 'setting' rule")
 
     def title_for(self, settings: Settings) -> str:
         """The title with its threshold placeholders filled from ``settings`` (defaults or a site's).
@@ -126,6 +145,25 @@ class NotExamined(Exception):
     other metrics of an export, say): the rule ends ``skipped`` with this reason, never ``pass``."""
 
 
+#: How the reason of a comparison that lacked peers begins (an outcome's reason, a node's not-examined why).
+TOO_FEW_PEERS = "too few peers"
+
+
+class TooFewPeers(NotExamined):
+    """Raised by a rule's check() that compares nodes (or GPUs, pairs) with their peers and found no group
+    big enough to compare: the rule ends ``skipped`` with this reason (:func:`too_few_peers`), never
+    ``pass``; every node is not examined by it."""
+
+
+def too_few_peers(have: int, need: int, unit: str = "nodes", group: str | None = None) -> str:
+    """The reason a peer comparison was not made.
+
+    >>> too_few_peers(1, 4, "nodes", "p5.48xlarge")
+    'too few peers: 1 of 4 nodes (p5.48xlarge)'
+    """
+    return f"{TOO_FEW_PEERS}: {have} of {need} {unit}" + (f" ({group})" if group else "")
+
+
 class RuleModule(Protocol):
     RULE: RuleInfo
 
@@ -149,6 +187,20 @@ class Context:
         """The nodes the rule that just ran reported with :meth:`saw` (and forget them)."""
         seen: set[str] = self.__dict__.pop("_saw", set())
         return seen
+
+    def not_judged(self, nodes: Iterable[str], reason: str) -> None:
+        """The running rule read these nodes' input but could not judge them (``too_few_peers(...)``:
+        too few peers to compare with): they are not examined by it, with that reason, never passing.
+        Where it judged no node at all the rule ends ``skipped``."""
+        unjudged: dict[str, set[str]] = self.__dict__.setdefault("_not_judged", {})
+        for n in nodes:
+            if n:
+                unjudged.setdefault(n, set()).add(reason)
+
+    def take_not_judged(self) -> dict[str, set[str]]:
+        """The nodes the rule that just ran reported with :meth:`not_judged`, with why (and forget them)."""
+        unjudged: dict[str, set[str]] = self.__dict__.pop("_not_judged", {})
+        return unjudged
 
     def threshold(self, rule: RuleInfo, key: str) -> Any:
         """A rule's threshold from thresholds.toml (or the site override)."""
@@ -200,6 +252,7 @@ def run_rules(
     for module in modules:
         info = module.RULE
         ctx.take_saw()
+        ctx.take_not_judged()
         try:
             # a requirement naming a table or column the store lacks fails here: the rule's error too
             seen = coverage.examined(info.requires, info.requires_any)
@@ -215,25 +268,33 @@ def run_rules(
                 )
                 continue
             found = list(module.check(ctx))
-        except NotExamined as exc:  # the rule's own input was not among what the tables hold
+        except NotExamined as exc:  # the rule's own input was not among what the tables hold, or no peers
             ctx.take_saw()
-            outcomes.append(
-                Outcome(info.id, "skipped", 0, f"no input: {exc}", nodes_without_data=sorted(coverage.nodes))
-            )
+            ctx.take_not_judged()
+            reason = str(exc) if isinstance(exc, TooFewPeers) else f"no input: {exc}"
+            outcomes.append(Outcome(info.id, "skipped", 0, reason, nodes_without_data=sorted(coverage.nodes)))
             continue
         except Exception as exc:  # a broken rule (requirement or check) is reported, the others still run
             ctx.take_saw()
+            ctx.take_not_judged()
             outcomes.append(Outcome(info.id, "error", 0, error_reason(exc)))
             continue
         mapped = ctx.take_saw()
+        unjudged = ctx.take_not_judged()
         findings.extend(found)
+        checked = (set(seen.checked) | (mapped & set(coverage.nodes))) - set(unjudged)
+        without = (set(seen.missing) - mapped) | set(unjudged)
+        partial = "; ".join(sorted({r for why in unjudged.values() for r in why})) or None
+        # a rule that compares nodes and could judge none of the nodes it read is not examined
+        none_judged = bool(unjudged) and not checked and bool(seen.checked or mapped)
         outcomes.append(
             Outcome(
                 info.id,
-                "fail" if found else "pass",
+                "skipped" if none_judged and not found else "fail" if found else "pass",
                 len(found),
-                nodes_without_data=sorted(set(seen.missing) - mapped),
-                nodes_checked=sorted(set(seen.checked) | (mapped & set(coverage.nodes))),
+                partial,
+                nodes_without_data=sorted(without),
+                nodes_checked=sorted(checked),
             )
         )
     findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))

@@ -6,7 +6,9 @@ this module for the peer band of each group.  The band is the group's median plu
 deviation; k = 3.5 is the Iglewicz-Hoaglin modified z-score line), widened to a floor so that a
 group whose values are all identical (MAD = 0) does not flag a harmless wiggle.  The 10th and
 90th percentiles are carried along for the report.  A group is judged only with at least
-``min_nodes`` nodes (the median of three cannot tell which one is odd).
+``min_nodes`` nodes (the median of three cannot tell which one is odd); a rule asks through
+:func:`judge`, which names the nodes of a smaller group as not examined ("too few peers: 3 of 4 nodes
+(p5.48xlarge)"), so that a node without peers never reads as within its band.
 
 The value query must return the columns ``peer_group`` (normally the instance type), ``node`` and
 ``value``, one row per node; any other column is passed through.
@@ -27,8 +29,12 @@ from dataclasses import dataclass
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+from analyzer.judge.engine import NotExamined, TooFewPeers, too_few_peers
+
 if TYPE_CHECKING:
     import duckdb
+
+    from analyzer.judge.engine import Context
 
 #: Scale that makes the MAD of a normal sample estimate its standard deviation.
 MAD_SCALE = 1.4826
@@ -159,6 +165,58 @@ def outliers(
         elif value > band.high and direction in ("high", "both"):
             out.append(Outlier(row, band, "high"))
     return out
+
+
+def group_nodes(
+    con: duckdb.DuckDBPyConnection, values_sql: str, params: Iterable[Any] = ()
+) -> dict[str, list[str]]:
+    """Every peer group of a value query and its nodes that have a value, by name."""
+    rows = con.execute(
+        f"SELECT DISTINCT peer_group, node FROM ({values_sql}) WHERE value IS NOT NULL ORDER BY node",
+        list(params),
+    ).fetchall()
+    out: dict[str, list[str]] = {}
+    for group, node in rows:
+        out.setdefault(str(group), []).append(str(node))
+    return out
+
+
+def judge(
+    ctx: Context,
+    values_sql: str,
+    params: Iterable[Any] = (),
+    *,
+    direction: str,
+    k: float,
+    min_nodes: int,
+    min_delta: float = 0.0,
+    rel_delta: float = 0.0,
+) -> list[Outlier]:
+    """:func:`outliers` for a rule: the nodes of a group smaller than ``min_nodes`` are not judged
+    (``ctx.not_judged``, "too few peers: N of M nodes (group)"); with no group that large the rule is
+    not examined (:class:`TooFewPeers`), and with no value at all it has nothing to compare
+    (:class:`NotExamined`)."""
+    params = list(params)
+    groups = group_nodes(ctx.con, values_sql, params)
+    if not groups:
+        raise NotExamined("no node has a value to compare")
+    small = {g: nodes for g, nodes in groups.items() if len(nodes) < min_nodes}
+    for group, nodes in small.items():
+        ctx.not_judged(nodes, too_few_peers(len(nodes), min_nodes, "nodes", group))
+    if len(small) == len(groups):
+        raise TooFewPeers(
+            "; ".join(too_few_peers(len(n), min_nodes, "nodes", g) for g, n in sorted(small.items()))
+        )
+    return outliers(
+        ctx.con,
+        values_sql,
+        params,
+        direction=direction,
+        k=k,
+        min_nodes=min_nodes,
+        min_delta=min_delta,
+        rel_delta=rel_delta,
+    )
 
 
 def _band(

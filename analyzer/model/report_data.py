@@ -67,7 +67,7 @@ def gather(
     settings = settings or load_settings()
     # titles and pass phrases say the thresholds the rules judged by (a site's --config included)
     titles = {m.RULE.id: m.RULE.title_for(settings) for m in modules}
-    rules = {m.RULE.id: RuleScope(titles[m.RULE.id], m.RULE.scope, m.RULE.explained_by) for m in modules}
+    rules = {m.RULE.id: RuleScope.of(m.RULE, titles[m.RULE.id]) for m in modules}
     verdict = compute(
         findings,
         outcomes,

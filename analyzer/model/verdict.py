@@ -4,10 +4,16 @@ The ranking of worst nodes is defined here and nowhere else: a node is ranked by
 critical *causes*, then its warning causes, then its *spread* (how many distinct rules raised a concern
 on it), then by name.  Findings of one rule that name one cause in ``params["cause"]`` (the driver, CUDA
 and VBIOS drift of one driver install) count once, at their worst severity; every other finding is a
-cause of its own.  Only nodes with at least one critical or warning finding are ranked.  A node-scope
-rule that fires on every node it examined of one instance type (at least EVERY_NODE_MIN of them:
-persistence mode off everywhere) names no node worse than another: it is a cluster-wide cause and does
-not rank those nodes.
+cause of its own.  Only nodes with at least one critical or warning finding are ranked.
+
+Findings fold into a cluster-wide cause (and do not rank their nodes) only where they share one cause:
+a rule of shared scope (a file system, the placement, a spine link), a finding that names no node, or a
+*setting* rule (``RuleInfo.cause_kind == "setting"``: a governor, persistence mode, a version: what one
+image, one configuration or one install gives every node) whose findings carry the same value
+(``RuleInfo.setting_keys`` and ``params["cause"]``) on every node it examined of one instance type, at least
+EVERY_NODE_MIN of them.  A *fault* rule (an Xid, an ECC error, a link down, a full disk: an event or a
+defect of one device) never folds: three nodes with an Xid each are three sick nodes, all ranked,
+however many nodes there are.  A cluster-wide entry names its nodes (``node_names``, and in its message).
 
 >>> from analyzer.judge.findings import Finding, Route, Severity
 >>> route = Route("node-hardware", "runbook", "drain")
@@ -23,14 +29,19 @@ not rank those nodes.
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analyzer.intake.records import UnreadInput
 from analyzer.judge.findings import Finding, Outcome, Severity
 from analyzer.model.sections import section_of
+
+if TYPE_CHECKING:
+    from analyzer.judge.engine import RuleInfo
 
 #: Worst nodes kept in the verdict (the findings themselves are all in the JSON and HTML).
 TOP_NODES = 20
@@ -126,6 +137,10 @@ CORE_INPUTS: dict[str, tuple[str, ...]] = {
 EVERY_NODE_MIN = 3
 
 
+#: Nodes named in a cluster-wide entry's message (the entry's ``node_names`` lists all).
+NAMED_IN_MESSAGE = 5
+
+
 @dataclass(frozen=True)
 class RuleScope:
     """What the verdict needs of a rule's metadata (analyzer.judge.engine.RuleInfo)."""
@@ -133,6 +148,34 @@ class RuleScope:
     title: str = ""
     scope: str = "node"
     explained_by: tuple[str, ...] = ()
+    #: "fault" (never folds into a cluster-wide cause) or "setting" (folds where the value is shared)
+    cause_kind: str = "fault"
+    setting_keys: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, info: RuleInfo, title: str | None = None) -> RuleScope:
+        """The verdict's view of a rule's RuleInfo (its title as given, with thresholds filled in)."""
+        return cls(
+            info.title if title is None else title,
+            info.scope,
+            info.explained_by,
+            info.cause_kind,
+            info.setting_keys,
+        )
+
+
+def builtin_scopes() -> dict[str, RuleScope]:
+    """The metadata of every installed rule, for a verdict computed without it (ReportData alone)."""
+    from analyzer.judge.rules import load_rules
+
+    return {m.RULE.id: RuleScope.of(m.RULE) for m in load_rules()}
+
+
+def setting_of(f: Finding, meta: RuleScope) -> str:
+    """The value a setting rule's finding states (its ``setting_keys`` and ``params["cause"]``), as text:
+    findings with the same value on every node of a type are one cause."""
+    keys = ("cause", *meta.setting_keys)
+    return json.dumps([f.params.get(k) for k in keys], sort_keys=True, default=str)
 
 
 def compute(
@@ -144,7 +187,7 @@ def compute(
     not_examined: Sequence[dict[str, Any]] = (),
 ) -> Verdict:
     """The verdict over one analysis: status, sections to read, worst nodes, cluster-wide causes."""
-    rules = rules or {}
+    rules = builtin_scopes() if rules is None else rules
     concerns = [f for f in findings if f.severity in CONCERN]
     fired = {f.rule for f in concerns}
     node_names = {n["node"] for n in nodes if n.get("node")}
@@ -158,24 +201,28 @@ def compute(
             continue  # a symptom of a shared cause that fired: the node is its victim
         else:
             ranked_findings.append(f)
-    # a node-scope rule that fires on every node it examined of one instance type names no node worse
-    # than another: a shared cause
-    by_rule: dict[str, set[str]] = {}
+    # a setting rule whose findings state the same value on every node it examined of one instance type
+    # names no node worse than another: one shared cause.  A fault rule never folds (its findings are
+    # faults of separate devices or separate events, each a sick node)
+    by_value: dict[tuple[str, str], set[str]] = {}
     for f in ranked_findings:
-        by_rule.setdefault(f.rule, set()).add(f.node or "")
+        meta = rules.get(f.rule, RuleScope())
+        if meta.cause_kind == "setting":
+            by_value.setdefault((f.rule, setting_of(f, meta)), set()).add(f.node or "")
     types = {n["node"]: n.get("instance_type") or "" for n in nodes if n.get("node")}
     checked = {o.rule: set(o.nodes_checked) for o in outcomes if o.nodes_checked}
-    everywhere_on: dict[str, set[str]] = {}
-    for rule, hit in by_rule.items():
+    everywhere_on: dict[tuple[str, str], set[str]] = {}
+    for (rule, value), hit in by_value.items():
         examined = checked.get(rule, node_names) & node_names
         for itype in {types.get(n, "") for n in examined}:
             peers = {n for n in examined if types.get(n, "") == itype}
             if len(peers) >= EVERY_NODE_MIN and peers <= hit:
-                everywhere_on.setdefault(rule, set()).update(peers)
-    everywhere = set(everywhere_on)
+                everywhere_on.setdefault((rule, value), set()).update(peers)
+    everywhere = {rule for rule, _ in everywhere_on}
     kept: list[Finding] = []
     for f in ranked_findings:
-        if f.node in everywhere_on.get(f.rule, ()):
+        meta = rules.get(f.rule, RuleScope())
+        if meta.cause_kind == "setting" and f.node in everywhere_on.get((f.rule, setting_of(f, meta)), ()):
             shared.setdefault(f.rule, []).append(f)
         else:
             kept.append(f)
@@ -209,11 +256,35 @@ def compute(
 
 
 def _cluster_entry(rule: str, group: list[Finding], meta: RuleScope, everywhere: bool) -> dict[str, Any]:
+    """One cluster-wide cause: its rule, worst severity, a message that names its nodes, and the nodes."""
     nodes = sorted(set().union(*(f.nodes_named for f in group)))
     worst = min(group, key=lambda f: f.severity.rank)
     if len(group) == 1:
         message = worst.message
     else:
-        where = "every node" if everywhere else f"{len(nodes)} node(s)" if nodes else "the cluster"
+        where = (
+            "every examined node of its instance type" if everywhere
+            else f"{len(nodes)} node(s)" if nodes
+            else "the cluster"
+        )  # fmt: skip
         message = f"{meta.title or rule}: {len(group)} findings on {where}; first: {worst.message}"
-    return {"rule": rule, "severity": worst.severity.value, "message": message, "nodes": len(nodes)}
+    if nodes and (len(group) > 1 or not all(_names(message, n) for n in nodes)):
+        shown = ", ".join(nodes[:NAMED_IN_MESSAGE])
+        more = f" and {len(nodes) - NAMED_IN_MESSAGE} more" if len(nodes) > NAMED_IN_MESSAGE else ""
+        message = f"{message} (nodes: {shown}{more})"
+    return {
+        "rule": rule,
+        "severity": worst.severity.value,
+        "message": message,
+        "nodes": len(nodes),
+        "node_names": nodes,
+    }
+
+
+def _names(text: str, node: str) -> bool:
+    """The text names the node as a word of its own (p5-1 is not named by p5-10).
+
+    >>> _names("p5-10: Xid 79", "p5-1"), _names("on p5-1, p5-10", "p5-1")
+    (False, True)
+    """
+    return re.search(rf"(?<![\w.-]){re.escape(node)}(?![\w.-])", text) is not None

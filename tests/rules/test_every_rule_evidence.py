@@ -279,7 +279,14 @@ def test_a_rule_checks_a_node_only_on_its_input(cluster: tuple[Result, Result], 
     o = res.outcomes[case.rule]
     assert o.outcome != "error", (case, o.reason)
     if case.expect == "checked":
-        assert case.node in o.nodes_checked, (case, o.outcome, o.reason)
+        # a peer rule may read the node's input and find it alone of its kind (the node whose type comes
+        # from a p4d placement label among p5 nodes): not examined for too few peers, never passed
+        alone = case.rule in PEER_RULES and "too few peers" in (o.reason or "")
+        assert case.node in o.nodes_checked or (alone and case.node in o.nodes_without_data), (
+            case,
+            o.outcome,
+            o.reason,
+        )
     else:
         assert case.node not in o.nodes_checked, (case, o.outcome)
         assert o.outcome == "skipped" or case.node in o.nodes_without_data, (case, o.outcome)
@@ -343,3 +350,105 @@ def test_every_rule_is_covered() -> None:
     for module in load_rules(include_plugins=False):
         info = module.RULE
         assert info.id in covered or JUDGES_THE_INPUTS & {*info.requires, *info.requires_any}, info.id
+
+
+# --- Comparisons need what they compare ---------------------------------------------------------------
+#: The rules that compare a node (a GPU, a pair) with its peers declare it (``RuleInfo.peers``: the
+#: threshold of the least number of peers).  With fewer they judge nothing: never a pass.
+PEER_RULES = sorted(m.RULE.id for m in load_rules(include_plugins=False) if m.RULE.peers)
+#: The threshold keys that say how many peers a comparison needs.
+PEER_KEYS = ("min_nodes", "min_peers", "min_pairs")
+#: Comparing rules whose too-few-peers treatment is not in yet (their owner adopts Context.not_judged /
+#: TooFewPeers): listed so that the declaration test names them instead of hiding them.
+PEERS_PENDING = {
+    "nccl.busbw.below_expected",
+    "nccl.busbw.straggler",
+    "nccl.pair.outlier",
+    "nccl.pair.slow",
+}
+
+
+def least(rule: str) -> tuple[int, str]:
+    """A peer rule's least number of peers, and of what (its threshold's unit: nodes, GPUs)."""
+    from analyzer.judge.settings import load_settings
+
+    info = next(m.RULE for m in load_rules(include_plugins=False) if m.RULE.id == rule)
+    entry = load_settings().described(rule)[info.peers]
+    return int(entry["value"]), str(entry["unit"])
+
+
+def test_every_comparing_rule_declares_its_peers() -> None:
+    """A rule with a least-peers threshold declares it as ``peers``, so that the tests below reach it."""
+    from analyzer.judge.settings import load_settings
+
+    settings = load_settings()
+    for module in load_rules(include_plugins=False):
+        info = module.RULE
+        keys = [k for k in settings.described(info.id) if k in PEER_KEYS]
+        if info.id in PEERS_PENDING and not info.peers:
+            continue
+        assert (info.peers in keys) if info.peers else not keys, (info.id, info.peers, keys)
+
+
+@pytest.fixture(scope="module")
+def few(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
+    """Full nodes of one instance type, alone and three together; and the lone node judged with every
+    peer threshold above what it holds and no per-type NVLink figures (a comparison with peers alone)."""
+    from analyzer.judge.settings import load_settings
+
+    tmp = tmp_path_factory.mktemp("few")
+    files = full_files()
+    out: dict[str, Result] = {}
+    for n in (1, 3):
+        root = tmp / f"n{n}"
+        for i in range(n):
+            write_node(root, f"full-{i}", files, meta=META)
+        out[str(n)] = analyze(root)
+    starved = load_settings()
+    for rule in PEER_RULES:
+        key = next(m.RULE.peers for m in load_rules(include_plugins=False) if m.RULE.id == rule)
+        starved.sections[rule][key] = {**starved.sections[rule][key], "value": 10_000}
+    sku = starved.sku[META["instance_type"]]
+    for figure in ("nvlinks_per_gpu", "nvlink_speed_gbps"):
+        sku.pop(figure, None)
+    out["starved"] = analyze(tmp / "n1", starved)
+    return out
+
+
+@pytest.mark.parametrize("rule", PEER_RULES)
+def test_a_comparison_with_too_few_nodes_does_not_pass(few: dict[str, Result], rule: str) -> None:
+    """With 1 node, and with one node fewer than the rule needs, a rule comparing nodes judges none."""
+    need, unit = least(rule)
+    if unit != "nodes":
+        pytest.skip(f"{rule} compares {unit}: judged with its threshold raised below")
+    for n in sorted({1, need - 1}):
+        assert str(n) in few, f"build a cluster of {n} nodes for {rule}"
+        res = few[str(n)]
+        o = res.outcomes[rule]
+        nodes = [f"full-{i}" for i in range(n)]
+        assert o.outcome == "skipped", (rule, n, o)
+        assert o.reason and o.reason.startswith("too few peers: "), (rule, n, o.reason)
+        assert f"{n} of {need} nodes" in o.reason, (rule, o.reason)
+        assert o.nodes_checked == [] and set(nodes) <= set(o.nodes_without_data), (rule, n, o)
+
+
+@pytest.mark.parametrize("rule", PEER_RULES)
+def test_a_comparison_below_its_threshold_does_not_pass(few: dict[str, Result], rule: str) -> None:
+    """Every peer rule, of nodes or GPUs, with a site threshold above what the input holds."""
+    o = few["starved"].outcomes[rule]
+    assert o.outcome != "pass" and "full-0" not in o.nodes_checked, (rule, o)
+    assert o.outcome == "fail" or "full-0" in o.nodes_without_data, (rule, o)
+    assert o.reason and "too few peers" in o.reason, (rule, o.reason)
+
+
+def test_enough_peers_are_judged(few: dict[str, Result]) -> None:
+    """The counter-case: three nodes are enough for the rules that need two, each checked."""
+    for rule in PEER_RULES:
+        need, unit = least(rule)
+        if unit == "nodes" and need <= 3:
+            o = few["3"].outcomes[rule]
+            assert o.outcome in ("pass", "fail"), (rule, o)
+            assert o.nodes_checked == ["full-0", "full-1", "full-2"] or rule.startswith("placement."), (
+                rule,
+                o,
+            )

@@ -82,7 +82,11 @@ def test_placement_no_pg_needs_imds_and_two_nodes(tmp_path: Path) -> None:
     assert analyze(root2).outcome("placement.no_pg") == "skipped"  # not examined: no [OK] either
     root3 = tmp_path / "single"
     write_node(root3, "n1", {}, meta=_imds(1))
-    assert analyze(root3).outcome("placement.no_pg") == "pass"
+    single = analyze(root3)
+    # one node needs no placement group, so the rule has nothing to judge: not examined, never [OK]
+    assert single.outcome("placement.no_pg") == "skipped"
+    assert single.outcomes["placement.no_pg"].reason == "too few peers: 1 of 2 nodes"
+    assert single.outcomes["placement.no_pg"].nodes_without_data == ["n1"]
 
 
 def test_placement_spread_layers(tmp_path: Path) -> None:

@@ -66,9 +66,63 @@ def test_straggler_gpu_sm_clock_fires_on_the_slow_node(tmp_path: Path) -> None:
 
 
 def test_straggler_gpu_sm_clock_needs_four_nodes(tmp_path: Path) -> None:
+    """Three nodes are too few to single one out: the rule is not examined (never "within its band"),
+    even with one node at 1,200 MHz among two at 1,980."""
     slow = _busy("1200")
     res = analyze_stragglers(_cluster(tmp_path, [_busy(), _busy(), slow]))
-    assert res.outcome("straggler.gpu.sm_clock") == "pass"
+    o = res.outcomes["straggler.gpu.sm_clock"]
+    assert res.outcome("straggler.gpu.sm_clock") == "skipped"
+    assert o.reason == "too few peers: 3 of 4 nodes (p5.48xlarge)"
+    assert o.nodes_checked == [] and o.nodes_without_data == ["p5-node-01", "p5-node-02", "p5-node-03"]
+    assert res.of("straggler.gpu.sm_clock") == []
+
+
+def test_a_small_peer_group_is_not_examined_beside_a_judged_one(tmp_path: Path) -> None:
+    """Five p5 nodes are judged (the slow one found); two nodes of another type beside them are not
+    examined by the rule, with the reason, instead of passing."""
+    slow = _busy("1200")
+    root = _cluster(tmp_path, [_busy(), _busy(), _busy(), _busy(), slow])
+    for name in ("p4d-node-01", "p4d-node-02"):
+        write_node(
+            root,
+            name,
+            {"cmd/nvidia-smi-q.txt": ("nvidia-smi-q", _busy())},
+            meta={"instance_type": "p4d.24xlarge"},
+        )
+    res = analyze_stragglers(root)
+    o = res.outcomes["straggler.gpu.sm_clock"]
+    assert [f.node for f in res.of("straggler.gpu.sm_clock")] == ["p5-node-05"]
+    assert o.outcome == "fail" and o.reason == "too few peers: 2 of 4 nodes (p4d.24xlarge)"
+    assert o.nodes_without_data == ["p4d-node-01", "p4d-node-02"]
+    assert o.nodes_checked == [f"p5-node-{i:02d}" for i in range(1, 6)]
+    # the same cluster with the slow node healthy: a pass that still names the nodes it did not judge
+    (root / "p5-node-05" / "cmd" / "nvidia-smi-q.txt").write_text(_busy())
+    (root / "p5-node-05" / "manifest.tsv").unlink()
+    res = analyze_stragglers(root)
+    o = res.outcomes["straggler.gpu.sm_clock"]
+    assert o.outcome == "pass" and o.nodes_without_data == ["p4d-node-01", "p4d-node-02"]
+    assert "p4d-node-01" not in o.nodes_checked and o.reason and o.reason.startswith("too few peers")
+
+
+def test_one_node_of_a_real_sample_passes_no_straggler_rule(tmp_path: Path) -> None:
+    """One node of sample_bundles/xid-ecc-3node alone: it has no peer, so no straggler rule passes."""
+    import shutil
+
+    from analyzer.judge.rules import load_rules
+    from tests.rules.helpers import analyze
+
+    sample = (
+        Path(__file__).resolve().parents[2] / "sample_bundles" / "xid-ecc-3node" / "bundle" / "p5-node-03"
+    )
+    shutil.copytree(sample, tmp_path / "alone" / "p5-node-03")
+    res = analyze(tmp_path / "alone")
+    rules = [m.RULE.id for m in load_rules(include_plugins=False) if m.RULE.id.startswith("straggler.")]
+    assert len(rules) == len(MODULES)
+    for rule in rules:
+        o = res.outcomes[rule]
+        assert res.outcome(rule) == "skipped", (rule, o)
+        assert "p5-node-03" in o.nodes_without_data and not o.nodes_checked
+    assert res.outcomes["straggler.gpu.sm_clock"].reason == "too few peers: 1 of 4 nodes (p5.48xlarge)"
 
 
 def test_straggler_gpu_temp_and_power_fire(tmp_path: Path) -> None:
@@ -132,3 +186,35 @@ def test_straggler_gpu_temp_from_query_gpu_csv(tmp_path: Path) -> None:
     (f,) = res.of("straggler.gpu.temp")
     assert (f.node, f.gpu, f.params["value"], f.params["peer_median"]) == ("p5-node-04", 0, 81.0, 29.0)
     assert "81" in (f.evidence[0].text or "")
+
+
+def test_one_clean_node_reads_no_concerns_and_names_the_peer_checks_not_made(tmp_path: Path) -> None:
+    """The decision of docs/rules.md: a peer check not examined on a lone node is said (terminal, JSON),
+    never as a pass, and does not by itself make the verdict "incomplete": the node's own checks ran on
+    its GPU state and kernel log (the healthy node of sample_bundles/xid-ecc-3node)."""
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+
+    from analyzer.cli import cli
+
+    sample = (
+        Path(__file__).resolve().parents[2] / "sample_bundles" / "xid-ecc-3node" / "bundle" / "p5-node-03"
+    )
+    shutil.copytree(sample, tmp_path / "p5-node-03")
+    out = tmp_path / "f.json"
+    result = CliRunner().invoke(
+        cli, ["analyze", str(tmp_path / "p5-node-03"), "--json", str(out)], env={"COLUMNS": "400"}
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert doc["verdict"]["status"] == "no-concerns"
+    rules = {r["rule"]: r for r in doc["rules"]}
+    for rule in ("straggler.gpu.sm_clock", "version.drift"):
+        assert rules[rule]["outcome"] == "skipped" and rules[rule]["reason"].startswith(
+            "too few peers: 1 of "
+        )
+        assert rules[rule]["nodes_without_data"] == ["p5-node-03"]
+    assert "within its peers' band" not in result.stdout
+    assert "SM clock below same-type peers — too few peers: 1 of 4 nodes (p5.48xlarge)" in result.stdout

@@ -17,6 +17,8 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="fs.nvme.not_mounted",
+    cause_kind="setting",
+    setting_keys=("instance_type", "lies_on"),
     node_local=True,
     title="Instance-store NVMe not mounted",
     severity=Severity.WARNING,

@@ -17,6 +17,8 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="fs.shm.small",
+    cause_kind="setting",
+    setting_keys=("size_gib", "fstype"),
     node_local=True,
     title="/dev/shm too small or not tmpfs",
     severity=Severity.CRITICAL,

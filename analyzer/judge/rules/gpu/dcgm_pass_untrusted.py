@@ -21,6 +21,8 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="gpu.dcgm.pass_untrusted",
+    cause_kind="setting",
+    setting_keys=("dcgm_version",),
     node_local=True,
     title="DCGM pass from a version whose pass is not authoritative",
     severity=Severity.INFO,

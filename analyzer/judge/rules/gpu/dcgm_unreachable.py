@@ -19,6 +19,8 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="gpu.dcgm.unreachable",
+    cause_kind="setting",
+    setting_keys=("answer", "exit_code"),
     node_local=True,
     title="DCGM diagnostics could not run",
     severity=Severity.WARNING,

@@ -6,7 +6,9 @@ SageMaker HyperPod deep health checks documentation; docs/sources.md#nvlink-fabr
 expected count is ``sku.toml`` ``nvlinks_per_gpu`` for the node's instance type: fewer is critical when
 that figure is ``nvlinks_verified``, else warning (A100's 12 is unverified).  Independently, a GPU is
 compared with the most common count among GPUs of the same name in the bundle set (warning).  The SKU
-figure applies only when the GPU name matches the SKU's ``gpu_model``.  Links
+figure applies only when the GPU name matches the SKU's ``gpu_model``.  A GPU with neither (no count in
+sku.toml for its type, and fewer than ``min_peers`` GPUs of its model or no majority count) is not judged:
+its node is not examined ("too few peers").  Links
 dcgmi marks Not Supported are not counted.  False positives: a truncated nvlink output; the finding
 shows the lines read.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from analyzer.judge.engine import Context, RuleInfo
+from analyzer.judge.engine import Context, RuleInfo, too_few_peers
 from analyzer.judge.findings import Finding, Route, Severity
 from analyzer.judge.rules.gpu._nvlink import link_sets
 
@@ -25,6 +27,7 @@ RULE = RuleInfo(
     title="Fewer NVLink links than expected",
     severity=Severity.CRITICAL,
     requires=("nvlink.link",),
+    peers="min_peers",
     passed="every GPU has the NVLink count expected of it",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain and replace"),
     severity_reason=(
@@ -50,10 +53,20 @@ def check(ctx: Context) -> Iterable[Finding]:
     for name, counts in by_name.items():
         mode, k = Counter(counts).most_common(1)[0]
         peers[name] = mode if len(counts) >= min_peers and k * 2 > len(counts) else None
+    unjudged: dict[str, str] = {}
+    flagged: set[str] = set()
     for s, n in sets:
         sku = s.sku(ctx)
         expected, verified = sku.get("nvlinks_per_gpu"), bool(sku.get("nvlinks_verified"))
         peer = peers[s.name]
+        if not expected and not peer:
+            counts = by_name[s.name]
+            unjudged[s.node] = (
+                too_few_peers(len(counts), min_peers, "GPUs", s.name or "unknown model")
+                if len(counts) < min_peers
+                else f"no majority NVLink count among {len(counts)} {s.name or 'GPUs'}"
+            ) + f"; no NVLink count known for {s.instance_type or 'an unknown instance type'}"
+            continue
         severity = None
         if expected and n < expected:
             severity = Severity.CRITICAL if verified else Severity.WARNING
@@ -61,6 +74,7 @@ def check(ctx: Context) -> Iterable[Finding]:
             severity = Severity.WARNING
         if severity is None:
             continue
+        flagged.add(s.node)
         yield RULE.finding(
             severity=severity,
             node=s.node,
@@ -80,3 +94,6 @@ def check(ctx: Context) -> Iterable[Finding]:
             evidence=[ctx.evidence(s.source_file, s.links[0]["line"])],
             bundle_id=s.bundle_id,
         )
+    for node, reason in unjudged.items():
+        if node not in flagged:
+            ctx.not_judged([node], reason)

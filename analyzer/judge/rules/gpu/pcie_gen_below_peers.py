@@ -4,7 +4,9 @@ Why it matters: a link that trained at Gen3 instead of Gen5 has a quarter of the
 diagnostics: "gen below max"; docs/sources.md#pcie).  But GPUs lower their link generation at idle by design,
 so a GPU is never judged against its own maximum: only against peers, i.e. GPUs of the same product name at
 the same performance state (P0, P8, ...) across the bundle set, when there are enough of them and a strict
-majority shares one generation.  Read from ``-q``, else the CSV (``pcie.link.gen.current``).
+majority shares one generation.  Read from ``-q``, else the CSV (``pcie.link.gen.current``).  A GPU
+in a smaller group, or in one without a majority, has nothing to be judged against: its node is not
+examined by this rule ("too few peers"), unless another of its GPUs is found below its peers.
 False positives: a GPU switching P-state between the snapshot of two nodes; the pstate is shown.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from analyzer.judge.engine import Context, RuleInfo
+from analyzer.judge.engine import Context, RuleInfo, too_few_peers
 from analyzer.judge.findings import Finding, Route, Severity
 from analyzer.judge.signals.gpus import GpuState, gpu_states
 
@@ -23,6 +25,7 @@ RULE = RuleInfo(
     severity=Severity.WARNING,
     requires=("node",),
     requires_any=("gpu.pcie_gen_current", "gpu_query.pcie_gen_current"),
+    peers="min_peers",
     passed="every GPU PCIe link at its peers' generation",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reboot; reseat or replace if it persists"),
     severity_reason=(
@@ -40,16 +43,24 @@ def check(ctx: Context) -> Iterable[Finding]:
     for s in gpu_states(ctx):
         if s.get("pcie_gen_current") is not None:
             groups.setdefault((s.get("name"), s.get("pstate")), []).append(s)
+    unjudged: dict[str, set[str]] = {}  # node -> why one of its GPUs was not judged
+    flagged: set[str] = set()
     for (name, pstate), members in groups.items():
+        label = f"{name or 'GPUs'} at {pstate or 'unknown pstate'}"
         if len(members) < min_peers:
+            for s in members:
+                unjudged.setdefault(s.node, set()).add(too_few_peers(len(members), min_peers, "GPUs", label))
             continue
         gen, n = Counter(s.get("pcie_gen_current") for s in members).most_common(1)[0]
-        if n * 2 <= len(members):
-            continue  # no majority: nothing to judge against
+        if n * 2 <= len(members):  # no majority: nothing to judge against
+            for s in members:
+                unjudged.setdefault(s.node, set()).add(f"no majority generation among {len(members)} {label}")
+            continue
         for s in members:
             cur = s.get("pcie_gen_current")
             if cur >= gen:
                 continue
+            flagged.add(s.node)
             yield RULE.finding(
                 node=s.node,
                 gpu=s.index,
@@ -71,3 +82,7 @@ def check(ctx: Context) -> Iterable[Finding]:
                 bundle_id=s.bundle_id,
                 key=(s.pci,),
             )
+    for node, why in unjudged.items():
+        if node not in flagged:
+            for reason in why:
+                ctx.not_judged([node], reason)

@@ -19,6 +19,8 @@ from analyzer.judge.signals.gpus import GpuState, gpu_states
 
 RULE = RuleInfo(
     id="gpu.persistence.off",
+    cause_kind="setting",
+    setting_keys=("gpus",),
     node_local=True,
     title="GPU persistence mode off",
     severity=Severity.INFO,

@@ -9,8 +9,8 @@ Why it matters: a GPU whose NIC sits across the socket (SYS instead of PIX) push
 traffic over the CPU interconnect; the node turns into the slow rank of every collective.  The HyperPod
 performance-debugger skill § A lists topology differences between nodes as a cause of uneven NCCL
 bandwidth (docs/sources.md#gpu-topology).
-Needs at least ``min_nodes`` nodes of one type.  False positives: nodes of an unknown instance type
-are not compared; a BIOS or kernel upgrade on some nodes can renumber NICs without changing the
+Needs at least ``min_nodes`` nodes of one type: the nodes of a smaller group, and nodes of an unknown
+instance type, are not examined by it ("too few peers"), never passed.  False positives: a BIOS or kernel upgrade on some nodes can renumber NICs without changing the
 physical layout (the cells then move rather than change): read the differing cells.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from analyzer.judge.engine import Context, RuleInfo
+from analyzer.judge.engine import Context, RuleInfo, too_few_peers
 from analyzer.judge.findings import Finding, Route, Severity
 from analyzer.judge.peers import NODE_TYPE_SQL
 
@@ -29,6 +29,7 @@ RULE = RuleInfo(
     severity=Severity.WARNING,
     requires=("topo_link.link", "topo_device.device_type"),
     requires_any=("node.instance_type", "placement_fact.value"),
+    peers="min_nodes",
     passed="GPU-NIC topology alike on the nodes of each type",
     route=Route(
         "nccl-network",
@@ -66,8 +67,11 @@ def check(ctx: Context) -> Iterable[Finding]:
         key = (t["bundle_id"], t["node"])
         if key in cells and t["instance_type"] != "unknown":
             groups[t["instance_type"]].append(key)
+        elif key in cells:
+            ctx.not_judged([t["node"]], "instance type unknown: no peers to compare with")
     for itype, members in sorted(groups.items()):
         if len(members) < min_nodes:
+            ctx.not_judged((m[1] for m in members), too_few_peers(len(members), min_nodes, "nodes", itype))
             continue
         patterns = {m: tuple(sorted(cells[m].items())) for m in members}
         counts = Counter(patterns.values()).most_common()

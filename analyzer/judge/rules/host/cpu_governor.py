@@ -20,6 +20,8 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="host.cpu.governor",
+    cause_kind="setting",
+    setting_keys=("governors",),
     node_local=True,
     title="CPU governor not 'performance'",
     severity=Severity.WARNING,

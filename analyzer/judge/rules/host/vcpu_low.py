@@ -17,6 +17,8 @@ from analyzer.judge.findings import Finding, Route, Severity
 
 RULE = RuleInfo(
     id="host.vcpu.low",
+    cause_kind="setting",
+    setting_keys=("nproc", "expected"),
     node_local=True,
     title="Fewer vCPUs than the instance type has",
     severity=Severity.WARNING,

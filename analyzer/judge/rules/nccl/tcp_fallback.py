@@ -20,6 +20,8 @@ from analyzer.judge.signals.nccl import node_rows
 
 RULE = RuleInfo(
     id="nccl.transport.tcp_fallback",
+    cause_kind="setting",
+    setting_keys=("transport", "provider"),
     title="NCCL fell back to TCP sockets",
     severity=Severity.CRITICAL,
     requires=("node",),

@@ -20,6 +20,8 @@ from analyzer.judge.hosts import HostIndex
 
 RULE = RuleInfo(
     id="net.ofi_plugin.missing",
+    cause_kind="setting",
+    setting_keys=("nccl", "ofi_nccl"),
     title="aws-ofi-nccl plugin not found while NCCL is installed",
     severity=Severity.CRITICAL,
     requires=("software_version", "node.instance_type"),

@@ -5,7 +5,8 @@ may land far apart in the network (mfu-debugger network guide § 5, cluster-debu
 Only nodes whose instance metadata was read are judged (an instance id in meta.env, IMDS placement facts, or
 the node's entry in an ``aws ec2 describe-instance-topology`` export, which prints GroupName only for an
 instance in a group): without them an absent group is unknown, not absent, and the node is named as not
-examined.  A single node needs no placement group.
+examined.  A single node needs no placement group: with fewer than ``min_nodes`` nodes the rule is not
+examined ("too few peers"), never passed.
 False positives: HyperPod training-plan or UltraServer capacity may be placed close together without a
 named group; placement.spread then tells whether the nodes really are spread.
 Reference: docs/sources.md#placement.
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from analyzer.judge.engine import Context, RuleInfo
+from analyzer.judge.engine import Context, RuleInfo, TooFewPeers, too_few_peers
 from analyzer.judge.findings import Evidence, Finding, Route, Severity
 from analyzer.judge.rules.placement._placement import read, shown
 
@@ -28,6 +29,7 @@ RULE = RuleInfo(
     requires=("node",),
     requires_any=("node.instance_id", "node.placement_group", "placement_fact.value"),
     passed="every node with instance metadata is in a placement group",
+    peers="min_nodes",
     scope="shared",
     route=Route(
         "placement-capacity",
@@ -46,8 +48,8 @@ def check(ctx: Context) -> Iterable[Finding]:
     found = read(ctx)
     nodes = found.nodes
     ctx.saw(p.node for p in nodes if p.imds or p.get("placement_group"))
-    if len(nodes) < ctx.threshold(RULE, "min_nodes"):
-        return
+    if len(nodes) < (least := ctx.threshold(RULE, "min_nodes")):
+        raise TooFewPeers(too_few_peers(len(nodes), least, "nodes"))
     without = [p for p in nodes if p.imds and not p.get("placement_group")]
     if not without:
         return

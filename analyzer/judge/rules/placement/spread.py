@@ -10,7 +10,8 @@ switches are listed (info).  Layers come from meta.env ``network_node_layers``, 
 naming several nodes (``kubectl get nodes -o json``, ``aws ec2 describe-instance-topology`` in the cluster's
 extra/), each entry mapped to its node by instance id, node name, hostname or private address; entries naming
 no analyzed node are counted in the finding (``export_entries_ignored``), and nodes that no source places are
-named as not examined.
+named as not examined.  With fewer than ``min_nodes`` nodes nothing can be spread: the rule is not examined
+("too few peers"), never passed.
 False positives: none known; the finding is a fact for the pairwise-bandwidth reading.
 Reference: docs/sources.md#placement, docs/sources.md#nccl-bandwidth (localising slow pairs).
 Scope: shared: placement is a property of the node set, not a fault of one node.
@@ -22,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from functools import partial
 
-from analyzer.judge.engine import Context, RuleInfo
+from analyzer.judge.engine import Context, RuleInfo, TooFewPeers, too_few_peers
 from analyzer.judge.findings import Evidence, Finding, Route, Severity
 from analyzer.judge.rules.placement._placement import NodePlacement, describe, group_by, read, spread_finding
 
@@ -38,6 +39,7 @@ RULE = RuleInfo(
         "topology_member.node_name",
     ),
     passed="nodes not spread over network blocks",
+    peers="min_nodes",
     scope="shared",
     route=Route(
         "placement-capacity",
@@ -57,8 +59,8 @@ def check(ctx: Context) -> Iterable[Finding]:
     found = read(ctx)
     nodes = found.nodes
     ctx.saw(p.node for p in nodes if p.layers or p.leaf or p.get("ultraserver_id"))
-    if len(nodes) < ctx.threshold(RULE, "min_nodes"):
-        return
+    if len(nodes) < (least := ctx.threshold(RULE, "min_nodes")):
+        raise TooFewPeers(too_few_peers(len(nodes), least, "nodes"))
     placed = [p for p in nodes if p.layers]
     unplaced = [p.node for p in nodes if not p.layers]
     yield from _layers(placed, unplaced, found.exports.params())

@@ -3,7 +3,8 @@
 Each GPU metric is reduced to one value per node: the node's worst GPU (lowest SM clock, highest
 temperature, ...), since one slow GPU slows every collective the node takes part in.  The node is then
 compared with the other nodes of its instance type through :mod:`analyzer.judge.peers` (median +/- k x MAD,
-widened to a per-metric floor; at least ``min_nodes`` nodes of the type).
+widened to a per-metric floor; at least ``min_nodes`` nodes of the type: the nodes of a smaller group are
+not examined, "too few peers").
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from analyzer.judge.engine import Context, RuleInfo
 from analyzer.judge.findings import Finding, Route, Severity
-from analyzer.judge.peers import NODE_TYPE_SQL, Outlier, outliers
+from analyzer.judge.peers import NODE_TYPE_SQL, Outlier, judge
 
 #: Where the straggler procedure is written down.
 STRAGGLER_GUIDE = "hyperpod-mfu-debugger steps/2c-straggler.md"
@@ -36,6 +37,7 @@ def gpu_rule(
         severity=Severity.WARNING,
         requires=("node",),
         requires_any=(f"gpu.{column}", f"gpu_query.{column}"),
+        peers="min_nodes",
         passed=passed,
         route=Route("node-hardware", target, action),
         severity_reason=severity_reason,
@@ -78,9 +80,10 @@ def gpu_values_sql(col: str, line_col: str, worst: str) -> str:
 def find(
     ctx: Context, rule: RuleInfo, values_sql: str, direction: str, params: tuple[Any, ...] = ()
 ) -> list[Outlier]:
-    """The outliers of a per-node value query, with the rule's k, floor and group size."""
-    return outliers(
-        ctx.con,
+    """The outliers of a per-node value query, with the rule's k, floor and group size (the nodes of a
+    smaller group are not examined: too few peers)."""
+    return judge(
+        ctx,
         values_sql,
         params,
         direction=direction,

@@ -25,6 +25,7 @@ RULE = RuleInfo(
     title="Corrected-ECC rate above same-type peers",
     severity=Severity.WARNING,
     requires=("gpu.ecc_corrected_volatile", "host_uptime.uptime_s"),
+    peers="min_nodes",
     passed="no node's corrected-ECC rate above its peers",
     route=Route(
         "node-hardware", "hyperpod-node-debugger § G", "watch the rate; plan replacement if it climbs"
@@ -52,5 +53,13 @@ _SQL = f"""
 
 
 def check(ctx: Context) -> Iterable[Finding]:
-    outs = find(ctx, RULE, _SQL, "high", (ctx.threshold(RULE, "min_uptime_s"),))
+    min_uptime = ctx.threshold(RULE, "min_uptime_s")
+    young = ctx.rows(
+        "SELECT DISTINCT g.node FROM gpu g JOIN host_uptime u ON u.bundle_id = g.bundle_id "
+        "WHERE g.ecc_corrected_volatile IS NOT NULL GROUP BY g.bundle_id, g.node HAVING max(u.uptime_s) < ?",
+        min_uptime,
+    )
+    # a node up for less than min_uptime_s has no daily rate: not examined, never within the band
+    ctx.not_judged((r["node"] for r in young), f"up less than {min_uptime:g} s: no daily rate to compare")
+    outs = find(ctx, RULE, _SQL, "high", (min_uptime,))
     return gpu_findings(ctx, RULE, outs, "corrected-ECC rate", "errors/day", "highest")

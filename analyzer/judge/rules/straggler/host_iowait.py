@@ -25,6 +25,7 @@ RULE = RuleInfo(
     title="CPU iowait above same-type peers",
     severity=Severity.WARNING,
     requires=("iostat_cpu.iowait_pct",),
+    peers="min_nodes",
     passed="every node's iowait within its peers' band",
     explained_by=STORAGE_CAUSES,
     route=Route(

@@ -23,6 +23,8 @@ from analyzer.judge.rules.version._versions import VERSIONS_SQL, version_key
 
 RULE = RuleInfo(
     id="version.cuda_driver.compat",
+    cause_kind="setting",
+    setting_keys=("toolkit", "driver_max_cuda"),
     title="CUDA toolkit newer than the driver supports",
     severity=Severity.CRITICAL,
     requires=("software_version",),

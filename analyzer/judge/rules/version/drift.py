@@ -10,7 +10,9 @@ whose entries disagree shows them joined, ``111.0,121.0``).  One finding per ins
 the majority value and every deviating node.  Each component is compared within one source (the one most nodes
 report), so 'modinfo 2.17.3g' is never set against 'dkms 2.17.3'.  A component found on some hosts but not on
 others is reported as info and not counted as drift: NCCL, the OFI plugin and CUDA often live only inside the
-training container, where a host probe cannot see them.
+training container, where a host probe cannot see them.  A node that is the only one of its type with
+a version read (fewer than ``min_nodes``) has nothing to drift from: it is not examined by this rule
+("too few peers"), never passed.
 Reference: docs/sources.md#versions; hyperpod-version-checker.
 """
 
@@ -20,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from analyzer.judge.engine import Context, RuleInfo
+from analyzer.judge.engine import Context, RuleInfo, too_few_peers
 from analyzer.judge.findings import Evidence, Finding, Route, Severity
 from analyzer.judge.peers import NODE_TYPE_SQL
 from analyzer.judge.rules.version._versions import COMPONENTS, VERSIONS_SQL
@@ -28,6 +30,8 @@ from analyzer.judge.signals.versions import Majority, majority
 
 RULE = RuleInfo(
     id="version.drift",
+    cause_kind="setting",
+    setting_keys=("component", "majority"),
     title="Version drift between nodes of one instance type",
     severity=Severity.WARNING,
     version=3,  # 2: a lone deviating node is named as the finding's node; 3: the efa provider compared
@@ -44,6 +48,7 @@ RULE = RuleInfo(
         "fi_provider.version",
         "node.kernel",
     ),
+    peers="min_nodes",
     passed="versions agree across the nodes of each instance type",
     route=Route(
         "version-drift",
@@ -86,8 +91,14 @@ def check(ctx: Context) -> Iterable[Finding]:
     by_key: dict[tuple[str, str], dict[str, dict[str, dict[str, Any]]]] = defaultdict(
         lambda: defaultdict(dict)
     )
+    versioned: dict[str, set[str]] = defaultdict(set)  # type -> nodes with a version read
     for r in rows:
         by_key[(r["instance_type"], r["component"])][r["source"]][r["node"]] = r
+        if r["value"]:
+            versioned[r["instance_type"]].add(r["node"])
+    for itype, have in sorted(versioned.items()):
+        if len(have) < min_nodes:
+            ctx.not_judged(sorted(have), too_few_peers(len(have), min_nodes, "nodes", itype))
     for (itype, component), sources in sorted(by_key.items()):
         known = {node for per in sources.values() for node, r in per.items() if r["value"]}
         source, per_node = max(

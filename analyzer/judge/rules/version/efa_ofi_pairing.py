@@ -23,6 +23,8 @@ from analyzer.judge.rules.version._versions import in_range, parse_version
 
 RULE = RuleInfo(
     id="version.efa_ofi.pairing",
+    cause_kind="setting",
+    setting_keys=("efa_installer", "ofi_nccl"),
     title="aws-ofi-nccl outside the range for the EFA installer",
     severity=Severity.WARNING,
     requires=("software_version",),

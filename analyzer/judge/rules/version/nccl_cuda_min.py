@@ -22,6 +22,8 @@ from analyzer.judge.rules.version._versions import VERSIONS_SQL, compare, parse_
 
 RULE = RuleInfo(
     id="version.nccl.cuda_min",
+    cause_kind="setting",
+    setting_keys=("nccl", "cuda"),
     title="NCCL older than recommended for the CUDA version",
     severity=Severity.WARNING,
     requires=("software_version",),

@@ -22,6 +22,8 @@ from analyzer.judge.rules.version._versions import VERSIONS_SQL, parse_version
 
 RULE = RuleInfo(
     id="version.nccl.driver_min",
+    cause_kind="setting",
+    setting_keys=("driver",),
     title="NVIDIA driver older than NCCL needs",
     severity=Severity.WARNING,
     requires=("node",),
