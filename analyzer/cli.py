@@ -294,7 +294,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
     \b
     Example:
-      hptriage analyze sample_bundles/xid-ecc-3node --html report.html
+      hptriage analyze sample_bundles/xid-ecc-3node/bundle --html report.html
     """
     ctx.obj = {"debug": debug}
 
@@ -655,7 +655,9 @@ def _parse_foreign(source: str, file: Path, fmt: str) -> None:
     every record tagged with its node, kind and file; what could not be read goes to stderr."""
     import parsers
     from analyzer.intake import foreign
+    from analyzer.intake.foreign.layout import ORIGINS
     from analyzer.intake.meta import parse_manifest, parse_meta
+    from analyzer.intake.read_node import parse_origins
     from analyzer.intake.safe_read import Limits
 
     with tempfile.TemporaryDirectory(prefix="hptriage-parse-") as work:
@@ -671,6 +673,10 @@ def _parse_foreign(source: str, file: Path, fmt: str) -> None:
         for node_dir in converted.nodes:
             node = parse_meta((node_dir / "meta.env").read_text(encoding="utf-8")).values.get("node", "")
             rows, _ = parse_manifest((node_dir / "manifest.tsv").read_text(encoding="utf-8"))
+            origins_file = node_dir / ORIGINS
+            origins = (
+                parse_origins(origins_file.read_text(encoding="utf-8")) if origins_file.is_file() else {}
+            )
             for path, row in sorted(rows.items()):
                 target = node_dir / path
                 if not target.is_file():
@@ -678,16 +684,33 @@ def _parse_foreign(source: str, file: Path, fmt: str) -> None:
                     continue
                 command = row.command if row.command not in (None, "", "-") else None
                 text = target.read_bytes().decode("utf-8", "replace")
+                # named as the user knows it: their file and its lines (origins.tsv), else the output
+                # the conversion took from their input, said to be so
+                origin, first = origins.get(path, ("", 1))
+                where = _users_file(file, origin) if origin else f"{file} ('{command or row.kind}' output)"
                 try:
                     result = parsers.parse(str(row.kind), text, command=command, filename=path)
                 except parsers.NoData:
                     continue
                 except parsers.ParserFailure as exc:
-                    click.echo(f"{file}: {node}: {path}: not parsed as {row.kind}: {exc}", err=True)
+                    click.echo(f"{where}: {node}: not parsed as {row.kind}: {exc}", err=True)
                     continue
+                for issue in result.issues:
+                    at = f":{issue.line_no + first - 1}" if origin and issue.line_no else ""
+                    conversion = "" if origin else f" (line {issue.line_no} of what the conversion took)"
+                    click.echo(f"{where}{at}: line not understood: {issue.reason}{conversion}", err=True)
+                if result.issues_dropped:
+                    click.echo(
+                        f"{where}: {result.issues_dropped} more lines not understood (not listed)", err=True
+                    )
                 for table, records in result.tables.items():
+                    if origin and first > 1:
+                        for record in records:  # lines of the user's file, as analyze cites them
+                            for key, value in record.items():
+                                if (key == "line" or key.endswith("_line")) and isinstance(value, int):
+                                    record[key] = value + first - 1
                     tables.setdefault(table, []).extend(
-                        {"node": node, "kind": row.kind, "file": path, **r} for r in records
+                        {"node": node, "kind": row.kind, "file": where, **r} for r in records
                     )
         for (node, why), kinds in sorted(absent.items()):
             click.echo(f"{file}: {node}: {why}: {', '.join(sorted(kinds))}", err=True)
@@ -711,6 +734,18 @@ def _parse_foreign(source: str, file: Path, fmt: str) -> None:
         click.echo(json.dumps(records, indent=2, default=str))
     else:
         _write_csv(tables)
+
+
+def _users_file(given: Path, origin: str) -> str:
+    """An origin (origins.tsv: the input's own name, ``<tarball>!<member>``, or a path inside a folder
+    input) as a path the user can open: ``report.log`` -> the path they gave.
+
+    >>> _users_file(Path("case/report.log"), "report.log"), _users_file(Path("s.tar.xz"), "s.tar.xz!dmesg")
+    ('case/report.log', 's.tar.xz!dmesg')
+    """
+    if origin == given.name or origin.startswith(given.name + "!"):
+        return str(given) + origin[len(given.name) :]
+    return f"{given}/{origin}" if given.is_dir() else origin
 
 
 def _write_csv(tables: dict[str, list[dict[str, Any]]]) -> None:

@@ -3,6 +3,7 @@ documented exit code (README "Exit codes": 2 usage, 3 no usable bundle, 4 intern
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -549,3 +550,18 @@ def test_standard_output_that_cannot_be_written_is_named(files: dict[str, str], 
         proc = subprocess.run(line, stdout=full, stderr=subprocess.PIPE, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 2
     assert proc.stderr == "hptriage: error: cannot write standard output: No space left on device\n"
+
+
+def test_parse_of_another_tools_input_names_the_users_file_and_line() -> None:
+    """`hptriage parse REPORT`: a line not understood is said at the report's own line (as plain parse
+    says FILE:LINE), and every record names the report and the line of it it came from, never cmd/..."""
+    report = BUG_REPORTS[[p.name for p in BUG_REPORTS].index("tool-man-440.31-rtx2080ti-x4--excerpt.log")]
+    result = CliRunner().invoke(cli, ["parse", str(report)])
+    assert result.exit_code == 0, result.output
+    assert f"{report}:1566: line not understood: unrecognised line\n" in result.stderr
+    assert "cmd/" not in result.stderr and "meta.env" not in result.stderr
+    records = json.loads(result.stdout)
+    assert {r["file"] for r in records} == {str(report)}
+    lines = report.read_text().splitlines()
+    events = [r for r in records if r["table"] == "kernel_event"]
+    assert events and all(lines[r["line"] - 1] == r["raw"] for r in events)
