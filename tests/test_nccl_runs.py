@@ -246,3 +246,34 @@ def _scaled(text: str, factor: float) -> str:
                 )
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("again", [True, False], ids=["slow-in-both-runs", "fine-in-the-re-run"])
+def test_one_slow_pair_slow_in_every_run_is_not_noise(tmp_path: Path, again: bool) -> None:
+    """The healthy run of the 28 pairs with the sample's (slow) log of the pair 03-05 in its place (one
+    slow pair, no node common), and a re-run of that pair: slow again (the sample's log) -> a warning,
+    the link and not noise; fine (the healthy log) -> info, noise, with both runs said."""
+    cluster = nodes_only(tmp_path / "cluster")
+    (cluster / "extra").mkdir()
+    for log in LOGS:
+        (cluster / "extra" / log.name).write_text(healthy_log(log))
+    slow_log = SLOW / "extra" / "nccl-pair-03-05.txt"
+    (cluster / "extra" / slow_log.name).write_text(slow_log.read_text())
+    rerun = slow_log.read_text() if again else healthy_log(slow_log)
+    (cluster / "extra" / "nccl-pair-03-05-rerun.txt").write_text(rerun)
+    doc = analyze(tmp_path, cluster)
+    (slow,) = nccl(doc, "nccl.pair.slow")
+    assert slow["node"] is None and slow["params"]["sweep"] == "extra/"
+    assert slow["params"]["unexplained_pairs"] == [["p5-node-03", "p5-node-05"]]
+    [other] = slow["params"]["unexplained_runs"][0]["other_runs"]
+    assert other["run"] == "extra/nccl-pair-03-05-rerun.txt"
+    assert other["verdict"] == ("slow" if again else "fine")
+    if again:
+        assert slow["severity"] == "warning" and "not noise" in slow["message"]
+        assert slow["route"]["owner"] == "nccl-network" and "EFA counters" in slow["route"]["action"]
+        assert "slow in run extra/nccl-pair-03-05-rerun.txt" in slow["message"]
+    else:
+        assert slow["severity"] == "info" and "noise, re-run it" in slow["message"]
+        assert "fine in run extra/nccl-pair-03-05-rerun.txt" in slow["message"]
+    # the re-run, slow, is said in the first run's finding, not reported again on its own
+    assert len(nccl(doc, "nccl.pair.slow")) == 1

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
@@ -162,6 +162,8 @@ class Localisation:
     #: of a re-run judged against its reference sweep: slow pairs of a node the reference localised
     #: (they are said in that node's finding, as the same pair's other run)
     borrowed: dict[PairKey, str] = field(default_factory=dict)
+    #: of a re-run: slow pairs slow in the reference too, no node explaining them (said in its finding)
+    repeated: list[PairKey] = field(default_factory=list)
 
     def explained(self, suspect: str) -> list[PairKey]:
         """The slow pairs the suspect node explains (the pair findings folded into its finding)."""
@@ -180,10 +182,12 @@ def localise(
     t: Mapping[str, Any],
     mid: float | None = None,
     known: Sequence[str] = (),
+    slow_there: Collection[PairKey] = (),
 ) -> Localisation:
     """Mark pairs >= below_median_fraction under the median slow, then find their common node or block.
-    ``mid`` is the median to compare with when not the values' own, and ``known`` the nodes localised
-    there (a re-run judged against the sweep it re-runs: its slow pairs with such a node are theirs)."""
+    ``mid`` is the median to compare with when not the values' own, ``known`` the nodes localised there
+    and ``slow_there`` the pairs slow there (a re-run judged against the sweep it re-runs: its slow pairs
+    with such a node, or slow there too, are said in that sweep's findings)."""
     mid = round(median(values.values()) if mid is None else mid, 2)
     slow = sorted(k for k, v in values.items() if v <= mid * (1 - t["below_median_fraction"]))
     loc = Localisation(mid, slow, Counter(m for k in values for m in k), Counter(m for k in slow for m in k))
@@ -197,7 +201,12 @@ def localise(
     for k in slow:
         if not set(k) & set(loc.suspects) and (m := next((m for m in known if m in k), None)):
             loc.borrowed[k] = m
-    loc.left = [k for k in slow if not set(k) & set(loc.suspects) and k not in loc.borrowed]
+    loc.repeated = [
+        k for k in slow if k in slow_there and k not in loc.borrowed and not set(k) & set(loc.suspects)
+    ]
+    loc.left = [
+        k for k in slow if not set(k) & set(loc.suspects) and k not in loc.borrowed and k not in loc.repeated
+    ]
     of = {m: blocks.get(m) for m in loc.total}
     everyone = set(of.values()) if len(set(of.values())) == 1 else set()  # a block all nodes share
     touching = Counter(b for k in loc.left for b in {of[k[0]], of[k[1]]} if b and b not in everyone)
@@ -249,8 +258,10 @@ def localisations(ctx: Context) -> list[Judged]:
                     continue
                 ref = sweep.reference
                 mid = median(ref.values.values()) if ref is not None else None
-                known = of[id(ref)].suspects if ref is not None and id(ref) in of else []
-                loc = localise({(k[0], k[1]): v for k, v in sweep.values.items()}, blocks, t, mid, known)
+                there = of.get(id(ref)) if ref is not None else None
+                known, slow_there = (there.suspects, there.slow) if there is not None else ([], [])
+                values = {(k[0], k[1]): v for k, v in sweep.values.items()}
+                loc = localise(values, blocks, t, mid, known, slow_there)
                 of[id(sweep)] = loc
                 out.append(Judged(sweep, loc))
         return out

@@ -7,7 +7,8 @@ least rest_factor times the highest count among the other nodes is "the node com
 pairs" -> critical, route node-hardware § F.  Slow pairs that no such node explains: if they touch a
 common topology block (last network_node_layers entry, else placement group; a block every node
 shares tells nothing) -> warning "link or spine"; several with no pattern -> warning (links or
-placement); a single one -> info "noise; re-run".  Every finding carries the per-node slow-pair counts.
+placement); a single one -> info "noise; re-run", or a warning when every other run of that pair was
+slow too (not noise).  Every finding carries the per-node slow-pair counts.
 Runs are never pooled: each sweep (one folder's pair logs, one log holding a sweep, each re-run of a pair;
 analyzer.judge.signals.nccl.sweeps) is localised on its own, its findings name the sweep and the run
 (file, test) of every slow pair, and say how the same pairs ran in the other sweeps ("slow in run A
@@ -55,7 +56,8 @@ RULE = RuleInfo(
     severity_reason=(
         "Critical when one node is common to the pairs 20 % or more below the pair median, the "
         "drain-and-replace line, since that node holds back every collective it joins; slow pairs a topology "
-        "block or no pattern explains are warnings, a single one info (noise, re-run). Source: HyperPod "
+        "block or no pattern explains are warnings, a single one info (noise, re-run) unless it was slow in every "
+        "run of it (then a warning). Source: HyperPod "
         "performance-debugger skill (awslabs/agent-plugins); ours: the localisation procedure."
     ),
 )
@@ -65,6 +67,11 @@ LINK = Route(
     "check the shared link / spine; re-run",
 )
 NOISE = Route("nccl-network", "hyperpod-nccl performance-testing.md", "re-run the pair before acting")
+PERSISTENT = Route(
+    "nccl-network",
+    "hyperpod-performance-debugger § A",
+    "check both nodes' EFA counters and the link between them (slow in every run)",
+)
 KEYS = LOCALISE_KEYS  # the thresholds localise() reads (analyzer.judge.signals.nccl)
 #: slow pairs said run by run in a message (the params list them all)
 SAID = 3
@@ -147,6 +154,13 @@ def _findings(ctx: Context, j: Judged, judged: list[Judged], several: bool) -> I
         message = (
             f"{len(loc.left)} slow pairs of {where} share no node and no topology block: links or placement "
             f"suspected, no node blamed ({listed}; pair median {loc.median} GB/s)"
+        )
+    elif (again := slow_elsewhere(judged, j, loc.left[0])) and all(bad for _, bad in again):
+        # slow in every run of it: not noise (the key stays the pair's, whatever the severity)
+        severity, route, key = Severity.WARNING, PERSISTENT, ("noise", collective, *loc.left[0])
+        message = (
+            f"one slow pair with no pattern in {where}: {listed} vs pair median {loc.median} GB/s, and slow "
+            f"again in every other run of it: not noise; check the link between its two nodes"
         )
     else:
         severity, route, key = Severity.INFO, NOISE, ("noise", collective, *loc.left[0])
