@@ -247,9 +247,12 @@ def test_straggler_single_node_runs(tmp_path: Path) -> None:
     found = res.of("nccl.busbw.straggler")
     assert [(f.node, f.severity) for f in found] == [("node-02", Severity.WARNING)]
     assert found[0].params["peers"] == 4 and found[0].params["metric"].startswith("single-node")
-    # four nodes = three peers: not enough for peer statistics
+    # four nodes = three peers: not enough for peer statistics, so not examined (never a pass)
     (cluster / "node-05").rename(tmp_path / "away")
-    assert analyze(cluster).outcome("nccl.busbw.straggler") == "pass"
+    few = analyze(cluster)
+    assert few.outcome("nccl.busbw.straggler") == "skipped"
+    reason = few.outcomes["nccl.busbw.straggler"].reason or ""
+    assert reason.startswith("too few peers: 3 of 4 nodes"), reason
 
 
 # -- correctness, transport, log errors ----------------------------------------------------------------

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-from analyzer.judge.engine import Context
+from analyzer.judge.engine import Context, NotExamined, TooFewPeers, too_few_peers
 from analyzer.judge.findings import Evidence
 from analyzer.judge.hosts import HostIndex
 
@@ -399,6 +399,30 @@ def _better(new: dict[str, Any], new_large: bool, old: dict[str, Any], old_large
     if new_large:
         return bool(new["busbw"] > old["busbw"])
     return bool(new["size_bytes"] > old["size_bytes"])
+
+
+def not_compared(
+    ctx: Context,
+    groups: Mapping[tuple[str | None, str], list[Sweep]],
+    judged: Collection[Sweep],
+    need: int,
+    unit: str,
+) -> None:
+    """Name the nodes of every sweep not judged (too few pairs or nodes of its own, and no reference
+    sweep) as not examined by the running rule, with why; with no sweep judged at all, the rule is not
+    examined (:class:`TooFewPeers`), and with no such run at all it had no input (:class:`NotExamined`)."""
+    done = {(s.instance_type, s.collective, s.label) for s in judged}
+    reasons = []
+    for (itype, coll), group in sorted(groups.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        for s in group:
+            if (s.instance_type, s.collective, s.label) not in done:
+                why = too_few_peers(len(s.runs), need, unit, f"{itype or 'unknown type'} {coll}, {s.label}")
+                ctx.not_judged(sorted({m for k in s.runs for m in k}), why)
+                reasons.append(why)
+    if not groups:
+        raise NotExamined(f"no nccl-tests run of the {unit} compared with a large-message busbw")
+    if not done:
+        raise TooFewPeers("; ".join(reasons))
 
 
 def sweeps(runs: list[Run], size: int, min_subjects: int) -> dict[tuple[str | None, str], list[Sweep]]:

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import median
 
-from analyzer.judge.engine import Context, RuleInfo
+from analyzer.judge.engine import Context, NotExamined, RuleInfo, TooFewPeers, too_few_peers
 from analyzer.judge.findings import Finding, Route, Severity
 from analyzer.judge.peers import median_mad
 from analyzer.judge.signals.nccl import Run, busbw_evidence, load_runs, sweeps
@@ -32,6 +32,7 @@ RULE = RuleInfo(
     title="Node busbw a robust outlier below its peers",
     severity=Severity.WARNING,
     requires=("nccl_result", "nccl_run"),
+    peers="min_peers",
     passed="no node's busbw an outlier below its peers",
     route=Route(
         "node-hardware",
@@ -97,6 +98,22 @@ def _judge(ctx: Context, figures: list[_Figure]) -> Iterable[Finding]:
     z_max = ctx.threshold(RULE, "mad_z")
     min_drop = ctx.threshold(RULE, "min_drop_fraction")
     judged = [f for f in figures if f.itype is not None and len(f.peers) >= min_peers]
+    # a node with no figure among enough peers is not examined, never passed
+    if not figures:
+        raise NotExamined("no nccl-tests run with a large-message busbw")
+    reasons = []
+    for node in sorted({f.node for f in figures} - {f.node for f in judged}):
+        why = sorted(
+            {
+                too_few_peers(len(f.peers), min_peers, "nodes", f"{f.itype or 'unknown type'} {f.collective}")
+                for f in figures
+                if f.node == node
+            }
+        )
+        ctx.not_judged([node], "; ".join(why))
+        reasons += why
+    if not judged:
+        raise TooFewPeers("; ".join(sorted(set(reasons))))
     for f in judged:
         mid, mad = median_mad(f.peers)
         f.mid, f.mad = round(mid, 2), round(mad, 2)

@@ -26,6 +26,7 @@ from analyzer.judge.signals.nccl import (
     busbw_evidence,
     contrast,
     load_runs,
+    not_compared,
     other_runs,
     sweeps,
 )
@@ -35,6 +36,7 @@ RULE = RuleInfo(
     title="Pairwise busbw more than {below_mean_fraction:pct} % below the run mean",
     severity=Severity.WARNING,
     requires=("nccl_result", "nccl_rank"),
+    peers="min_pairs",
     passed="no pairwise run far below its run's mean",
     scope="shared",
     route=Route(
@@ -53,7 +55,11 @@ def check(ctx: Context) -> Iterable[Finding]:
     min_pairs = ctx.threshold(RULE, "min_pairs")
     below = ctx.threshold(RULE, "below_mean_fraction")
     slow = ctx.settings.value("nccl.pair.slow", "below_median_fraction")
-    for (itype, collective), group in sweeps(load_runs(ctx, min_bytes), 2, min_pairs).items():
+    groups = sweeps(load_runs(ctx, min_bytes), 2, min_pairs)
+    # a sweep of too few pairs (and no sweep to judge it against) is not examined, never passed
+    own = [s for g in groups.values() for s in g if len(s.runs) >= min_pairs or s.reference is not None]
+    not_compared(ctx, groups, own, min_pairs, "pairs")
+    for (itype, collective), group in groups.items():
         judged = [s for s in group if len(s.runs) >= min_pairs or s.reference is not None]
         lines = {s.label: _lines(s.pool, below, slow) for s in judged}
         for sweep in judged:

@@ -35,11 +35,14 @@ from analyzer.judge.signals.nccl import (
     Run,
     busbw_evidence,
     contrast,
+    load_runs,
     localisations,
     localise,
+    not_compared,
     other_runs,
     size_label,
     slow_elsewhere,
+    sweeps,
 )
 
 RULE = RuleInfo(
@@ -47,6 +50,7 @@ RULE = RuleInfo(
     title="Pairwise busbw >= {below_median_fraction:pct} % below the median; node common to the slow pairs",
     severity=Severity.CRITICAL,
     requires=("nccl_result", "nccl_rank"),
+    peers="min_pairs",
     passed="no pairwise busbw far below the pair median",
     route=Route(
         "node-hardware",
@@ -80,6 +84,10 @@ __all__ = ["RULE", "Localisation", "check", "localise"]
 
 def check(ctx: Context) -> Iterable[Finding]:
     judged = localisations(ctx)
+    min_pairs = ctx.threshold(RULE, "min_pairs")
+    # a sweep of too few pairs (and no sweep to judge it against) is not examined, never passed
+    groups = sweeps(load_runs(ctx, ctx.threshold(RULE, "large_message_bytes")), 2, min_pairs)
+    not_compared(ctx, groups, [j.sweep for j in judged], min_pairs, "pairs")
     several = {j.group for j in judged if sum(k.group == j.group for k in judged) > 1}
     for j in judged:
         if j.loc.slow:
