@@ -51,7 +51,7 @@ def analyze(
         con = connect(str(db_path) if db_path else None)
         summary = load_inputs(con, workdir, paths=paths, jobs=jobs, progress=progress)
         if not summary.nodes:
-            unread = [(u.path, u.reason) for u in summary.unread_inputs]
+            unread = nothing_usable(paths, summary)
             raise no_usable_bundle(unread or con.execute("SELECT file, error FROM parse_problems").fetchall())
         if on_loaded is not None:
             on_loaded(summary)
@@ -66,6 +66,32 @@ def analyze(
         return data
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def nothing_usable(paths: Sequence[Path], summary: LoadSummary) -> list[tuple[str, str]]:
+    """Why no node bundle was read: each input given, with why, first; then what was not read inside
+    them.  An input read only for cluster-wide files (a DCGM mndiag JSON, an extra/ folder of
+    nccl-tests logs) is named too: those files are judged with the node bundles they speak of."""
+    out: list[tuple[str, str]] = []
+    unread = [(u.path, u.reason) for u in summary.unread_inputs]
+    for path in map(str, paths):
+        inside = [u for u in unread if u[0] == path or u[0].startswith((path + "/", path + "!"))]
+        extras = [e["source"] for e in summary.extras if e["source"] == path or e["source"].startswith(path)]
+        if any(u[0] == path for u in inside):
+            continue  # named with its own reason below
+        if extras:
+            out.append(
+                (
+                    path,
+                    "read as cluster-wide files (a DCGM mndiag JSON or extra/ files speak of nodes and are"
+                    " judged with those nodes' bundles), but no node bundle was given: give it with them",
+                )
+            )
+        elif inside:
+            out.append((path, f"no node bundle read in it ({len(inside)} part(s) of it not read, below)"))
+        else:
+            out.append((path, "no node bundle read in it"))
+    return out + [u for u in unread if u not in out]
 
 
 def load_inputs(

@@ -4,7 +4,9 @@
 
 Writes ``DIR/<node>.tar.gz`` and ``DIR/<node>.tar.gz.sha256`` (``sha256sum`` format, as collector.sh writes
 it) per node, cluster-wide nccl-tests logs (and for some scenarios a CloudWatch FSx export) under
-``DIR/extra/``, and ``DIR/expected-faults.json``: the rule ids planted and the nodes they are planted on.
+``DIR/extra/``, and beside ``DIR`` the answer key ``DIR.expected-faults.json`` (:func:`answer_key`): the rule
+ids planted and the nodes they are planted on.  The key lies outside the cluster folder, as it is no part of
+a collection: ``hptriage analyze DIR`` would name a loose file in it as an input not read (exit 5).
 
 Every node is a p5.48xlarge (8x H100) built from verbatim captures: the 8-GPU ``nvidia-smi -q`` and its
 derived CSVs, ``topo -m``, NVLink status (one real GPU block repeated for the 8 GPUs with their UUIDs), a
@@ -307,7 +309,8 @@ def write_node(out: Path, i: int, files: list[tuple[str, str, str]]) -> None:
 
 
 def generate(out: Path, nodes: int, scenario: str, seed: int = 0) -> dict:
-    """Write the cluster into ``out`` (created; emptied of earlier tarballs); return expected-faults.json."""
+    """Write the cluster into ``out`` (created; emptied of earlier tarballs); return the answer key,
+    written beside ``out`` (:func:`answer_key`)."""
     out = Path(out)
     rng = random.Random(f"{scenario}:{nodes}:{seed}")
     faults = plan(nodes, scenario, rng)
@@ -387,8 +390,16 @@ def generate(out: Path, nodes: int, scenario: str, seed: int = 0) -> dict:
         "faults": {rule: sorted(v, key=lambda n: n or "") for rule, v in sorted(expected.items())},
         "note": "rule id -> nodes it is planted on (null: a cluster-wide finding with no node)",
     }
-    (out / "expected-faults.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (out / "expected-faults.json").unlink(missing_ok=True)  # where an earlier version wrote it
+    answer_key(out).write_text(json.dumps(doc, indent=1) + "\n")
     return doc
+
+
+def answer_key(out: Path) -> Path:
+    """Where :func:`generate` writes the faults it planted in the cluster at ``out``: beside the folder
+    (``/tmp/fleet`` -> ``/tmp/fleet.expected-faults.json``), not in it."""
+    out = Path(out)
+    return out.with_name(out.name + ".expected-faults.json")
 
 
 def main() -> None:

@@ -71,6 +71,13 @@ def render(data: ReportData) -> str:
     out += _listed("Given but not judged", list(v.notes))
     out += _listed("Inputs that could not be read", [f"`{u.path}`: {u.reason}" for u in v.unread_inputs])
     out += _listed(
+        "Read for people, not parsed (nothing in them was judged)",
+        [
+            f"`{e['path']}` on {e['nodes']} node(s): {e['reason']}"
+            for e in data.inputs.get("not_parsed") or []
+        ],
+    )
+    out += _listed(
         "Rules that failed to run",
         [f"`{e['rule']}` ({_cell(e['title'])}): {_cell(e['reason'])}" for e in v.rule_errors],
     )

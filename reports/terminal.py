@@ -242,6 +242,12 @@ def _verdict(out: _Writer, data: ReportData, verbose: bool) -> None:
             out.add(f"{u.path}: {u.reason}", indent=6)
         if len(rows) < len(v.unread_inputs):
             out.add(f"... and {len(v.unread_inputs) - len(rows)} more: see -v or --json", indent=6)
+    not_parsed = data.inputs.get("not_parsed") or []
+    if not_parsed:  # read and kept for people, parsed by no parser: nobody takes them for judged
+        listed = "; ".join(f"{e['path']} on {e['nodes']} node(s) ({e['reason']})" for e in not_parsed)
+        out.add(
+            f"read for people, not parsed (nothing in them judged): {listed}", tag="[INFO]", colour="blue"
+        )
     if v.rule_errors:
         out.add(f"{len(v.rule_errors)} rule(s) failed to run:", tag="[CONCERN]", colour="yellow")
         for e in v.rule_errors:

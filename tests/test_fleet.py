@@ -96,12 +96,16 @@ def _untimed(doc: Any) -> Any:
     return doc
 
 
-def test_dataset_is_hive_partitioned_and_appendable(cluster: Path, stores: tuple[Path, Path], tmp_path: Path) -> None:
+def test_dataset_is_hive_partitioned_and_appendable(
+    cluster: Path, stores: tuple[Path, Path], tmp_path: Path
+) -> None:
     _, ds = stores
     doc = json.loads((ds / "_hptriage_schema.json").read_text())
     assert doc["tables"]["findings"]["partitioned_by"] == ["cluster", "collection_date"]
     node_files = sorted((ds / "node").rglob("*.parquet"))
-    assert len(node_files) == 12 and all("cluster=c1" in str(p) and "collection_date=2026-" in str(p) for p in node_files)
+    assert len(node_files) == 12 and all(
+        "cluster=c1" in str(p) and "collection_date=2026-" in str(p) for p in node_files
+    )
     again = run("ingest", str(cluster), "--parquet", str(ds), "-q", "--jobs", "1")
     assert "already stored; 0 new bundle(s), 13 already in the dataset" in again.output
     assert sorted((ds / "node").rglob("*.parquet")) == node_files  # the same files, not more
@@ -130,7 +134,9 @@ def test_dataset_is_hive_partitioned_and_appendable(cluster: Path, stores: tuple
     kept = json.loads((ds / "_hptriage_schema.json").read_text())
     con = duckdb.connect()
     recount = write_schema_doc(con, ds)
-    assert {t: d["rows"] for t, d in kept["tables"].items()} == {t: d["rows"] for t, d in recount["tables"].items()}
+    assert {t: d["rows"] for t, d in kept["tables"].items()} == {
+        t: d["rows"] for t, d in recount["tables"].items()
+    }
     assert all(set(kept["tables"][t]["columns"]) == set(d["columns"]) for t, d in recount["tables"].items())
     assert changed.output.startswith(f"diff {first[:12]} -> {second[:12]}: 0 new, 0 resolved, 11 persisting")
 
@@ -138,7 +144,7 @@ def test_dataset_is_hive_partitioned_and_appendable(cluster: Path, stores: tuple
 def test_read_input_is_pure_and_names_its_input(cluster: Path) -> None:
     from analyzer.fleet.read_input import read_input
 
-    node = json.loads((cluster / "expected-faults.json").read_text())["faults"]["gpu.xid"][0]  # the planted Xid
+    node = json.loads(generate.answer_key(cluster).read_text())["faults"]["gpu.xid"][0]  # the planted Xid
     name = f"/fsx/hptriage/c1/{node}.tar.gz"
     body = (cluster / f"{node}.tar.gz").read_bytes()
     tables = read_input(name, body, checksum=(cluster / f"{node}.tar.gz.sha256").read_bytes())
@@ -180,7 +186,9 @@ def test_ingest_refuses_unclear_targets(cluster: Path, tmp_path: Path) -> None:
     assert run("history", "--parquet", str(tmp_path / "nothing")).exit_code == EXIT_USAGE
 
 
-def test_ray_engine_missing_is_one_line(cluster: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ray_engine_missing_is_one_line(
+    cluster: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sys
 
     monkeypatch.setitem(sys.modules, "ray", None)  # as on an install without the ray extra

@@ -100,9 +100,13 @@ def test_bug_reports_in_per_node_folders_are_one_cluster(tmp_path: Path) -> None
     (case / "gpu-node-a" / "notes.txt").write_text("drained on Monday\n")  # a loose file beside it
     out = tmp_path / "r.json"
     result = CliRunner().invoke(cli, ["analyze", str(case), "--json", str(out), "-q", "--jobs", "1"])
-    assert result.exit_code == 0, result.output
+    # the loose notes are named as not read (exit 5), and nothing else is
+    assert result.exit_code == 5, result.output
     assert "clusters in" not in result.output, "one folder of per-node folders is one cluster"
     report = json.loads(out.read_text())
+    unread = report["verdict"]["unread_inputs"]
+    assert [u["path"] for u in unread] == [str(case / "gpu-node-a" / "notes.txt")]
+    assert "loose file beside the bundles" in unread[0]["reason"]
     assert sorted(n["node"] for n in report["nodes"]) == ["gpu-node-a", "gpu-node-b", "gpu-node-c"]
     xids = [f["node"] for f in report["findings"] if f["rule"] == "gpu.xid.fallen_off_bus"]
     assert xids == ["gpu-node-b"]

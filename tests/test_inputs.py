@@ -195,9 +195,11 @@ def test_extra_is_not_a_bundle_but_is_read(tmp_path: Path) -> None:
     assert con.execute("SELECT count(*) FROM node").fetchone() == (8,)
     # its files are still read as cluster-level inputs
     assert con.execute("SELECT count(*) FROM nccl_run WHERE node IS NULL").fetchone()[0] > 0
-    # a loose file beside the bundles is accounted for (ignored), not a problem
-    assert [i.path for i in summary.ignored] == [str(cluster / "README.txt")]
-    assert summary.unread_inputs == []
+    # a loose file beside the bundles is named as not read, with why (files are read inside a bundle
+    # or an extra/ folder), not as a parse problem
+    assert [u.path for u in summary.unread_inputs] == [str(cluster / "README.txt")]
+    assert "loose file beside the bundles" in summary.unread_inputs[0].reason
+    assert summary.problems == 0
 
 
 def test_sha256_beside_a_tarball_is_verified(sample_cluster: Path, tmp_path: Path) -> None:
@@ -216,7 +218,7 @@ def test_sha256_beside_a_tarball_is_verified(sample_cluster: Path, tmp_path: Pat
     inputs = sorted(out.iterdir())
     summary, con = _load(tmp_path, inputs)
     assert sorted(summary.nodes) == ["h100-node-04", "p5-node-01", "p5-node-02", "p5-node-03"]
-    assert summary.unread_inputs == [] and summary.ignored == []
+    assert summary.unread_inputs == []
     status = {c["path"]: c for c in summary.checksums}
     assert set(status) == {str(good), str(bad), str(bare), str(junk)}
     assert status[str(good)]["status"] == "ok" and status[str(good)]["expected"] == _sha256(good)

@@ -50,11 +50,9 @@ class Item:
 @dataclass
 class Listing:
     items: list[Item] = field(default_factory=list)
-    #: (path, why) of what was not read: no such path, a link inside a folder, a folder too deep
+    #: (path, why) of what was not read: no such path, a link inside a folder, a folder too deep, a
+    #: loose file beside the bundles (a README, a job's log), as analyze names them
     skipped: list[tuple[str, str]] = field(default_factory=list)
-    #: (path, why) of loose files beside the bundles that are no input (a README, a notes file):
-    #: passed over as analyze passes them over
-    ignored: list[tuple[str, str]] = field(default_factory=list)
 
 
 def list_inputs(paths: list[Path]) -> Listing:
@@ -72,6 +70,7 @@ def _walk(
     everything below it; otherwise an input belongs to the folder it lies in (given on its own: its
     parent)."""
     from analyzer.intake import foreign
+    from analyzer.intake.bundle import loose_file_reason, node_parts
 
     if path.is_symlink() and depth > 0:
         listing.skipped.append((shown, "link inside a folder not followed"))
@@ -91,8 +90,8 @@ def _walk(
             Item(shown, False, holder, shown + CHECKSUM_SUFFIX if checksum.is_file() else None, outer)
         )
         return
-    if (path / "meta.env").is_file() or foreign.detect(path) is not None:
-        listing.items.append(Item(shown, True, holder, None, outer))
+    if (path / "meta.env").is_file() or foreign.detect(path) is not None or node_parts(path):
+        listing.items.append(Item(shown, True, holder, None, outer))  # node_parts: meta.env missing
         return
     if path.name == "extra" and depth == 0:
         listing.items.append(Item(shown, True, _parent(shown)))
@@ -115,7 +114,7 @@ def _walk(
         elif child.is_dir() or child.is_symlink() or _may_be_input(child):
             _walk(child, child_shown, listing, depth + 1, folder, (here, path))
         elif not child.name.endswith(CHECKSUM_SUFFIX):
-            listing.ignored.append((child_shown, "not a bundle (no directory with meta.env, no .tar.gz)"))
+            listing.skipped.append((child_shown, loose_file_reason(child)))
 
 
 def _is_extra(child: Path) -> bool:

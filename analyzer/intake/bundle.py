@@ -9,11 +9,18 @@ Every input is accounted for.  Discovery records, besides the bundles it found:
 
 * ``unread``: inputs (or members of them) that were not read, each with the path as the user gave it
   (``cluster.tar.gz!inner/path`` inside a cluster tarball) and why: a path that does not exist, a file
-  or tarball that is no bundle, a directory with no bundle in it, a refused tar member, a link;
-* ``ignored``: loose files inside input directories that are no bundle (a README beside the bundles);
+  or tarball that is no bundle, a directory with no bundle in it, a refused tar member, a link, a loose
+  file beside the bundles (a README, a job's log: read only from ``extra/`` or a bundle), a folder too
+  deep to search, and a node bundle whose ``meta.env`` is missing (read all the same, see below);
 * ``duplicates``: the same file or directory reached twice (the same path, a path inside another
   input, or a byte-identical copy of a tarball); the first one seen is kept;
 * ``checksums``: every ``<tarball>.sha256`` beside a tarball (``sha256sum`` format), verified.
+
+A folder (or a node tarball's one top folder) without ``meta.env`` that plainly is one node's bundle (it
+holds ``manifest.tsv`` or ``cmd/``, and no bundle below it) is read as a node bundle under its folder's
+name, and is also an unread input saying that its ``meta.env`` is missing (what only meta.env says, its
+cluster, instance type and collection time, is unknown): the node is never dropped, and the run still
+says that something given could not be read.
 
 Every node bundle and ``extra/`` keeps the *folder* it was found in: the cluster folder.  That is the
 nearest directory (or cluster tarball) that holds an ``extra/``, else the directory that holds the node
@@ -35,7 +42,7 @@ from pathlib import Path
 
 from analyzer.intake import foreign
 from analyzer.intake.meta import Meta
-from analyzer.intake.records import IgnoredFile, UnreadInput
+from analyzer.intake.records import UnreadInput
 from analyzer.intake.safe_read import Limits, Refusal, extract_tree, iter_dir, iter_tar, safe_member_name
 
 TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.xz", ".txz", ".tar.bz2", ".tbz2")
@@ -88,6 +95,8 @@ class TarPeek:
     shape: str
     meta: bytes | None = None
     top: str | None = None
+    #: for a node tarball without meta.env: the parts of a bundle it holds ('cmd/, manifest.tsv')
+    parts: str = ""
 
 
 @dataclass
@@ -96,7 +105,6 @@ class Discovery:
     extras: list[ExtraSource] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, problem)
     unread: list[UnreadInput] = field(default_factory=list)
-    ignored: list[IgnoredFile] = field(default_factory=list)
     duplicates: list[dict[str, str]] = field(default_factory=list)  # {"path", "same_as"}
     #: (tarball location, {"path", "sha256_file", "status", "expected", "actual", "reason"})
     checksums: list[tuple[Path, dict[str, str | None]]] = field(default_factory=list)
@@ -107,6 +115,9 @@ class Discovery:
     _tars_by_size: dict[int, list[tuple[Path, str]]] = field(default_factory=dict)
     _digests: dict[Path, str] = field(default_factory=dict)
     _checked: set[Path] = field(default_factory=set)  # tarballs whose .sha256 was looked for
+    #: loose files and folders not searched, of the input being walked: unread inputs of their own,
+    #: or, when the input holds no bundle at all, counted in the one entry that names the input
+    _loose: list[UnreadInput] = field(default_factory=list)
 
     def refuse(self, path: str, reason: str) -> None:
         """An input (or a member of one) that was not read: a parse problem and an unread input."""
@@ -137,19 +148,20 @@ def discover(inputs: list[Path], workdir: Path, limits: Limits) -> Discovery:
         if _checksum_of_tarball(path):
             given_checksums.append((path, display))  # e.g. from a shell glob; checked with its tarball
             continue
-        before, n_ignored = found._size(), len(found.ignored)
+        before = found._size()
         _discover(path, display, workdir, limits, found, depth=0)
+        loose, found._loose = found._loose, []
         if found._size() == before:  # a directory (or cluster tarball) with no bundle in it
-            files = len(found.ignored) - n_ignored
-            del found.ignored[n_ignored:]
             found.refuse(
                 display,
                 "no bundle in it (no directory with meta.env, no node .tar.gz"
-                + (f"; {files} other file(s) not read)" if files else "; it is empty)"),
+                + (f"; {len(loose)} other file(s) not read)" if loose else "; it is empty)"),
             )
+        else:
+            found.unread += loose
     for path, display in given_checksums:
         if path.with_name(path.name.removesuffix(CHECKSUM_SUFFIX)) not in found._checked:
-            found.ignored.append(IgnoredFile(display, "checksum file whose tarball was not given"))
+            found.unread.append(UnreadInput(display, "checksum file whose tarball was not given: not read"))
     return found
 
 
@@ -186,9 +198,16 @@ def _discover(
         if depth == 0 and path.name == "extra":
             found.extras.append(ExtraSource(path, display, folder=_holder(found, path, None)))
             return
+        parts = node_parts(path)
+        if parts:  # one node's bundle whose meta.env is missing: read, and named
+            holder = folder or _holder(found, path, parent)
+            found.nodes.append(NodeSource(path, False, display, folder=holder))
+            found.heads[path] = Head(None)
+            found.unread.append(UnreadInput(display, _meta_missing(parts, path.name)))
+            return
         if depth >= MAX_DEPTH:
-            found.ignored.append(
-                IgnoredFile(display, f"directory more than {MAX_DEPTH} levels deep: not searched")
+            found._loose.append(
+                UnreadInput(display, f"directory more than {MAX_DEPTH} levels deep: not searched")
             )
             return
         try:
@@ -208,9 +227,7 @@ def _discover(
             ):
                 _discover(child, child_display, workdir, limits, found, depth + 1, folder, (display, path))
             elif not _checksum_of_tarball(child):  # a .sha256 is checked with its tarball
-                found.ignored.append(
-                    IgnoredFile(child_display, "not a bundle (no directory with meta.env, no .tar.gz)")
-                )
+                found._loose.append(UnreadInput(child_display, loose_file_reason(child)))
         return
     if is_tarball(path):
         _check_checksum(path, display, found, depth)
@@ -224,6 +241,8 @@ def _discover(
             holder = folder or _holder(found, path, parent)
             found.nodes.append(NodeSource(path, True, display, folder=holder))
             found.heads[path] = Head(peek.meta, peek.top)
+            if peek.parts:  # one node's bundle whose meta.env is missing: read, and named
+                found.unread.append(UnreadInput(display, _meta_missing(peek.parts, peek.top or path.name)))
         elif peek.shape == "cluster":
             dest = workdir / f"cluster-{len(list(workdir.iterdir())):04d}"
             dest.mkdir()
@@ -247,7 +266,100 @@ def _discover(
     if claimed is not None:
         found.refuse(display, f"named like an {claimed} input, but its content is not one")
         return
-    found.refuse(display, "not a bundle: expected a directory or a .tar.gz")
+    kind = content_kind(path)
+    found.refuse(
+        display,
+        "not a bundle (expected a directory or a .tar.gz with meta.env) and no reader of another tool's"
+        " input claims it"
+        + (
+            f"; it looks like {kind} output: put it in a node bundle's cmd/ or a cluster's extra/ folder"
+            f" (hptriage parse --kind {kind} reads it alone)"
+            if kind
+            else ""
+        ),
+    )
+
+
+#: What one node's bundle holds besides meta.env (docs/bundle-format.md): a folder holding one of them
+#: and no bundle below is a node bundle whose meta.env is missing.
+NODE_PARTS = ("manifest.tsv", "cmd/")
+
+
+def node_parts(path: Path) -> str:
+    """The parts of a node bundle a folder without meta.env holds ('cmd/, manifest.tsv'), when it is
+    plainly one node's bundle: not an ``extra/`` folder, no bundle below it (then it is a cluster
+    folder).  '' otherwise.  (Callers try the readers of other tools' inputs first.)
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()); (d / "cmd").mkdir(); node_parts(d)
+    'cmd/'
+    >>> (d / "sub").mkdir(); (d / "sub" / "meta.env").write_text("node=a\\n") and node_parts(d)
+    ''
+    """
+    if path.name == "extra" or (path / "meta.env").exists():
+        return ""
+    try:
+        found = [
+            part
+            for part in NODE_PARTS
+            if not (path / part.rstrip("/")).is_symlink()
+            and ((path / part).is_dir() if part.endswith("/") else (path / part).is_file())
+        ]
+        if not found:
+            return ""
+        for child in path.iterdir():
+            if child.is_dir() and not child.is_symlink() and (child / "meta.env").exists():
+                return ""
+    except OSError:
+        return ""
+    return ", ".join(found)
+
+
+def _meta_missing(parts: str, name: str) -> str:
+    """Why a node bundle without meta.env is an unread input, though the rest of it is read."""
+    return (
+        f"no meta.env: read as a node bundle (it holds {parts}) under its folder's name {name!r}; what only"
+        " meta.env says (the node's name, cluster, instance type, collection time) is unknown"
+    )
+
+
+#: Bytes of a loose file looked at to say what it holds.
+LOOSE_SNIFF_BYTES = 64 * 1024
+
+
+def loose_file_reason(path: Path) -> str:
+    """Why a loose file beside the bundles is not read: it is no bundle, and files are read only inside
+    a node bundle or an ``extra/`` folder.  Where a parser recognises its first bytes, the reason says
+    which kind it holds and where to put it.
+
+    >>> import tempfile
+    >>> f = Path(tempfile.mkdtemp()) / "notes.txt"; _ = f.write_text("rebooted node 3 at noon\\n")
+    >>> loose_file_reason(f)
+    'loose file beside the bundles, not read: no bundle, and no parser recognises its content (files are read inside a node bundle or a cluster extra/ folder)'
+    """
+    kind = content_kind(path)
+    if kind is None:
+        return (
+            "loose file beside the bundles, not read: no bundle, and no parser recognises its content"
+            " (files are read inside a node bundle or a cluster extra/ folder)"
+        )
+    return (
+        f"loose file beside the bundles, not read: it looks like {kind} output, but lies outside any"
+        " bundle and extra/ folder; move it into the cluster's extra/ folder or its node bundle's cmd/"
+    )
+
+
+def content_kind(path: Path) -> str | None:
+    """The kind a parser recognises in a file's first bytes (``parsers.detect_kind``), else None."""
+    import parsers
+
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(LOOSE_SNIFF_BYTES)
+    except OSError:
+        return None
+    text = head.decode("utf-8", errors="replace")
+    return parsers.detect_kind(text) if text.strip() else None
 
 
 def _convert_foreign(
@@ -439,6 +551,7 @@ def peek_tar(path: Path) -> TarPeek:
     tops: set[str] = set()
     top: str | None = None
     bundle_like = False
+    held: set[str] = set()  # what of a node bundle lies in the top folder (when meta.env is missing)
     try:
         with tarfile.open(path, mode="r|*") as archive:
             for n, info in enumerate(archive):
@@ -462,6 +575,10 @@ def peek_tar(path: Path) -> TarPeek:
                 bundle_like = bundle_like or (
                     len(parts) >= 2 and parts[1] in ("cmd", "manifest.tsv", "files")
                 )
+                if len(parts) >= 3 and parts[1] == "cmd":
+                    held.add("cmd/")
+                elif len(parts) == 2 and parts[1] == "manifest.tsv" and info.isreg():
+                    held.add("manifest.tsv")
                 if n > 20000:
                     break
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
@@ -469,6 +586,8 @@ def peek_tar(path: Path) -> TarPeek:
             # damaged before meta.env, but plainly one node's bundle: read what is there
             return TarPeek("node", None, top)
         return TarPeek(f"unreadable archive: {exc or type(exc).__name__}")
+    if held and len(tops) == 1:  # one node's bundle whose meta.env is missing: read, and named
+        return TarPeek("node", None, top, ", ".join(p for p in NODE_PARTS if p in held))
     return TarPeek("no meta.env and no node bundle inside: not a bundle")
 
 

@@ -4,8 +4,12 @@ Every input is accounted for in the LoadSummary (and in the ``input_issue`` and 
 tables), besides the parse problems:
 
 * ``unread_inputs``: what was not read, with the path as the user gave it (or ``bundle.tar.gz!member``)
-  and why: a missing path, a file or directory that is no bundle, a refused member, a damaged archive,
-  a bundle whose reading failed.
+  and why: a missing path, a file or directory that is no bundle, a loose file beside the bundles, a
+  refused member, a damaged archive, a bundle whose reading failed, a node bundle without meta.env
+  (read all the same), a file of a bundle or ``extra/`` folder that no parser recognises.
+* ``not_parsed``: files read and kept for people but parsed by no parser (kind ``-`` in manifest.tsv,
+  the collector's ``redaction.txt``), each bundle path with why and on how many nodes: nothing in them
+  was judged.
 * ``duplicates``: an input identical to one already taken is analyzed once.  Identical means the same
   file or directory (resolved path), a byte-identical tarball (size, then SHA-256 of the bytes), or the
   same content in another form (a directory and a tarball of it, or two tarballs compressed
@@ -57,7 +61,7 @@ from analyzer.intake.bundle import (
 )
 from analyzer.intake.meta import KNOWN_META, Meta, parse_meta
 from analyzer.intake.read_node import NodeData, bundle_id_for, read_extra, read_node_safely
-from analyzer.intake.records import IgnoredFile, UnreadInput
+from analyzer.intake.records import UnreadInput
 from analyzer.intake.safe_read import Limits
 from analyzer.store.tables import CORE_TABLES, BatchWriter
 
@@ -90,8 +94,8 @@ class LoadSummary:
     node_conflicts: list[dict[str, Any]] = field(default_factory=list)
     #: {"path", "sha256_file", "status": ok|mismatch|unreadable, "expected", "actual", "reason"}
     checksums: list[dict[str, str | None]] = field(default_factory=list)
-    #: loose files beside the bundles that are no bundle (a README), not read
-    ignored: list[IgnoredFile] = field(default_factory=list)
+    #: files read and kept for people, parsed by no parser: {"path" (in the bundle), "reason", "nodes"}
+    not_parsed: list[dict[str, Any]] = field(default_factory=list)
     #: the parts read, each judged on its own: {"cluster", "folder", "collected_at", "nodes",
     #: "bundle_ids"} (bundle_ids: its node bundles and extra/ folders)
     parts: list[dict[str, Any]] = field(default_factory=list)
@@ -158,7 +162,6 @@ def load(
     if account:
         summary.unread_inputs = list(found.unread)
         summary.duplicates = list(found.duplicates)
-        summary.ignored = list(found.ignored)
         for path, problem in found.problems:
             writer.add("parse_problems", "", None, [_problem(path, problem)])
             summary.problems += 1
@@ -235,7 +238,6 @@ def load(
         summary.checksums.append(entry)
     if account:
         _issues(writer, "", None, "unread", found.unread)
-    _issues(writer, "", None, "ignored", summary.ignored)
     writer.add(
         "input_issue",
         "",
@@ -679,6 +681,12 @@ def _store(
         writer.add_arrow(table, batch)
     summary.problems += len(data.problems)
     summary.unread_inputs.extend(data.unread)
+    for path, reason in data.not_parsed:  # one entry per (path, reason), with the nodes counted
+        entry = next((e for e in summary.not_parsed if e["path"] == path and e["reason"] == reason), None)
+        if entry is None:
+            summary.not_parsed.append({"path": path, "reason": reason, "nodes": 1})
+        else:
+            entry["nodes"] += 1
     _issues(writer, bid, node or None, "unread", data.unread)
 
 
@@ -687,7 +695,7 @@ def _issues(
     bundle_id: str,
     node: str | None,
     issue: str,
-    entries: Sequence[UnreadInput] | Sequence[IgnoredFile],
+    entries: Sequence[UnreadInput],
 ) -> None:
     writer.add("input_issue", bundle_id, node, [_issue(e.path, issue, reason=e.reason) for e in entries])
 

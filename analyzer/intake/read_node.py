@@ -2,6 +2,13 @@
 
 For every file the kind comes from the manifest, else from the file name (``cmd/<kind>.txt``), else from
 the content.  Each parse failure becomes a problem record; nothing raised by a parser escapes.
+
+Every file is accounted for: one no parser recognises (in ``cmd/``, ``extra/``, anywhere in the bundle
+or a cluster's ``extra/`` folder), a ``files/`` copy the manifest gives no kind, a manifest kind no parser
+has whose content no parser recognises either, and a probe's stderr that belongs to no probe, are
+*unread inputs* named by the path the user knows, with why.  A file kept for people (kind ``-`` in
+manifest.tsv, the collector's ``redaction.txt``) is read but parsed by no parser: it is listed in
+``not_parsed`` with why, so nobody takes it for judged.
 """
 
 from __future__ import annotations
@@ -45,9 +52,11 @@ class NodeData:
     parts: dict[str, list[Any]] = field(default_factory=dict)
     #: id(part) -> the node its rows carry instead of ``node`` (a node's output found in extra/)
     part_nodes: dict[int, str] = field(default_factory=dict)
-    #: what was not read: refused members (``bundle.tar.gz!member``, or ``dir/member``) and the rest of
-    #: a damaged or over-cap bundle
+    #: what was not read: refused members (``bundle.tar.gz!member``, or ``dir/member``), the rest of
+    #: a damaged or over-cap bundle, files no parser recognises
     unread: list[UnreadInput] = field(default_factory=list)
+    #: (path in the bundle, why) of files read and kept for people but parsed by no parser
+    not_parsed: list[tuple[str, str]] = field(default_factory=list)
     failed: str = ""  # set when reading the bundle raised: nothing of it was stored
 
     def to_arrow(self) -> None:
@@ -124,6 +133,7 @@ def read_extra(
     so workers can share a large folder; refused members and errors are reported by part 0 alone."""
     source = NodeSource(path, False, display)
     reader = _NodeReader(source, cluster_id=cluster_id)
+    reader.prefix = prefix
     refusals: list[Refusal] = []
     errors: list[str] = []
 
@@ -171,6 +181,7 @@ class _NodeReader:
         node = None if cluster_id else source.location.name
         self.data = NodeData(bundle_id=cluster_id or "", node=node or "", display=source.display)
         self.cluster_wide = bool(cluster_id)  # an extra/ folder: no node of its own
+        self.prefix = "extra"  # an extra/ folder's files are read as '<prefix>/<name>'
         if cluster_id:
             self.data.node = ""
             self._identified = True
@@ -206,6 +217,10 @@ class _NodeReader:
         for name, data in self.pending:
             self._dispatch(name, data)
         self.pending.clear()
+        for path, stderr in sorted(self.stderr.items()):
+            if stderr.strip() and path not in self.manifest and path not in self.answer_text:
+                err = path.removesuffix(".txt") + ".err"
+                self.unread(err, "the stderr of a probe manifest.tsv does not list: not read")
         for path, row in sorted(self.manifest.items()):
             self.data.probes.append(
                 {
@@ -275,15 +290,21 @@ class _NodeReader:
         row = self.manifest.get(name)
         if row is not None and row.kind == "-" and not name.startswith("extra/"):
             self._file(name, None, "manifest", len(data), "kept", 0)
+            self.data.not_parsed.append((name, "kind '-' in manifest.tsv: kept for people"))
+            return
+        if name == REDACTION and row is None:
+            self._file(name, None, None, len(data), "kept", 0)
+            self.data.not_parsed.append((name, "the collector's record of what it redacted: kept for people"))
             return
         kind = row.kind if row is not None and row.kind != "-" else None
         self.parse_file(name, data, kind, "manifest" if kind else None)
 
     def parse_file(self, name: str, data: bytes, kind: str | None, kind_source: str | None = None) -> None:
         self.seen.add(name)
+        unknown = None
         if kind is not None and kind not in parsers.KINDS:
             self.problem(name, kind, f"unknown kind {kind!r} in manifest; recognising by content")
-            kind = None
+            unknown, kind = kind, None
         text = _text(data)
         if kind is None and name.startswith("cmd/") and name.endswith(".txt"):
             stem = name[4:-4]
@@ -293,7 +314,14 @@ class _NodeReader:
             self.answer_text[name] = (kind or "", text[:ANSWER_HEAD])
         if kind is None:
             if name.startswith("files/") and not name.startswith("files/etc/slurm"):
+                # host files are parsed by the kind the manifest gives (by content, /etc/fstab could pass
+                # for /proc/mounts): without one, it is not read
                 self._file(name, None, None, len(data), "kept", 0)
+                self.unread(
+                    name,
+                    (f"manifest kind {unknown!r} is unknown" if unknown else "no kind in manifest.tsv")
+                    + ": a copied host file is parsed only by the kind its manifest row gives; not read",
+                )
                 return
             kind, kind_source = _by_name(name, text), "name"
             if kind is None:
@@ -302,6 +330,12 @@ class _NodeReader:
         if kind is None:
             status = "empty" if not text.strip() else "unrecognised"
             self._file(name, None, None, len(data), status, 0)
+            if status == "unrecognised":
+                self.unread(
+                    name,
+                    (f"manifest kind {unknown!r} is unknown and " if unknown else "")
+                    + "no parser recognises its content (hptriage parse --list names the kinds read)",
+                )
             return
         self._parse(name, kind, kind_source or "content", text, len(data))
 
@@ -409,6 +443,25 @@ class _NodeReader:
             if "=" in line
         )
 
+    def unread(self, name: str, reason: str) -> None:
+        """A file of the bundle that was not read, named as the user knows it, with why."""
+        self.data.unread.append(UnreadInput(self.shown(name), reason))
+
+    def shown(self, name: str) -> str:
+        """A file of the bundle by the path the user gave: ``<dir>/cmd/x.txt``, ``<tarball>!<top>/cmd/x.txt``,
+        ``<cluster>/extra/x.log``; for an output of another tool's input, the file evidence names."""
+        display = self.source.display
+        if self.cluster_wide:
+            rest = name.removeprefix(self.prefix + "/")
+            if display.endswith("!extra"):  # another tool's cluster-wide file, given as a file
+                return display.removesuffix("!extra")
+            return f"{display.rstrip('/')}/{rest}"
+        if name in self.origins:
+            return self.source_file(name)
+        if self.source.is_tar:
+            return f"{display}!{self.top}/{name}" if self.top else f"{display}!{name}"
+        return f"{display.rstrip('/')}/{name}"
+
     def source_file(self, name: str) -> str:
         """How evidence names a file of the bundle: ``<node>/<path>``; for an output of another tool's
         input, the input's own file (``<node>/<report>.log.gz``, ``<node>/<tarball>!<member>``)."""
@@ -459,6 +512,10 @@ class _NodeReader:
                 "rows": rows,
             }
         )
+
+
+#: The collector's record of what --redact masked (categories and counts): for people, not parsed.
+REDACTION = "redaction.txt"
 
 
 def _is_line(column: str) -> bool:

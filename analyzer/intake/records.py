@@ -12,19 +12,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class UnreadInput:
     """An input, or a member of one, that was not read: the path as the user gave it
-    (``bundle.tar.gz!member`` for a member of a tarball) and why.  It makes the verdict incomplete."""
-
-    path: str
-    reason: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "reason": self.reason}
-
-
-@dataclass(frozen=True)
-class IgnoredFile:
-    """A loose file beside the bundles that is no bundle (a README), not read: accounted for, but no
-    unread input (the verdict stays complete)."""
+    (``bundle.tar.gz!member`` for a member of a tarball) and why.  It makes the verdict incomplete and
+    ``analyze`` exit 5: a loose file beside the bundles, a file no parser recognises, a node bundle
+    without meta.env (read all the same) are unread inputs as much as a refused member."""
 
     path: str
     reason: str

@@ -30,7 +30,7 @@ class ReportData:
     rule_passed: dict[str, str] = field(default_factory=dict)
     verdict: Verdict | None = None  # computed from the rest when not given
     charts: dict[str, Any] = field(default_factory=dict)  # chart data, gathered only for HTML/PDF
-    #: how the inputs were read: duplicates, node-name conflicts, checksums, extras, ignored files
+    #: how the inputs were read: duplicates, node-name conflicts, checksums, extras, files not parsed
     inputs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -90,7 +90,8 @@ def gather(
             "node_conflicts": summary.node_conflicts,
             "checksums": summary.checksums,
             "extras": summary.extras,
-            "ignored": [i.as_dict() for i in summary.ignored],
+            # files read and kept for people but parsed by no parser: nothing in them was judged
+            "not_parsed": summary.not_parsed,
         },
     )
     if charts:

@@ -112,9 +112,10 @@ CORE_TABLES: dict[str, tuple[Column, ...]] = {
         Column(
             "issue",
             "str",
-            "unread (not read: missing, no bundle, refused member, damaged), duplicate (identical to"
-            " same_as: analyzed once), node-conflict (another bundle claims the same node; this one is"
-            " shown under node), ignored (a file beside the bundles that is no bundle)",
+            "unread (not read: missing, no bundle, refused member, damaged, a loose file beside the"
+            " bundles, a file no parser recognises, a node bundle without meta.env, read all the same),"
+            " duplicate (identical to same_as: analyzed once), node-conflict (another bundle claims the"
+            " same node; this one is shown under node)",
         ),
         Column("reason", "str"),
         Column("same_as", "str", "duplicate: the input analyzed in its place"),
