@@ -149,7 +149,13 @@ class NotExamined(Exception):
 TOO_FEW_PEERS = "too few peers"
 
 
-class TooFewPeers(NotExamined):
+class CannotJudge(NotExamined):
+    """Raised by a rule's check() that read its input but had nothing to judge it against (no expected
+    line for the instance type, no peers): the rule ends ``skipped`` with this reason as it is, never
+    ``pass``; every node is not examined by it."""
+
+
+class TooFewPeers(CannotJudge):
     """Raised by a rule's check() that compares nodes (or GPUs, pairs) with their peers and found no group
     big enough to compare: the rule ends ``skipped`` with this reason (:func:`too_few_peers`), never
     ``pass``; every node is not examined by it."""
@@ -271,7 +277,7 @@ def run_rules(
         except NotExamined as exc:  # the rule's own input was not among what the tables hold, or no peers
             ctx.take_saw()
             ctx.take_not_judged()
-            reason = str(exc) if isinstance(exc, TooFewPeers) else f"no input: {exc}"
+            reason = str(exc) if isinstance(exc, CannotJudge) else f"no input: {exc}"
             outcomes.append(Outcome(info.id, "skipped", 0, reason, nodes_without_data=sorted(coverage.nodes)))
             continue
         except Exception as exc:  # a broken rule (requirement or check) is reported, the others still run

@@ -225,11 +225,15 @@ def test_below_expected_critical_only_when_verified_and_peers_agree(tmp_path: Pa
     assert found[0].params["nodes"] == ["node-03", "node-04"] and found[0].params["peers_agree"]
 
 
-def test_below_expected_passes_a_fast_run_and_unknown_types(tmp_path: Path) -> None:
+def test_below_expected_passes_a_fast_run_and_does_not_examine_unknown_types(tmp_path: Path) -> None:
     res = analyze(one_node(tmp_path, nccl_log(HOST_A, HOST_B, 1.2, large_only=False)))
     assert res.outcome("nccl.busbw.below_expected") == "pass"
+    # a type sku.toml has no line for: the run is not held to anything, so it is not examined, never a pass
     res = analyze(one_node(tmp_path, fixture("nccl-tests", A3), "a3-megagpu-8g", "node-02"))
-    assert res.outcome("nccl.busbw.below_expected") == "pass"
+    outcome = res.outcomes["nccl.busbw.below_expected"]
+    assert outcome.outcome == "skipped" and not res.of("nccl.busbw.below_expected")
+    assert "no expected multi-node busbw line for instance type a3-megagpu-8g" in (outcome.reason or "")
+    assert "node-02" in outcome.nodes_without_data
 
 
 # -- per-node straggler from single-node runs ----------------------------------------------------------

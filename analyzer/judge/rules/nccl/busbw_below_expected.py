@@ -11,6 +11,8 @@ otherwise warning, and the message says "unverified expectation".  False positiv
 figures disagree (docs/sources.md#where-sources-disagree: p4d ~300 vs 35-45 GB/s, p5 ~400+ vs 380-420), hence
 the verified flag; a log whose collective is not named is assumed to be all_reduce.  A 2-host run of a slow
 pair that nccl.pair.slow localised to a node is not reported here: it is listed in that node's finding.
+A run of an instance type sku.toml gives no line for is not examined (never a pass; with no run held to
+a line the rule is skipped, saying which type lacks one).
 Each run is judged on its own (never the best of several): the message names it (file, and test when the
 log holds several), and the same hosts' runs elsewhere (another folder, log or re-run) are said with it.
 Reference: docs/sources.md#nccl-bandwidth, docs/sources.md#instance-types (performance-debugger details guide
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from statistics import median
 
-from analyzer.judge.engine import Context, RuleInfo
+from analyzer.judge.engine import CannotJudge, Context, RuleInfo
 from analyzer.judge.findings import Finding, Route, Severity
 from analyzer.judge.signals.nccl import (
     busbw_evidence,
@@ -60,6 +62,8 @@ def check(ctx: Context) -> Iterable[Finding]:
         if r.busbw is not None and r.scope and r.collective in (None, "all_reduce")
     ]
     folded = explained_runs(ctx)
+    unheld: list[str] = []  # why runs were held to no line
+    held = 0
     for run in runs:
         members = sorted(set(run.members))
         if run.key in folded:
@@ -67,7 +71,16 @@ def check(ctx: Context) -> Iterable[Finding]:
         sku = ctx.settings.instance(run.instance_type) or {}
         scope = run.scope or "multi_node"  # runs without a scope were filtered out above
         warn, fail = sku.get(f"{scope}_busbw_warning"), sku.get(f"{scope}_busbw_failure")
-        if warn is None or run.busbw is None or run.busbw >= warn:
+        if warn is None:  # no line to hold the run to: not examined, never a pass
+            why = (
+                f"no expected {scope.replace('_', '-')} busbw line for instance type "
+                f"{run.instance_type or 'unknown'} (sku.toml)"
+            )
+            ctx.not_judged([run.node] if run.node else members, why)
+            unheld.append(why)
+            continue
+        held += 1
+        if run.busbw is None or run.busbw >= warn:
             continue
         verified = bool(sku.get(f"{scope}_verified", False))
         peers = [
@@ -127,3 +140,5 @@ def check(ctx: Context) -> Iterable[Finding]:
             bundle_id=run.bundle_id,
             key=(run.source_file,) if run.run == 1 else (run.source_file, run.run),
         )
+    if unheld and not held:  # every run lacked a line to hold it to (a finding comes only from a held run)
+        raise CannotJudge("; ".join(sorted(set(unheld))))
