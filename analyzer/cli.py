@@ -801,6 +801,11 @@ def rules(fmt: str, config: Path | None) -> None:
         for k, v in r["thresholds"].items():
             unit = f" {v['unit']}" if v.get("unit") else ""
             click.echo(f"{'':32} {k} = {v['value']}{unit}  [{v['source']}]")
+        for sig in r.get("signatures", []):
+            click.echo(
+                f"{'':32} signature {sig['signature']} ({sig['family']}, {sig['severity']}, "
+                f"→ {sig['route']['owner']})  [{'; '.join(sig['sources'])}]"
+            )
 
 
 @cli.command()

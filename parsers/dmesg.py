@@ -99,6 +99,7 @@ from itertools import product
 from typing import Any, cast
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
+from parsers._kernel_catalog import NOISE, SIGNATURES, extract
 from parsers._text import LineCleaner, clean_head, pci_address, to_int
 
 SAMPLE = sample_of(__doc__)
@@ -131,6 +132,8 @@ SCHEMA = {
         Column("interface", "str", "network interface of a link event"),
         Column("host", "str", "launcher tag of the line (pdsh host, srun rank, pod), else null"),
         Column("boot", "int", "0 current boot, -1 the one before ...; null when unknown"),
+        Column("signature", "str", "the catalog signature the line matched (kernel_signatures.toml)"),
+        Column("device", "str", "the device the line names: block device, file system, Lustre target, NIC"),
     )
 }
 
@@ -178,30 +181,11 @@ _GPU_PCI = re.compile(
 #: a GPU named by index or address ("GPU0 _kgspRpcRecvPoll", "GPU 0000:41:00.0:"): a line of its own
 _NAMES_GPU = re.compile(r"GPU(?:\d|\s+(?:at\s+)?(?:PCI:)?[0-9a-fA-F]{2,8}:)")
 _GSP_TIMEOUT = re.compile(r"GSP.*(?:timed out|timeout)|(?:timed out|timeout).*GSP", re.IGNORECASE)
-_AER = re.compile(
-    r"(?P<dev>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d).*PCIe Bus Error: severity=(?P<sev>[^,]+)"
-)
-_AER_FATAL = re.compile(
-    r"(?P<dev>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d).*AER: (?P<sev>(?:Multiple )?Uncorrected[^:]*) error"
-)
-_NVLINK = re.compile(r"NVRM:.*nvlink.*(?:error|fatal|fail)", re.IGNORECASE)
-_EFA = re.compile(r"^(?:infiniband )?efa[_ ].*(?:error|fail|timeout|reset)", re.IGNORECASE)
 _EFA_LOADED = re.compile(r"Elastic Fabric Adapter \(EFA\) v(?P<ver>\d+(?:\.\d+)+\w*)")
 #: the EFA driver bringing a device up: ``efa 0000:00:07.0: Setup irq:...`` (its admin interrupt, once per
 #: device) and ``infiniband efa_0: IB device registered`` (its verbs device)
 _EFA_PROBE = re.compile(
     r"^(?:efa (?P<dev>[0-9a-fA-F]{4}:[0-9a-fA-F:.]+): Setup irq|infiniband (?P<ibdev>efa_\d+): IB device registered)"
-)
-_OOM = re.compile(
-    r"out of memory: Kill(?:ed)? process (?P<pid>\d+) \((?P<name>[^)]*)\)|(?P<inv>\S+) invoked oom-killer",
-    re.IGNORECASE,
-)
-_HUNG = re.compile(r"INFO: task (?P<name>.+?):(?P<pid>\d+) blocked for more than (?P<s>\d+) seconds")
-_LOCKUP = re.compile(r"soft lockup|hard LOCKUP|watchdog: BUG", re.IGNORECASE)
-_PANIC = re.compile(r"Kernel panic - not syncing|BUG: unable to handle|BUG: kernel NULL")
-_MCE = re.compile(r"mce: \[Hardware Error\]")
-_NMI = re.compile(
-    r"NMI received for unknown reason|Uhhuh\. NMI received|NMI: PCI system error|NMI: IOCK error"
 )
 _DRIVER = re.compile(r"NVRM: loading NVIDIA .*Kernel Module(?: for \S+)?\s+(?P<ver>\d+\.\d+(?:\.\d+)?)(?!\S)")
 #: NIC driver link lines: mlx5 ``ens1f0np0: Link down`` / ``mlx5_5: Port: 1 Link DOWN``,
@@ -250,14 +234,18 @@ def detect(text: str) -> int:
     return 30 if stamped >= min(3, len(lines)) > 0 else 0
 
 
+#: the error words of a line that prints no level: one of them next to a device or driver name makes an
+#: unclassified kernel error (the catalog's noise aside)
+ERROR_KEYS = ("rror", "RROR", "fail", "Fail", "FAIL", "timed out", "timeout", "Timeout",
+              ":err", ":crit", ":alert", ":emerg", " err:", " crit:", " alert:", " emerg:")  # fmt: skip
 #: Every substring that ``_event`` (and an NVRM continuation) tests before its regexes: a line holding
 #: none of them is no event and cannot continue one, so it is never looked at again.
-CANDIDATE_KEYS = (
-    "NVRM", "SXid", "AER", "PCIe Bus Error", "of memory", "oom-killer", "ink ", "new active",
-    "blocked for more", "BUG", "panic", "ockup", "LOCKUP", "watchdog", "mce:", "NMI",
-    "Elastic Fabric Adapter", "nvidia 0",
+CANDIDATE_KEYS = tuple(dict.fromkeys((
+    "NVRM", "SXid", "ink ", "new active", "Elastic Fabric Adapter", "nvidia 0",
     *("".join(c) for c in product("eE", "fF", "aA")),  # a line that starts "efa" in any case
-)  # fmt: skip
+    *(key for sig in SIGNATURES for key in sig.keys),  # the catalog's signatures
+    *ERROR_KEYS,  # what an unclassified error line holds (see _unclassified)
+)))  # fmt: skip
 #: Above this size the candidate lines are found by one vectorised RE2 pass (pyarrow) instead of one
 #: compiled alternation per line in Python (1 MB, 14k lines: ~4 ms against ~15 ms, and ~28 ms for a loop
 #: of substring tests; polars' str.contains ~2.5 ms, not worth a dependency: see benchmarks/RESULTS.md).
@@ -283,7 +271,10 @@ def candidate_lines(lines: list[str]) -> list[int]:
     return [i for i, line in enumerate(lines) if search(line)]
 
 
-_CANDIDATE_RE2 = "|".join(re.escape(k) for k in CANDIDATE_KEYS)
+#: /dev/kmsg records of priority 0-3 (emerg..err): a line at error level or worse is a candidate (the
+#: levels ``dmesg -x`` and Talos print are literal keys of ``ERROR_KEYS``)
+LEVEL_RE2 = r"^[0-3],[0-9]+,[0-9]+,"
+_CANDIDATE_RE2 = "|".join([*(re.escape(k) for k in CANDIDATE_KEYS), LEVEL_RE2])
 _CANDIDATE = re.compile(_CANDIDATE_RE2)
 
 
@@ -358,10 +349,16 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                 if inner := _INNER_UP.match(body):
                     body = body[inner.end() :]
                 current = _event_of(body, memo)
+            if current is not None and current["event_type"] == "-":
+                current = None  # a line the catalog knows that is no event of its own
+                continue
             if current is None:
                 if "GPU" in body:
                     _unreadable_device(result, i + 1, raw[i], body)
-                continue
+                kmsg = g[_G["kmsg"]] if g is not None and m is not None else None
+                current = _unclassified(line if o is None else "", body, kmsg)
+                if current is None:
+                    continue
             if o is not None:
                 current["ts_raw"], current["uptime_s"], current["ts"] = up, float(up), None
             elif loose is not None:
@@ -698,7 +695,19 @@ def _body(line: str) -> str:
 
 def _row(event_type: str, message: str, **fields: Any) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(
-        ("pci", "gpu_index", "xid", "caused_by_xid", "pid", "process", "severity", "interface"), None
+        (
+            "pci",
+            "gpu_index",
+            "xid",
+            "caused_by_xid",
+            "pid",
+            "process",
+            "severity",
+            "interface",
+            "signature",
+            "device",
+        ),
+        None,
     )
     row.update(event_type=event_type, message=message.strip(), **fields)
     return row
@@ -723,31 +732,94 @@ def _event(body: str) -> dict[str, Any] | None:
                 row["_device"] = m.group("pci")  # said and kept: see _read_devices
             return row
         return None
-    if ("AER" in body or "PCIe Bus Error" in body) and (m := _AER.search(body) or _AER_FATAL.search(body)):
-        return _row("pcie_aer", body, pci=pci_address(m.group("dev")), severity=m.group("sev").strip())
-    if ("of memory" in body or "oom-killer" in body) and (m := _OOM.search(body)):
-        if m.group("inv"):
-            return None  # the "Killed process" line that follows carries pid and name
-        return _row("oom_kill", body, pid=int(m.group("pid")), process=m.group("name"))
-    if ("ink " in body or "new active" in body) and (event := _link_event(body)):
-        return event
-    if "blocked for more" in body and (m := _HUNG.search(body)):
-        return _row("hung_task", body, pid=int(m.group("pid")), process=m.group("name"))
-    if ("BUG" in body or "panic" in body) and _PANIC.search(body):
-        return _row("kernel_panic", body)
-    if ("ockup" in body or "LOCKUP" in body or "watchdog" in body) and _LOCKUP.search(body):
-        return _row("soft_lockup", body)
-    if "mce:" in body and _MCE.search(body):
-        return _row("mce", body)
-    if "NMI" in body and _NMI.search(body):
-        return _row("nmi", body)
     if "Elastic Fabric Adapter" in body and (m := _EFA_LOADED.search(body)):
         return _row("efa_driver_loaded", m.group("ver"))
     if (body.startswith("efa ") or body.startswith("infiniband efa")) and (m := _EFA_PROBE.match(body)):
         return _row("efa_probe", body, pci=pci_address(m.group("dev")), interface=m.group("ibdev"))
-    if (body[:3].lower() == "efa" or body.startswith("infiniband efa")) and _EFA.search(body):
-        return _row("efa_error", body)
+    if (event := _signature_event(body)) is not None:
+        return event
+    if ("ink " in body or "new active" in body) and (event := _link_event(body)):
+        return event
     return None
+
+
+#: what ``_event`` gives a line a catalog signature claims without an event of its own (a report's detail
+#: line, a recovery): it is known, so it is neither an event nor an unclassified error
+_CLAIMED: dict[str, Any] = {"event_type": "-"}
+
+
+def _signature_event(body: str) -> dict[str, Any] | None:
+    """The event of the first catalog signature (``parsers/kernel_signatures.toml``, in its order) whose
+    keys the line holds and whose pattern it matches; ``_CLAIMED`` for a claim-only signature."""
+    for sig in SIGNATURES:
+        if not any(key in body for key in sig.keys):
+            continue
+        m = sig.pattern.search(body)
+        if m is None:
+            continue
+        if sig.claims_only:
+            return _CLAIMED
+        x = extract(sig, m)
+        pci = pci_address(x["pci"]) if x["pci"] else None
+        if x["src"]:  # an AER message naming its source device: the error is that device's
+            pci = pci_address(x["src"]) or pci
+        elif x["srcid"] and pci:  # old kernels: "error received: id=0010" (bus << 8 | device << 3 | function)
+            rid = int(x["srcid"], 16)
+            pci = f"{pci[:4]}:{rid >> 8:02x}:{(rid >> 3) & 0x1F:02x}.{rid & 7}"
+        return _row(
+            sig.event_type,
+            body,
+            pci=pci,
+            pid=to_int(x["pid"]) if x["pid"] else None,
+            process=x["process"],
+            severity=x["severity"].strip() if x["severity"] else sig.severity_text,
+            signature=sig.id,
+            device=x["device"],
+        )
+    return None
+
+
+#: the level ``dmesg -x`` (``kern  :err   : ``) or Talos (``<node>: kern:   alert: ``) prints before a message
+_LEVEL = re.compile(
+    r"^(?:[\w.:-]+:\s+)?[a-z]+\s*:\s*(emerg|alert|crit|err|warn|warning|notice|info|debug)\s*:"
+)
+_ERROR_LEVELS = ("emerg", "alert", "crit", "err")
+_KMSG_LEVELS = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
+#: an error word (a line that prints no level)
+_ERROR_WORD = re.compile(r"(?i:error|fail|timed out|timeout)")
+#: a message that starts with the driver or subsystem and the device it is about: ``nvme nvme0: ``,
+#: ``ena 0000:00:05.0 eth0: ``, ``sd 0:0:0:0: [sda] ``, ``EXT4-fs (sda1): ``, ``mlx5_core 0000:..: ``
+_DEVICE_PREFIX = re.compile(
+    r"^(?P<drv>[A-Za-z][\w.-]*)(?: (?P<dev>\([\w.-]+\)|[\w.:-]+?))?(?: (?P<ifname>[\w.@-]+))?: "
+)
+
+
+def _unclassified(line: str, body: str, kmsg_prio: str | None) -> dict[str, Any] | None:
+    """A line no signature claims that is at error level or worse (the level the log prints: ``dmesg -x``,
+    Talos, /dev/kmsg), or, where the log prints no level, an error word in a message that names its
+    driver and device first; the catalog's noise rows aside.  Its row is ``kernel_error`` with the level
+    (or ``error word``) in ``severity`` and the driver or device in ``device``."""
+    level: str | None = None
+    if kmsg_prio is not None:
+        level = _KMSG_LEVELS[int(kmsg_prio) & 7]
+    elif lm := _LEVEL.match(line):
+        level = lm.group(1)
+    if level is not None:
+        if level not in _ERROR_LEVELS:
+            return None  # the log says the level: an error word at warning or info is no error
+    elif not _ERROR_WORD.search(body):
+        return None  # most candidate lines: no level, no error word
+    else:
+        prefix = _DEVICE_PREFIX.match(body)
+        if prefix is None or not _ERROR_WORD.search(body, prefix.end()):
+            return None
+    if any(any(k in body for k in n.keys) and n.pattern.search(body) for n in NOISE):
+        return None
+    prefix = _DEVICE_PREFIX.match(body)
+    device = None
+    if prefix is not None:
+        device = (prefix.group("dev") or prefix.group("drv")).strip("()")
+    return _row("kernel_error", body, severity=level or "error word", device=device)
 
 
 def _nvrm_event(body: str) -> dict[str, Any] | None:

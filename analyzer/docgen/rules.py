@@ -10,6 +10,7 @@ import inspect
 from analyzer.judge.rules import load_rules
 from analyzer.judge.settings import load_settings
 from analyzer.model.sections import SECTIONS, section_of
+from parsers._kernel_catalog import FAMILIES, NOISE, SIGNATURES
 
 
 def render() -> str:
@@ -136,7 +137,47 @@ def render() -> str:
                 out.append("")
             if doc:
                 out += [doc, ""]
+    out += kernel_catalog()
     return "\n".join(out) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def kernel_catalog() -> list[str]:
+    """The kernel-log signature catalog (parsers/kernel_signatures.toml) as tables."""
+    out = [
+        "## Kernel-log signature catalog",
+        "",
+        "Every class of kernel-log line the rules judge is one row of `parsers/kernel_signatures.toml`",
+        "(beside the NVIDIA Xid catalog and the NVRM, SXid, link and EFA-probe lines the parser reads",
+        "structurally): its pattern, family, what it extracts, severity with its reason, route and public",
+        "sources. A line no signature claims that is at error level or worse (or, where the log prints no",
+        "level, holds an error word after a driver and device name) is a `kernel_error` row, shown by",
+        "`host.kernel.unclassified`, unless a noise row below says why it is no fault. See",
+        "docs/sources.md#kernel-signatures for what each public catalog holds.",
+        "",
+        "| family | title | judged by | route |",
+        "|---|---|---|---|",
+    ]
+    for f in FAMILIES.values():
+        out.append(f"| `{f.id}` | {f.title} | `{f.rule}` | `{f.owner}` ({f.target}): {f.action} |")
+    out += ["", "| signature | family | event | severity | why | sources |", "|---|---|---|---|---|---|"]
+    for s in SIGNATURES:
+        event = "claimed, no event" if s.claims_only else f"`{s.event_type}`"
+        out.append(
+            f"| `{s.id}` | {s.family} | {event} | {s.severity} | {_cell(s.reason)} | {_cell('; '.join(s.sources))} |"
+        )
+    out += [
+        "",
+        "Noise: error-level lines of healthy nodes that are no fault (not reported as unclassified):",
+        "",
+    ]
+    out += ["| noise | why |", "|---|---|"]
+    out += [f"| `{n.id}` | {_cell(n.reason)} |" for n in NOISE]
+    out.append("")
+    return out
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from typing import Any
 
 from analyzer.judge.rules import load_rules
 from analyzer.judge.settings import Settings
+from parsers._kernel_catalog import FAMILIES, SIGNATURES
 
 
 def rule_catalog(settings: Settings) -> list[dict[str, Any]]:
@@ -22,6 +23,24 @@ def rule_catalog(settings: Settings) -> list[dict[str, Any]]:
             "thresholds": settings.described(m.RULE.id),
             "route": m.RULE.route.as_dict(),
             "version": m.RULE.version,
+            "signatures": kernel_signatures(m.RULE.id),
         }
         for m in load_rules()
+    ]
+
+
+def kernel_signatures(rule: str) -> list[dict[str, Any]]:
+    """The kernel-log signatures (parsers/kernel_signatures.toml) whose family the rule judges."""
+    return [
+        {
+            "signature": s.id,
+            "family": s.family,
+            "event_type": s.event_type,
+            "severity": s.severity,
+            "reason": s.reason,
+            "route": {"owner": FAMILIES[s.family].owner, "target": FAMILIES[s.family].target},
+            "sources": list(s.sources),
+        }
+        for s in SIGNATURES
+        if FAMILIES[s.family].rule == rule and not s.claims_only
     ]

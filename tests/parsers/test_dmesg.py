@@ -14,7 +14,12 @@ def events(name: str) -> list[dict]:
 
 
 def test_ctime_xid13_and_109_behind_markdown_quotes() -> None:
-    ev = events("gpud-readme-dmesg-ctime-xid13-109.txt")
+    every = events("gpud-readme-dmesg-ctime-xid13-109.txt")
+    # line 1 is no Xid: nvidia-peermem's "ERROR detected invalid context" (a catalog signature)
+    assert [(e["event_type"], e["signature"]) for e in every[:1]] == [
+        ("gpu_stack_error", "peermem_invalid_context")
+    ]
+    ev = every[1:]
     assert [e["xid"] for e in ev] == [13, 13, 13, 109]
     assert {e["pci"] for e in ev} == {"0000:cb:00.0"}
     assert ev[0]["ts"] == "2024-08-30T11:43:09" and ev[0]["pid"] is None and ev[0]["process"] is None

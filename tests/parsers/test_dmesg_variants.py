@@ -13,11 +13,17 @@ from tests.conftest import fixture_text
 
 
 def events(name: str) -> list[dict]:
-    return dmesg.parse(fixture_text("dmesg", name)).rows("kernel_event")
+    """The typed events of a fixture (the unclassified ``kernel_error`` lines are tested in
+    tests/rules/test_kernel_signatures.py and below)."""
+    return [
+        e
+        for e in dmesg.parse(fixture_text("dmesg", name)).rows("kernel_event")
+        if e["event_type"] != "kernel_error"
+    ]
 
 
 def parsed(text: str) -> list[dict]:
-    return dmesg.parse(text).rows("kernel_event")
+    return [e for e in dmesg.parse(text).rows("kernel_event") if e["event_type"] != "kernel_error"]
 
 
 # --- stamps ------------------------------------------------------------------------------------------
@@ -346,6 +352,13 @@ def test_noise_lines_are_no_events() -> None:
         "[ 1.4] workqueue: ib_cache_event_task [ib_core] hogged CPU for >10000us 4 times\n"
     )
     assert ev == []
+    # the probe failure is an error line no signature claims: said as an unclassified kernel error
+    every = dmesg.parse("[ 1.0] NVRM: The NVIDIA probe routine failed for 1 device(s).\n").rows(
+        "kernel_event"
+    )
+    assert [(e["event_type"], e["severity"], e["device"]) for e in every] == [
+        ("kernel_error", "error word", "NVRM")
+    ]
 
 
 def test_a_later_nvrm_line_is_no_continuation() -> None:  # hand-written

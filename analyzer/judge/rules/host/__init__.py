@@ -5,6 +5,8 @@ RULES: tuple[str, ...] = (
     "oom",
     "hung_task",
     "pcie_aer",
+    "kernel_fault",
+    "kernel_unclassified",
     "cpu_governor",
     "vcpu_low",
     "deep_health_failed",

@@ -1,0 +1,207 @@
+"""The kernel-log signature catalog on real logs: each family ranks its node and routes it; nothing is unsaid.
+
+Each family of ``parsers/kernel_signatures.toml`` has a real fixture (tests/fixtures/dmesg/PROVENANCE.md,
+"Kernel-signature families"); a cluster of four nodes where one node has the family's lines and the other
+three the real EC2 boot log (no fault) must rank that node among the verdict's worst, with the family's
+route.  Healthy real logs (every clean kernel log of the fixtures, the nvidia-bug-report kernel logs, the
+benchmark's generated boot noise) must give no warning, and their unclassified error lines are counted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+from pathlib import Path
+
+import pytest
+
+from analyzer.intake.foreign import nvidia_bug_report as nbr
+from analyzer.intake.safe_read import Limits
+from analyzer.judge.findings import Severity
+from analyzer.model.verdict import compute
+from parsers import dmesg
+from parsers._kernel_catalog import BY_ID, FAMILIES, NOISE, SIGNATURES
+from tests.conftest import FIXTURES
+from tests.rules.helpers import Result, fixture
+from tests.rules.test_gpu import run
+
+ROOT = Path(__file__).resolve().parents[2]
+CLEAN = "lkml-87blbg7tlo-boot-ec2-r5d-apic-verbose-blank-line.txt"
+
+#: family -> (the rule that judges it, a real fixture with its lines)
+FAMILY_FIXTURES = {
+    "block_io": ("host.kernel.fault", "ubuntu-rockchip-155-kernlog-nvme-down-buffer-io-error.txt"),
+    "nvme": ("host.kernel.fault", "propolis-1156-dmesg-nvme-timeout-reset-io-error.txt"),
+    "filesystem": ("host.kernel.fault", "lede-6147-dmesg-sdb-journal-abort-read-only.txt"),
+    "filesystem-xfs": ("host.kernel.fault", "talos-8733-kern-alert-xfs-log-error-shutdown.txt"),
+    "filesystem-ebs": ("host.kernel.fault", "coreos-1396-journal-ec2-xfs-xvdb-shutting-down.txt"),
+    "filesystem-ro": ("host.kernel.fault", "backintime-2568-dmesg-ext4-aborted-journal-read-only.txt"),
+    "lustre": ("host.kernel.fault", "jade-14-dmesg-T-lustre-ptlrpc-lnet-timed-out-tx-obd-ping-107.txt"),
+    "nfs": ("host.kernel.fault", "linux-surface-1494-dmesg-nfs-not-responding-ok.txt"),
+    "memory": ("host.kernel.fault", "osm-300-syslog-mce-edac-mc0-ce.txt"),
+    "mce": ("host.kernel.panic", "osm-300-syslog-mce-edac-mc0-ce.txt"),
+    "lockup": ("host.kernel.panic", "starfive-fedora-34-dmesg-soft-lockup-cc1plus.txt"),
+    "lockup-hard": ("host.kernel.panic", "ampere-182-dmesg-nmi-watchdog-hard-lockup.txt"),
+    "panic": ("host.kernel.panic", "vgpu-unlock-7-dmesg-null-deref-oops.txt"),
+    "hung_task": ("host.hung_task", "sonic-4822-dmesg-hung-task-tainted.txt"),
+    "oom": ("host.oom", "reportportal-203-dmesg-memcg-oom-killed.txt"),
+    "pcie_aer": ("host.pcie.aer", "returnn-1500-reltime-aer-root-port-fatal-gpu-cant-recover.txt"),
+    "efa": ("host.kernel.fault", "derived-nvsentinel-efa-rdmap-admin-timeout-reset.txt"),
+    "gpu_stack": ("host.kernel.fault", "gpud-readme-dmesg-ctime-xid13-109.txt"),
+}
+#: families with no real fixture yet (the catalog holds them; see the PROVENANCE.md note)
+NO_FIXTURE = {"nmi", "nic", "cpu", "os"}
+
+
+def family_of(case: str) -> str:
+    return case.split("-")[0]
+
+
+def test_every_signature_example_parses_to_its_signature() -> None:
+    for sig in SIGNATURES:
+        if sig.example is None:
+            continue
+        assert any(k in sig.example for k in sig.keys), sig.id  # the prefilter lets its own line through
+        rows = dmesg.parse(sig.example).rows("kernel_event")
+        assert [r["signature"] for r in rows] == [sig.id], (sig.id, rows)
+        assert rows[0]["event_type"] == sig.event_type
+
+
+def test_every_family_has_a_rule_and_a_fixture() -> None:
+    covered = {family_of(c) for c in FAMILY_FIXTURES}
+    assert covered | NO_FIXTURE == set(FAMILIES)
+    for case, (rule, name) in FAMILY_FIXTURES.items():
+        assert FAMILIES[family_of(case)].rule == rule
+        rows = dmesg.parse(fixture("dmesg", name)).rows("kernel_event")
+        assert any(r["signature"] and BY_ID[r["signature"]].family == family_of(case) for r in rows), case
+
+
+@pytest.fixture(scope="module")
+def clusters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Result]:
+    out = {}
+    for case, (_, name) in FAMILY_FIXTURES.items():
+        nodes = {f"clean-{i}": {"cmd/dmesg.txt": ("dmesg", fixture("dmesg", CLEAN))} for i in range(3)}
+        nodes["sick"] = {"cmd/dmesg.txt": ("dmesg", fixture("dmesg", name))}
+        out[case] = run(tmp_path_factory.mktemp(case), nodes, meta={"instance_type": "p5.48xlarge"})
+    return out
+
+
+@pytest.mark.parametrize("case", list(FAMILY_FIXTURES))
+def test_each_family_ranks_its_node_with_its_route(clusters: dict[str, Result], case: str) -> None:
+    rule, name = FAMILY_FIXTURES[case]
+    r = clusters[case]
+    found = [f for f in r.of(rule) if f.node == "sick"]
+    assert found, (case, [(f.rule, f.node) for f in r.findings])
+    assert not [f for f in r.findings if f.node != "sick" and f.severity != Severity.INFO]
+    family = FAMILIES[family_of(case)]
+    if rule == "host.kernel.fault":
+        [f] = [f for f in found if f.params["family"] == family.id]
+        assert (f.route.owner, f.route.target) == (family.owner, family.target)
+        assert f.evidence and all(e.file.endswith("dmesg.txt") and e.line for e in f.evidence)
+    nodes = [{"node": n} for n in ("clean-0", "clean-1", "clean-2", "sick")]
+    verdict = compute(r.findings, list(r.outcomes.values()), nodes)
+    assert [w.node for w in verdict.worst_nodes] == ["sick"], case
+
+
+def test_lustre_goes_to_the_storage_owner_disks_to_node_hardware(clusters: dict[str, Result]) -> None:
+    [lustre] = [f for f in clusters["lustre"].of("host.kernel.fault") if f.node == "sick"]
+    assert lustre.route.owner == "filesystem-capacity" and lustre.severity == Severity.WARNING
+    assert lustre.params["signatures"] == ["lnet_timed_out_tx", "lustre_rpc_network_error", "lustre_error"]
+    assert "172.31.126.87@o2ib" in lustre.params["devices"]
+    [disk] = [f for f in clusters["filesystem"].of("host.kernel.fault") if f.params["family"] == "filesystem"]
+    assert disk.route.owner == "node-hardware" and disk.severity == Severity.CRITICAL
+    assert {"journal_abort", "ext4_error", "remount_read_only"} <= set(disk.params["signatures"])
+
+
+def test_aer_names_the_gpu_endpoint_not_only_its_root_port(clusters: dict[str, Result]) -> None:
+    found = {f.params["pci"]: f for f in clusters["pcie_aer"].of("host.pcie.aer")}
+    assert found["0000:03:00.0"].severity == Severity.CRITICAL  # the GPU that could not recover
+    assert found["0000:03:00.0"].params["uncorrected"] == 2
+
+
+def test_efa_lines_name_the_rdma_device(clusters: dict[str, Result]) -> None:
+    [f] = [f for f in clusters["efa"].of("host.kernel.fault") if f.node == "sick"]
+    assert f.severity == Severity.CRITICAL and "rdmap16s27" in f.params["devices"]
+    assert f.route.target == "hyperpod-node-debugger § A"
+
+
+# --- healthy real logs -------------------------------------------------------------------------------
+
+_spec = importlib.util.spec_from_file_location("bench_generate_kernel", ROOT / "benchmarks" / "generate.py")
+generate = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+_spec.loader.exec_module(generate)  # type: ignore[union-attr]
+
+#: the clean real kernel logs of the fixtures (no fault in them) and their unclassified error lines
+CLEAN_DMESG = {
+    CLEAN: 0,
+    "coreos-2374-dmesg-bond-link-status-up.txt": 0,
+    "gpud-1209-journal-mlx5-port-link-active.txt": 0,
+    "amzn-308-dmesg-efa-driver-v2.6.0g.txt": 0,
+    "amzn-114-dmesg-efa-setup-irq-ib-registered.txt": 0,
+    "cachyos-1019-journal-open-banner-610.txt": 0,
+}
+
+
+def _bug_report_logs() -> dict[str, str]:
+    logs = {}
+    for p in sorted((FIXTURES / "nvidia-bug-report").glob("*.log")):
+        text, _ = nbr.decode(p, Limits())
+        blocks = nbr.split_blocks(text)
+        found = nbr.pick(blocks)
+        outs, _ = nbr.kernel_outputs(blocks, "dmesg" in found)
+        parts = ([found["dmesg"][1]] if "dmesg" in found else []) + [o.text for o in outs]
+        for i, part in enumerate(parts):
+            logs[f"{p.name}#{i}"] = part
+    return logs
+
+
+def _healthy_logs() -> dict[str, str]:
+    logs = {name: fixture("dmesg", name) for name in CLEAN_DMESG}
+    logs.update(_bug_report_logs())
+    for seed in range(3):
+        logs[f"generate.build_dmesg(seed {seed})"] = generate.build_dmesg(random.Random(seed))[0]
+    return logs
+
+
+def test_healthy_real_logs_give_no_warning_and_few_unclassified_lines() -> None:
+    unclassified = {}
+    for name, text in _healthy_logs().items():
+        rows = dmesg.parse(text).rows("kernel_event")
+        faults = [r for r in rows if r["signature"] and BY_ID[r["signature"]].severity != "info"]
+        assert not faults, (name, faults)
+        unclassified[name] = sum(1 for r in rows if r["event_type"] == "kernel_error")
+    assert {k: v for k, v in unclassified.items() if v} == {}, unclassified
+    assert len(unclassified) >= 15  # every log was read: 6 fixtures, 8 bug-report parts, 3 generated
+
+
+def test_noise_rows_are_what_keeps_them_quiet() -> None:
+    # without the catalog's noise rows, the same healthy logs would say these lines
+    lines = {
+        "acpi_mmconfig": "[    0.401201] acpi PNP0A03:00: fail to add MMCONFIG information, can't access extended"
+        " PCI configuration space under this bridge.",
+        "driver_settings": "megaraid_sas 0000:82:00.0: FW provided TM TaskAbort/Reset timeout\t: 0 secs/0 secs",
+        "ras_collector": "HEST: Enabling Firmware First mode for corrected errors.",
+    }
+    by_id = {n.id: n for n in NOISE}
+    for nid, line in lines.items():
+        body = line.split("] ", 1)[-1]
+        assert by_id[nid].pattern.search(body), nid
+    assert dmesg.parse("\n".join(lines.values())).rows("kernel_event") == []
+
+
+def test_unclassified_errors_are_one_info_finding_per_node(tmp_path: Path) -> None:
+    nodes = {
+        "probe-failed": {
+            "cmd/dmesg.txt": ("dmesg", fixture("dmesg", "nvsentinel-155-fallen-off-bus-multiline.txt"))
+        },
+        "emerg": {"cmd/dmesg.txt": ("dmesg", fixture("dmesg", "gpud-870-dmesg-decode-iso-comma-xid79.txt"))},
+        "clean": {"cmd/dmesg.txt": ("dmesg", fixture("dmesg", CLEAN))},
+    }
+    r = run(tmp_path, nodes)
+    found = {f.node: f for f in r.of("host.kernel.unclassified")}
+    assert set(found) == {"probe-failed", "emerg"}
+    assert all(f.severity == Severity.INFO for f in found.values())
+    assert found["probe-failed"].params["count"] == 1
+    assert "probe routine failed" in found["probe-failed"].params["shown"][0]
+    assert found["probe-failed"].evidence[0].line == 4
+    assert found["emerg"].params["levels"] == ["emerg"]  # the level dmesg --decode printed
