@@ -41,7 +41,7 @@ Options:
   --add PATH         copy a file or directory into the bundle's extra/ (repeatable):
                      CloudWatch exports, nccl-tests logs, training logs
   --timeout SECONDS  limit for each probe (default 20); the whole run is bounded by
-                     SECONDS x number of probes (about 21-25)
+                     SECONDS x number of probes (about 22-26)
   --max-size MB      cap on the bundle's uncompressed contents (default 256)
   --redact           mask host names, IPv4 addresses, instance ids, account ids and
                      ARNs; redaction.txt in the bundle says what was masked
@@ -704,6 +704,9 @@ else
 	probe nvidia-smi-topo nvidia-smi-topo nvidia-smi topo -m
 	probe nvidia-smi-nvlink nvidia-smi-nvlink nvidia-smi nvlink -s
 fi
+# The PCI bus, whatever the driver says: a GPU listed here but not by nvidia-smi lost its driver; one
+# missing here is gone from the bus.  Run even when nvidia-smi hung (lspci reads sysfs, not the driver).
+probe lspci lspci lspci -D -nnk
 
 # EFA / libfabric
 probe fi-info fi-info fi_info -p efa

@@ -57,6 +57,7 @@ KINDS: tuple[str, ...] = (
     "versions",
     "fabricmanager",
     "dcgmi-diag",
+    "lspci",
     "cpu-governor",
     "uptime",
     "shm",

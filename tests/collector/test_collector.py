@@ -43,6 +43,7 @@ DMESG = FIX / "dmesg" / "uce-runbook-xid48-63-94-dbe--pci-5d.txt"
 FI_INFO = FIX / "fi-info" / "eks-pod-kr-201.0-efa-direct.txt"
 LFS_DF = FIX / "lfs-df" / "fsx-workshop-mnt-fsx-3ost.txt"
 IOSTAT = FIX / "iostat" / "aks-node-xy-old-format.txt"
+LSPCI = ROOT / "tests" / "fixtures" / "lspci" / "nvidia-fm-guide-hgx-h100-grep-nvidia.txt"
 
 # ---------------------------------------------------------------------------------------------
 # fakes
@@ -94,6 +95,7 @@ exec cat '{DMESG}'
     "fi_info": _expect("-p efa", FI_INFO, "fi_info"),
     "lfs": _expect("df -h", LFS_DF, "lfs"),
     "iostat": _expect("-c -d -x -k 2 3", IOSTAT, "iostat"),
+    "lspci": _expect("-D -nnk", LSPCI, "lspci"),
     "scontrol": "#!/bin/bash\n# slurmctld unreachable: hangs\nexec sleep 600\n",
     "systemctl": ("#!/bin/bash\necho 'Unit nvidia-fabricmanager.service could not be found.' >&2\nexit 4\n"),
     "modinfo": "#!/bin/bash\necho 'modinfo: ERROR: Module efa not found.' >&2\nexit 1\n",
@@ -313,6 +315,7 @@ def test_manifest_matches_files_and_doc(fake_run: Run) -> None:
         "cmd/nvidia-smi.txt",
         "cmd/nvidia-smi-topo.txt",
         "cmd/nvidia-smi-nvlink.txt",
+        "cmd/lspci.txt",
         "cmd/fi-info.txt",
         "cmd/efa-ports.txt",
         "cmd/versions.txt",
@@ -338,6 +341,7 @@ def test_fake_outputs_captured(fake_run: Run) -> None:
         ("cmd/nvidia-smi-topo.txt", TOPO),
         ("cmd/nvidia-smi-nvlink.txt", NVLINK),
         ("cmd/nvidia-smi.txt", TABLE),
+        ("cmd/lspci.txt", LSPCI),
         ("cmd/nvidia-smi-remapped-rows.txt", REMAP_CSV),
         ("cmd/fi-info.txt", FI_INFO),
         ("cmd/lfs-df.txt", LFS_DF),

@@ -118,6 +118,10 @@ def full_files() -> dict[str, tuple[str, str]]:
             fixture("fabricmanager", "sber-590-running-clean-pager-cut.txt"),
         ),
         "cmd/dcgmi-diag.txt": ("dcgmi-diag", fixture("dcgmi-diag", "dcgm-124-442-r2-1gpu-pass-complete.txt")),
+        "cmd/lspci.txt": (
+            "lspci",
+            fixture("lspci", "derived-fm-guide-hgx-h100-at-jp-simulator-addresses.txt"),
+        ),
         "cmd/cpu-governor.txt": (
             "cpu-governor",
             fixture("cpu-governor", "scaling_governor-cat-8cpus-powersave.txt"),
