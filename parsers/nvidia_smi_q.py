@@ -79,6 +79,9 @@ Schema
 - ``virtualization_mode``, ``host_vgpu_mode`` str (``GPU Virtualization Mode``: None / Pass-Through / VGPU /
   Host VGPU); ``vgpu_license_product``, ``vgpu_license_status`` str (``vGPU Software Licensed Product``)
 - ``reset_recommended`` str (``Drain and Reset Recommended``: Yes/No)
+- ``recovery_action`` str — ``GPU Recovery Action`` as printed by the drivers that have it (565, 570, 580 among
+  the fixtures): ``None``, ``Reset``, ``Reboot``, ``Drain P2P``, ``Drain and Reset`` (what the driver says the
+  GPU needs); ``recovery_action_line`` int, its line
 - ``bank_remap_max``, ``bank_remap_high``, ``bank_remap_partial``, ``bank_remap_low``, ``bank_remap_none``
   int, banks — the ``Bank Remap Availability Histogram``
 - ``fabric_clique_id`` int; ``fabric_cluster_uuid``, ``fabric_health_summary``, ``fabric_bandwidth`` str
@@ -192,6 +195,7 @@ _INT_COLS = [
     "driver_version_line",
     "cuda_version_line",
     "vbios_version_line",
+    "recovery_action_line",
     "line",
     "mig_devices",
     "bank_remap_max",
@@ -243,6 +247,7 @@ _STR_COLS = [
     "vgpu_license_product",
     "vgpu_license_status",
     "reset_recommended",
+    "recovery_action",
     "fabric_cluster_uuid",
     "fabric_health_summary",
     "fabric_bandwidth",
@@ -284,6 +289,7 @@ _COLUMNS: dict[str, tuple[str, str]] = {
     "performance state": ("performance_state", "str"),
     "gpu reset status/reset required": ("reset_required", "str"),
     "gpu reset status/drain and reset recommended": ("reset_recommended", "str"),
+    "gpu recovery action": ("recovery_action", "str"),
     "gpu virtualization mode/virtualization mode": ("virtualization_mode", "str"),
     "gpu virtualization mode/host vgpu mode": ("host_vgpu_mode", "str"),
     "vgpu software licensed product/product name": ("vgpu_license_product", "str"),
@@ -752,6 +758,8 @@ def _apply(
                 gpu.verbatim.add(path)
         if column == "vbios":
             row["vbios_version_line"] = no
+        elif column == "recovery_action":
+            row["recovery_action_line"] = no
     if path not in gpu.verbatim:
         _keep(gpu.extra, path, value)
     result.add("gpu_attribute", long_row(row["pci"], _section_path(sections), key, value, no))
