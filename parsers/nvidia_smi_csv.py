@@ -44,6 +44,12 @@ Schema
 - ``remapped_rows_correctable``, ``remapped_rows_uncorrectable`` int — row counts
 - ``remapped_rows_pending``, ``remapped_rows_failure`` str — ``yes``/``no`` (``1``/``0`` mapped too)
 - ``power_draw_w``, ``power_limit_w`` float; ``util_gpu_pct``, ``util_memory_pct``, ``fan_pct`` float
+  (``power_limit_w`` is ``power.limit``, the limit software asked for with ``nvidia-smi -pl``)
+- ``power_enforced_limit_w`` (``enforced.power.limit``: the limit in effect, the least of every limiter),
+  ``power_default_limit_w``, ``power_min_limit_w``, ``power_max_limit_w`` float, W
+- ``app_clock_graphics_mhz``, ``app_clock_memory_mhz`` int (``clocks.applications.*``: what ``nvidia-smi
+  -ac`` sets); ``default_app_clock_graphics_mhz``, ``default_app_clock_memory_mhz`` int
+  (``clocks.default_applications.*``)
 - ``memory_total_mib``, ``memory_used_mib``, ``memory_free_mib`` int
 - ``persistence_mode`` str — as printed (``Enabled``/``Disabled``)
 - ``extra`` str — JSON object of every other field: snake-cased header with its unit
@@ -77,7 +83,7 @@ INFO = ParserInfo(
         "nvidia-smi --query-remapped-rows=<fields> --format=csv",
     ),
     tables=("gpu_query",),
-    versions_seen=("driver 450-595",),
+    versions_seen=("driver 442-595",),
 )
 
 _COLUMNS = (
@@ -91,6 +97,9 @@ _COLUMNS = (
     ("retired_pages_pending", "str"), ("remapped_rows_correctable", "int"),
     ("remapped_rows_uncorrectable", "int"), ("remapped_rows_pending", "str"),
     ("remapped_rows_failure", "str"), ("power_draw_w", "float"), ("power_limit_w", "float"),
+    ("power_enforced_limit_w", "float"), ("power_default_limit_w", "float"), ("power_min_limit_w", "float"),
+    ("power_max_limit_w", "float"), ("app_clock_graphics_mhz", "int"), ("app_clock_memory_mhz", "int"),
+    ("default_app_clock_graphics_mhz", "int"), ("default_app_clock_memory_mhz", "int"),
     ("util_gpu_pct", "float"), ("util_memory_pct", "float"), ("memory_total_mib", "int"),
     ("memory_used_mib", "int"), ("memory_free_mib", "int"), ("persistence_mode", "str"),
     ("fan_pct", "float"), ("extra", "str"),
@@ -121,6 +130,14 @@ _FIELDS = {
     "remapped_rows.uncorrectable": "remapped_rows_uncorrectable",
     "remapped_rows.pending": "remapped_rows_pending", "remapped_rows.failure": "remapped_rows_failure",
     "power.draw": "power_draw_w", "power.limit": "power_limit_w", "utilization.gpu": "util_gpu_pct",
+    "enforced.power.limit": "power_enforced_limit_w", "power.default_limit": "power_default_limit_w",
+    "power.min_limit": "power_min_limit_w", "power.max_limit": "power_max_limit_w",
+    "clocks.applications.graphics": "app_clock_graphics_mhz", "clocks.applications.gr": "app_clock_graphics_mhz",
+    "clocks.applications.memory": "app_clock_memory_mhz", "clocks.applications.mem": "app_clock_memory_mhz",
+    "clocks.default_applications.graphics": "default_app_clock_graphics_mhz",
+    "clocks.default_applications.gr": "default_app_clock_graphics_mhz",
+    "clocks.default_applications.memory": "default_app_clock_memory_mhz",
+    "clocks.default_applications.mem": "default_app_clock_memory_mhz",
     "utilization.memory": "util_memory_pct", "memory.total": "memory_total_mib",
     "memory.used": "memory_used_mib", "memory.free": "memory_free_mib",
     "persistence_mode": "persistence_mode", "fan.speed": "fan_pct",

@@ -73,6 +73,16 @@ Schema
 - ``remapped_rows_correctable``, ``remapped_rows_uncorrectable`` int; ``remap_pending``, ``remap_failure`` bool
 - ``power_draw_w``, ``power_limit_w`` float, W; ``memory_total_mib``, ``memory_used_mib`` float, MiB;
   ``util_gpu_pct`` float, %
+- ``power_requested_limit_w``, ``power_enforced_limit_w``, ``power_default_limit_w``, ``power_min_limit_w``,
+  ``power_max_limit_w`` float, W — the GPU's power readings (not the module's).  ``power_limit_w`` is the
+  limit as printed ("Power Limit" up to the 525 drivers, "Current Power Limit" from 530 on); the two
+  layouts name the same two limits differently, and these columns name them alike: the *requested* limit
+  (what ``nvidia-smi -pl`` sets: "Power Limit", later "Requested Power Limit") and the *enforced* limit (the
+  one in effect, the least of every limiter, a power brake or an out-of-band cap included: "Enforced Power
+  Limit", later "Current Power Limit")
+- ``app_clock_graphics_mhz``, ``app_clock_memory_mhz`` float, MHz — "Applications Clocks" (what
+  ``nvidia-smi -ac`` sets); ``default_app_clock_graphics_mhz``, ``default_app_clock_memory_mhz`` float, MHz —
+  "Default Applications Clocks"; null where printed N/A (GeForce, drivers that dropped them)
 - ``fabric_state``, ``fabric_status`` str (NVSwitch systems: Completed / Success)
 - ``mig_mode_pending``, ``ecc_mode_pending`` str; ``mig_devices`` int — number of ``MIG Device`` sections
   (0 for ``MIG Devices : None``; null when the dump has no such section)
@@ -148,6 +158,7 @@ INFO = ParserInfo(
     versions_seen=(
         "396.37",
         "510.73.08",
+        "525.105.17 (Power Readings: Power Limit, Enforced Power Limit)",
         "535.247.01",
         "545.23.08",
         "550.90.07",
@@ -156,6 +167,7 @@ INFO = ParserInfo(
         "535.129.03 (vGPU host: vGPU Driver Capability)",
         "570.124.06 (whole dump indented by 4)",
         "580.142 (55-column keys)",
+        "595.71.05 (-d power: GPU Power Readings alone)",
     ),
 )
 
@@ -219,6 +231,15 @@ _FLOAT_COLS = [
     "memory_clock_mhz",
     "power_draw_w",
     "power_limit_w",
+    "power_requested_limit_w",
+    "power_enforced_limit_w",
+    "power_default_limit_w",
+    "power_min_limit_w",
+    "power_max_limit_w",
+    "app_clock_graphics_mhz",
+    "app_clock_memory_mhz",
+    "default_app_clock_graphics_mhz",
+    "default_app_clock_memory_mhz",
     "memory_total_mib",
     "memory_used_mib",
     "util_gpu_pct",
@@ -332,6 +353,19 @@ _COLUMNS: dict[str, tuple[str, str]] = {
     "power readings/power limit": ("power_limit_w", "num"),
     "power readings/current power limit": ("power_limit_w", "num"),
     "gpu power readings/current power limit": ("power_limit_w", "num"),
+    "power readings/requested power limit": ("power_requested_limit_w", "num"),
+    "gpu power readings/requested power limit": ("power_requested_limit_w", "num"),
+    "power readings/enforced power limit": ("power_enforced_limit_w", "num"),
+    "power readings/default power limit": ("power_default_limit_w", "num"),
+    "gpu power readings/default power limit": ("power_default_limit_w", "num"),
+    "power readings/min power limit": ("power_min_limit_w", "num"),
+    "gpu power readings/min power limit": ("power_min_limit_w", "num"),
+    "power readings/max power limit": ("power_max_limit_w", "num"),
+    "gpu power readings/max power limit": ("power_max_limit_w", "num"),
+    "applications clocks/graphics": ("app_clock_graphics_mhz", "num"),
+    "applications clocks/memory": ("app_clock_memory_mhz", "num"),
+    "default applications clocks/graphics": ("default_app_clock_graphics_mhz", "num"),
+    "default applications clocks/memory": ("default_app_clock_memory_mhz", "num"),
     "fb memory usage/total": ("memory_total_mib", "num"),
     "fb memory usage/used": ("memory_used_mib", "num"),
     "utilization/gpu": ("util_gpu_pct", "num"),
@@ -341,6 +375,13 @@ _COLUMNS: dict[str, tuple[str, str]] = {
     "fabric/clusteruuid": ("fabric_cluster_uuid", "str"),
     "fabric/health/summary": ("fabric_health_summary", "str"),
     "fabric/health/bandwidth": ("fabric_bandwidth", "str"),
+}
+#: Paths whose value also fills a second column: the limit each power-readings layout prints as its
+#: plain "Power Limit" / "Current Power Limit" is the requested / the enforced limit of the other layout.
+_ALSO = {
+    "power readings/power limit": "power_requested_limit_w",
+    "power readings/current power limit": "power_enforced_limit_w",
+    "gpu power readings/current power limit": "power_enforced_limit_w",
 }
 #: Which evidence-line column a section (first path element) feeds.
 _LINE_OF_SECTION = {
@@ -754,6 +795,8 @@ def _apply(
                     no, raw, f"{key}: expected {'Yes/No' if conv == 'bool' else 'a number'}, got {value!r}"
                 )
             row[column] = converted
+            if (also := _ALSO.get(low_prefix + key.lower())) and row[also] is None:
+                row[also] = converted
             if conv == "str" and converted == value:
                 gpu.verbatim.add(path)
         if column == "vbios":
