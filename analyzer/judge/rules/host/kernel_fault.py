@@ -31,7 +31,7 @@ RULE = RuleInfo(
     title="Kernel-log faults of the signature catalog (disk, file system, Lustre, NFS, memory, EFA, NIC)",
     severity=Severity.CRITICAL,
     requires=("kernel_event",),
-    passed="no line of the kernel-signature catalog's disk, file-system, storage, memory, EFA or NIC families",
+    passed="no kernel-log line of a catalogued fault family",
     route=Route("node-hardware", "hyperpod-node-debugger § F", "drain; see the family's route"),
     severity_reason=(
         "Each finding takes the worst severity of its family's signatures in the catalog "
@@ -40,7 +40,8 @@ RULE = RuleInfo(
         "uncorrected memory error, an EFA admin queue that timed out), warning where I/O stalled or a "
         "server was lost for a while (an NVMe timeout, ptlrpc/LNet errors, NFS not responding, corrected "
         "memory errors). Sources: the node-health monitors' catalogs (Kubernetes node-problem-detector, "
-        "gpud, NVSentinel) and the kernel or Lustre code that prints each line (docs/sources.md#kernel-signatures)."
+        "gpud, NVIDIA NVSentinel's syslog monitor) and the Linux kernel documentation or Lustre code that prints "
+        "each line (docs/sources.md#kernel-signatures)."
     ),
 )
 
