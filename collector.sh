@@ -631,7 +631,10 @@ probe nvidia-smi-q nvidia-smi-q nvidia-smi -q
 NVSMI_RC=$RUN_RC
 
 QUERY_FIELDS=(index uuid pci.bus_id name serial vbios_version driver_version pstate persistence_mode
-	temperature.gpu temperature.memory power.draw power.limit clocks.sm clocks.max.sm clocks.mem clocks.max.mem
+	temperature.gpu temperature.memory power.draw power.limit enforced.power.limit power.default_limit
+	power.min_limit power.max_limit clocks.sm clocks.max.sm clocks.mem clocks.max.mem
+	clocks.applications.graphics clocks.applications.memory clocks.default_applications.graphics
+	clocks.default_applications.memory
 	clocks_throttle_reasons.active clocks_event_reasons.active pcie.link.gen.current pcie.link.gen.max
 	pcie.link.width.current pcie.link.width.max utilization.gpu memory.total memory.used ecc.mode.current
 	ecc.errors.corrected.volatile.total ecc.errors.uncorrected.volatile.total
