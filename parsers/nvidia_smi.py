@@ -47,7 +47,8 @@ Schema
 - ``disp_a`` str — "Disp.A" (display active) as printed: On / Off / N/A
 - ``fan_pct`` float — null for N/A (passively cooled) or ERR!
 - ``temp_c`` float; ``perf_state`` str (P0..P12)
-- ``power_draw_w``, ``power_cap_w`` float — null for N/A
+- ``power_draw_w``, ``power_cap_w`` float — null for N/A; ``power_line`` int — the block's row with
+  ``Pwr:Usage/Cap`` (the evidence of the cap)
 - ``memory_used_mib``, ``memory_total_mib`` int — null for "Not Supported" (GB10 unified memory)
 - ``util_gpu_pct`` float — null for N/A (MIG enabled); ``compute_mode`` str (Default, E. Process, Prohibited)
 - ``mig_mode`` str — Enabled / Disabled / N/A, without the pending mark (null when the block has no MIG row)
@@ -111,7 +112,7 @@ INFO = ParserInfo(
 _GPU_COLUMNS = (
     ("line", "int"), ("index", "int"), ("name", "str"), ("pci", "str"), ("bus_id", "str"),
     ("persistence_mode", "str"), ("disp_a", "str"), ("fan_pct", "float"), ("temp_c", "float"),
-    ("perf_state", "str"), ("power_draw_w", "float"), ("power_cap_w", "float"),
+    ("perf_state", "str"), ("power_draw_w", "float"), ("power_cap_w", "float"), ("power_line", "int"),
     ("memory_used_mib", "int"), ("memory_total_mib", "int"), ("util_gpu_pct", "float"),
     ("compute_mode", "str"), ("mig_mode", "str"), ("mig_pending", "bool"), ("ecc_uncorrected", "int"),
     ("errors", "str"), ("extra", "str"),
@@ -312,6 +313,8 @@ def _gpu_block(block: list[tuple[int, str, list[str]]], header: list[list[str]],
     for r, (line_no, line, cells) in enumerate(block):
         for c, value in enumerate(cells):
             label = _labels(header, r, c)
+            if "Pwr:Usage/Cap" in label:
+                row["power_line"] = line_no
             if (value or label) and not _gpu_cell(
                 label or f"row {r + 1} cell {c + 1}", value, row, extra, errors
             ):

@@ -59,7 +59,8 @@ def test_h100_545_narrow_busid() -> None:
     assert gpu == {
         "line": 9, "index": 0, "name": "NVIDIA H100 80GB HBM3", "pci": "0000:19:00.0",
         "persistence_mode": "On", "fan_pct": None, "temp_c": 33.0, "perf_state": "P0",
-        "power_draw_w": 72.0, "power_cap_w": 700.0, "memory_used_mib": 2, "memory_total_mib": 81559,
+        "power_draw_w": 72.0, "power_cap_w": 700.0, "power_line": 10, "memory_used_mib": 2,
+        "memory_total_mib": 81559,
         "util_gpu_pct": 0.0, "compute_mode": "Default", "mig_mode": "Disabled", "ecc_uncorrected": 0,
         "errors": None,
     }  # fmt: skip
