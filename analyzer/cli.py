@@ -379,6 +379,11 @@ def analyze(
     outputs = {"--json": json_out, "--html": html_out, "--pdf": pdf_out, "--md": md_out, "--db": db_path}
     _distinct_outputs(paths, outputs)
     with _user_errors(ctx, outputs=outputs):
+        if pdf_out:  # a missing Pango is said before the analysis, not after it
+            from reports.render import pdf_problem
+
+            if problem := pdf_problem():
+                raise UsageProblem(problem)
         data = _run_analysis(
             list(paths), db_path, jobs, _settings(config), charts=bool(html_out or pdf_out), quiet=quiet
         )

@@ -5,6 +5,9 @@ Every asset is inlined: CSS from reports/static, charts as inline SVG.  Nothing 
 
 from __future__ import annotations
 
+import contextlib
+import io
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -376,14 +379,36 @@ def clusters(nodes: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+PANGO_INSTALL = (
+    "Debian/Ubuntu: apt-get install libpango-1.0-0 libpangoft2-1.0-0; RHEL/Amazon Linux: dnf install pango"
+)
+
+
+def pdf_problem() -> str | None:
+    """Why ``--pdf`` cannot be written here, in one line, or None when WeasyPrint loads.
+
+    WeasyPrint loads Pango (through cffi) when it is imported: without Pango the import raises OSError
+    after printing a block of advice to standard output, which is kept off ours (``--format summary``
+    writes JSON there) and off the terminal.
+    """
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import weasyprint  # noqa: F401
+    except ImportError as exc:
+        return f"--pdf needs WeasyPrint, which is not installed ({exc}): pip install weasyprint"
+    except OSError as exc:
+        why = " ".join(str(exc).split("  Additionally", 1)[0].split()).rstrip(".")
+        return f"--pdf needs Pango, which WeasyPrint cannot load here ({why}); {PANGO_INSTALL}"
+    return None
+
+
 def write_pdf(html: str, path: Path) -> None:
     from analyzer.errors import UsageProblem
 
-    try:
-        from weasyprint import HTML
-    except (ImportError, OSError) as exc:  # OSError: Pango missing
-        raise UsageProblem(
-            f"--pdf needs WeasyPrint and Pango ({exc}); on Debian: apt-get install libpango-1.0-0 libpangoft2-1.0-0"
-        ) from exc
+    if problem := pdf_problem():
+        raise UsageProblem(problem)
+    from weasyprint import HTML
+
     path.parent.mkdir(parents=True, exist_ok=True)
     HTML(string=html, base_url=None).write_pdf(str(path))
