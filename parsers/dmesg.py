@@ -513,6 +513,13 @@ def boot_of(command: str | None, filename: str | None) -> int | None:
     (0, None, None)
     >>> boot_of("grep -e NVRM /var/log/kern.log", "cmd/dmesg.txt"), boot_of(None, "kern.log")
     (None, None)
+
+    A boot of a log file of several boots, laid out by a reader of another tool's input as
+    ``cmd/dmesg-boot-<N>-<file>.txt`` (``analyzer.intake.foreign.boots``), is that boot where the command
+    (a ``grep`` or ``cat`` of the file) does not say:
+
+    >>> boot_of("grep -e NVRM /var/log/kern.log", "cmd/dmesg-boot-2-kern.log.txt"), boot_of("-", "cmd/dmesg-boot-1.txt")
+    (-2, -1)
     """
     if command:
         if "journalctl" in command:
@@ -525,10 +532,21 @@ def boot_of(command: str | None, filename: str | None) -> int | None:
                 return 0
             # a positive number counts from the journal's first boot: not relative to this one
             return int(n) if n.startswith("-") or int(n) == 0 else None
-        return 0 if _DMESG_CMD.search(command) else None
+        if _DMESG_CMD.search(command):
+            return 0
+        return _boot_of_name(filename)
     if filename and filename.replace("\\", "/").rsplit("/", 1)[-1] == "dmesg.txt":
         return 0
-    return None
+    return _boot_of_name(filename)
+
+
+#: ``dmesg-boot-1.txt``, ``dmesg-boot-2-kern.log.txt``: an earlier boot's part of a log, as laid out
+_BOOT_NAME = re.compile(r"^dmesg-boot(?P<n>-\d+)(?:-[^/]*)?\.txt$")
+
+
+def _boot_of_name(filename: str | None) -> int | None:
+    m = _BOOT_NAME.match(filename.replace("\\", "/").rsplit("/", 1)[-1]) if filename else None
+    return int(m.group("n")) if m else None
 
 
 def _unreadable_device(result: ParseResult, no: int, raw: str, body: str) -> None:
