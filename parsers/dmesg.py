@@ -239,11 +239,13 @@ def detect(text: str) -> int:
 ERROR_KEYS = ("rror", "RROR", "fail", "Fail", "FAIL", "timed out", "timeout", "Timeout",
               ":err", ":crit", ":alert", ":emerg", " err:", " crit:", " alert:", " emerg:")  # fmt: skip
 #: Every substring that ``_event`` (and an NVRM continuation) tests before its regexes: a line holding
-#: none of them is no event and cannot continue one, so it is never looked at again.
+#: none of them is no event and cannot continue one, so it is never looked at again.  The keys of the
+#: catalog's claim-only signatures are not among them: a line they claim makes no row, and one that is
+#: an error by its words or level is a candidate by ``ERROR_KEYS``.
 CANDIDATE_KEYS = tuple(dict.fromkeys((
     "NVRM", "SXid", "ink ", "new active", "Elastic Fabric Adapter", "nvidia 0",
     *("".join(c) for c in product("eE", "fF", "aA")),  # a line that starts "efa" in any case
-    *(key for sig in SIGNATURES for key in sig.keys),  # the catalog's signatures
+    *(key for sig in SIGNATURES if not sig.claims_only for key in sig.keys),  # the catalog's events
     *ERROR_KEYS,  # what an unclassified error line holds (see _unclassified)
 )))  # fmt: skip
 #: Above this size the candidate lines are found by one vectorised RE2 pass (pyarrow) instead of one
@@ -274,7 +276,38 @@ def candidate_lines(lines: list[str]) -> list[int]:
 #: /dev/kmsg records of priority 0-3 (emerg..err): a line at error level or worse is a candidate (the
 #: levels ``dmesg -x`` and Talos print are literal keys of ``ERROR_KEYS``)
 LEVEL_RE2 = r"^[0-3],[0-9]+,[0-9]+,"
-_CANDIDATE_RE2 = "|".join([*(re.escape(k) for k in CANDIDATE_KEYS), LEVEL_RE2])
+#: letters with a case fold beyond ASCII in Python's re or RE2 (the dotted and dotless i, the Kelvin sign,
+#: the long s): a key holding one is never folded into a case-insensitive group
+_WIDE_FOLDS = frozenset("iks")
+
+
+def alternation(keys: tuple[str, ...]) -> str:
+    """A regex that finds a line if and only if the line holds one of ``keys``, as short as that allows: a
+    key that holds another key is left out (the shorter one finds its lines), and a key of ASCII letters
+    present in every spelling of its case (``efa`` .. ``EFA``) is one ``(?i:...)`` group.  The candidate
+    pass of a 1 MB log costs the RE2 engine ~1 ms more per 100 literals (benchmarks/RESULTS.md).
+
+    >>> alternation(("rror", "I/O error", "efa", "EFA", "efA", "eFa", "eFA", "Efa", "EfA", "EFa", "NVRM"))
+    'rror|(?i:efa)|NVRM'
+    """
+    unique = list(dict.fromkeys(keys))
+    kept = [k for k in unique if not any(other != k and other in k for other in unique)]
+    spellings: dict[str, set[str]] = {}
+    for k in kept:
+        spellings.setdefault(k.lower(), set()).add(k)
+    parts: list[str] = []
+    for k in kept:
+        low = k.lower()
+        every = low.isascii() and low.isalpha() and not _WIDE_FOLDS & set(low)
+        if every and len(spellings[low]) == 2 ** len(low):
+            if low == k:  # the group once, where its lower-case spelling stood
+                parts.append(f"(?i:{re.escape(low)})")
+        else:
+            parts.append(re.escape(k))
+    return "|".join(parts)
+
+
+_CANDIDATE_RE2 = "|".join([alternation(CANDIDATE_KEYS), LEVEL_RE2])
 _CANDIDATE = re.compile(_CANDIDATE_RE2)
 
 
@@ -285,6 +318,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     clean, plain = _cleaner(text)  # travel noise taken off the lines looked at, and only those
     ordinary = _ORDINARY.fullmatch
     memo: dict[str, dict[str, Any] | None] = {}  # body -> its event (a copy of it is the row), see _event_of
+    errors: dict[tuple[str, str | None], dict[str, Any] | None] = {}  # (body, level) -> its kernel_error row
     events: list[dict[str, Any]] = []
     probes: list[tuple[int, str]] = []  # (line, address) of the nvidia driver's probe lines, in order
     probed: set[str] = set()  # the devices of those lines as printed
@@ -356,7 +390,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                 if "GPU" in body:
                     _unreadable_device(result, i + 1, raw[i], body)
                 kmsg = g[_G["kmsg"]] if g is not None and m is not None else None
-                current = _unclassified(line if o is None else "", body, kmsg)
+                current = _unclassified_of(body, _level(line if o is None else "", kmsg), errors)
                 if current is None:
                     continue
             if o is not None:
@@ -410,6 +444,19 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
 #: things over and over (a flapping link, a device probed again), and ``_event`` is a function of the
 #: body alone.  The bound keeps a log of ever-new lines from holding them all twice.
 _MEMO_MAX = 1 << 16
+
+
+def _unclassified_of(
+    body: str, level: str | None, memo: dict[tuple[str, str | None], dict[str, Any] | None]
+) -> dict[str, Any] | None:
+    """``_unclassified`` of a body at a level, remembered in ``memo`` as ``_event_of`` remembers events."""
+    try:
+        row = memo[body, level]
+    except KeyError:
+        row = _unclassified(body, level)
+        if len(memo) < _MEMO_MAX:
+            memo[body, level] = row
+    return None if row is None else row.copy()
 
 
 def _event_of(body: str, memo: dict[str, dict[str, Any] | None]) -> dict[str, Any] | None:
@@ -766,11 +813,21 @@ def _event(body: str) -> dict[str, Any] | None:
 _CLAIMED: dict[str, Any] = {"event_type": "-"}
 
 
+#: every key of the catalog's signatures as one alternation: a line it finds nothing in (most candidate
+#: lines: links, probes, error words) meets no signature, which one search in C says
+_SIGNATURE_KEYS = re.compile("|".join(re.escape(k) for k in sorted({k for s in SIGNATURES for k in s.keys})))
+
+
 def _signature_event(body: str) -> dict[str, Any] | None:
     """The event of the first catalog signature (``parsers/kernel_signatures.toml``, in its order) whose
     keys the line holds and whose pattern it matches; ``_CLAIMED`` for a claim-only signature."""
+    if _SIGNATURE_KEYS.search(body) is None:
+        return None
     for sig in SIGNATURES:
-        if not any(key in body for key in sig.keys):
+        for key in sig.keys:
+            if key in body:
+                break
+        else:
             continue
         m = sig.pattern.search(body)
         if m is None:
@@ -812,16 +869,20 @@ _DEVICE_PREFIX = re.compile(
 )
 
 
-def _unclassified(line: str, body: str, kmsg_prio: str | None) -> dict[str, Any] | None:
-    """A line no signature claims that is at error level or worse (the level the log prints: ``dmesg -x``,
-    Talos, /dev/kmsg), or, where the log prints no level, an error word in a message that names its
-    driver and device first; the catalog's noise rows aside.  Its row is ``kernel_error`` with the level
-    (or ``error word``) in ``severity`` and the driver or device in ``device``."""
-    level: str | None = None
+def _level(line: str, kmsg_prio: str | None) -> str | None:
+    """The level a line prints: a /dev/kmsg record's priority, ``dmesg -x``'s or Talos' ``facility:level``
+    prefix; None where the log prints none (``dmesg -T``, syslog, the journal's short formats)."""
     if kmsg_prio is not None:
-        level = _KMSG_LEVELS[int(kmsg_prio) & 7]
-    elif lm := _LEVEL.match(line):
-        level = lm.group(1)
+        return _KMSG_LEVELS[int(kmsg_prio) & 7]
+    lm = _LEVEL.match(line) if line[:1] != "[" else None  # a stamp first: no level prefix
+    return lm.group(1) if lm else None
+
+
+def _unclassified(body: str, level: str | None) -> dict[str, Any] | None:
+    """A line no signature claims that is at error level or worse (the level the log prints: ``dmesg -x``,
+    Talos, /dev/kmsg: :func:`_level`), or, where the log prints no level, an error word in a message that
+    names its driver and device first; the catalog's noise rows aside.  Its row is ``kernel_error`` with the
+    level (or ``error word``) in ``severity`` and the driver or device in ``device``."""
     if level is not None:
         if level not in _ERROR_LEVELS:
             return None  # the log says the level: an error word at warning or info is no error
@@ -831,8 +892,12 @@ def _unclassified(line: str, body: str, kmsg_prio: str | None) -> dict[str, Any]
         prefix = _DEVICE_PREFIX.match(body)
         if prefix is None or not _ERROR_WORD.search(body, prefix.end()):
             return None
-    if any(any(k in body for k in n.keys) and n.pattern.search(body) for n in NOISE):
-        return None
+    for n in NOISE:
+        for key in n.keys:
+            if key in body:
+                if n.pattern.search(body):
+                    return None
+                break
     prefix = _DEVICE_PREFIX.match(body)
     device = None
     if prefix is not None:

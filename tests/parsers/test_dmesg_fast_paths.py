@@ -1,7 +1,8 @@
 """The kernel-log parser's shortcuts never change what it finds.
 
 Reference: the same parser with each shortcut turned off (every line cleaned by ``LineCleaner.clean`` and
-read by ``_STAMP``, no remembered events, every NVRM kind pattern searched).  Inputs: every real dmesg
+read by ``_STAMP``, no remembered events or unclassified lines, every NVRM kind pattern searched, every
+line meeting the catalog's signatures one by one).  Inputs: every real dmesg
 fixture, a log past the vectorised threshold in which links flap (most lines candidates), lines around
 the shortcuts' edges, and mangled copies (hypothesis).
 """
@@ -43,8 +44,9 @@ def _reference(text: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     cleaner = dmesg._cleaner
     with monkeypatch.context() as m:
         m.setattr(dmesg, "_cleaner", lambda t: (cleaner(t)[0], False))  # never "plain": no ordinary lines
-        m.setattr(dmesg, "_MEMO_MAX", 0)
+        m.setattr(dmesg, "_MEMO_MAX", 0)  # no remembered events, no remembered unclassified lines
         m.setattr(dmesg, "_nvrm_kind", _slow_kind)
+        m.setattr(dmesg, "_SIGNATURE_KEYS", re.compile(""))  # every line meets the catalog's signatures
         return _outcome(text)
 
 
@@ -104,6 +106,13 @@ EDGES = [
     "[  12.000011] host1 kernel: NVRM: GPU2 NV_ERR_GPU_IS_LOST",
     "[  12.000012] ~~~",
     "[  12.000013]",
+    # one message at the levels dmesg -x and /dev/kmsg print: remembered per level, an error at err only
+    "kern  :err   : [  12.000014] foo foo0: went wrong",
+    "kern  :info  : [  12.000015] foo foo0: went wrong",
+    "kern  :err   : [  12.000016] foo foo0: went wrong",
+    "3,1,12000017,-;foo foo0: went wrong",
+    "6,2,12000018,-;foo foo0: went wrong",
+    "[  12.000019] foo foo0: went wrong",
 ]
 
 
