@@ -365,6 +365,10 @@ PEER_KEYS = ("min_nodes", "min_peers", "min_pairs")
 #: Rules with a least-peers threshold that judge without peers: nccl.busbw.below_expected holds each run
 #: to its type's expected line and asks peers only before calling a shortfall critical.
 PEERS_ESCALATE_ONLY = {"nccl.busbw.below_expected"}
+#: Rules with a least-peers threshold that hold each GPU to its own default (its power limit, its
+#: applications clocks) and ask peers only for a GPU whose default was not read: a lone node with its
+#: defaults is judged (tests/rules/test_gpu_power_limits.py judges the peers-only path, 3 and 4 nodes).
+PEERS_WITHOUT_DEFAULT_ONLY = {"gpu.power.limit_lowered", "gpu.clocks.app_lowered"}
 
 
 def least(rule: str) -> tuple[int, str]:
@@ -384,8 +388,8 @@ def test_every_comparing_rule_declares_its_peers() -> None:
     for module in load_rules(include_plugins=False):
         info = module.RULE
         keys = [k for k in settings.described(info.id) if k in PEER_KEYS]
-        if info.id in PEERS_ESCALATE_ONLY:
-            assert not info.peers, info.id
+        if info.id in PEERS_ESCALATE_ONLY | PEERS_WITHOUT_DEFAULT_ONLY:
+            assert not info.peers and keys, info.id
             continue
         assert (info.peers in keys) if info.peers else not keys, (info.id, info.peers, keys)
 

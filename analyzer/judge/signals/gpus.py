@@ -37,6 +37,22 @@ THROTTLE_BITS = {
     0x100: "display_clock_setting",
 }
 
+#: Power limits, W (``power_limit_w``: the limit as the source prints it; requested: what ``nvidia-smi -pl``
+#: set; enforced: the limit in effect).  The CSV's ``power.limit`` is the requested limit, the plain
+#: table's cap (``Pwr:Usage/Cap``) is read as ``power_limit_w``.
+POWER_LIMITS = (
+    "power_limit_w",
+    "power_requested_limit_w",
+    "power_enforced_limit_w",
+    "power_default_limit_w",
+)
+#: Applications clocks and their defaults, MHz.
+APP_CLOCKS = (
+    "app_clock_graphics_mhz",
+    "app_clock_memory_mhz",
+    "default_app_clock_graphics_mhz",
+    "default_app_clock_memory_mhz",
+)
 #: -q columns -> the evidence-line column that points at them.
 _Q_LINES = {
     "temp_c": "temp_line",
@@ -67,6 +83,8 @@ _FIELDS = [
     "persistence",
     "fabric_state",
     "fabric_status",
+    *POWER_LIMITS,
+    *APP_CLOCKS,
 ]
 
 
@@ -188,6 +206,8 @@ def gpu_states(ctx: Context) -> list[GpuState]:
             "remap_pending": yes(r["remapped_rows_pending"]),
             "remap_failure": yes(r["remapped_rows_failure"]),
             "persistence": yes(r["persistence_mode"]),
+            "power_requested_limit_w": r.get("power_limit_w"),
+            **{k: r.get(k) for k in (*POWER_LIMITS, *APP_CLOCKS) if k != "power_requested_limit_w"},
         }
         for key, value in new.items():
             if value is not None:
@@ -207,8 +227,11 @@ def gpu_states(ctx: Context) -> list[GpuState]:
             "temp_c": r["temp_c"],
             "ecc_uncorrected_volatile": r["ecc_uncorrected"],
             "persistence": yes(r["persistence_mode"]),
+            "power_limit_w": r.get("power_cap_w"),
         }
         s.lines = {"row": (r["source_file"], r["line"])}
+        if r.get("power_line") is not None:
+            s.lines["power_limit_w"] = (r["source_file"], r["power_line"])
         states.append(s)
     setattr(ctx, "_gpu_states", states)  # noqa: B010 - Context has no slot for rule caches
     return states

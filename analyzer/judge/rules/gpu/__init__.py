@@ -20,6 +20,8 @@ RULES: tuple[str, ...] = (
     "dcgm_mndiag_failed",
     "temperature_high",
     "clocks_throttled",
+    "power_limit_lowered",
+    "app_clocks_lowered",
     "pcie_width_degraded",
     "pcie_gen_below_peers",
     "persistence_off",
