@@ -158,6 +158,7 @@ JC_CANNOT = {
     "asiaq-139-df-wrapped-mapper-device.txt": "jc fails on a device name wrapped onto its own line",
     "dysk-17-grep-no-header-arrow-prompt.txt": "grep'd rows without a header and '→' prompts: jc reads the prompt as a header",
     "sindresorhus-df-16-busybox-kP-prompt-cifs.txt": "a '/root # df -kP' prompt line first: jc reads it as the header",
+    "aliyun-el8-df-h-vda1-docker-overlay-prompt.txt": "a '[root@... ~]# df -h' prompt line first: jc reads it as the header",
     # tests/parsers/test_paste_artefacts.py checks these against the originals
     "derived-pdf-one-line-from-centos-7.7-df.txt": "a table on one line (out of a PDF): jc reads no rows",
     "derived-commented-indented-from-ubuntu-18.04-df-h.txt": "'    # ' before every line: jc reads no header",

@@ -28,6 +28,9 @@ JC_CANNOT = {
     "azure-6.14-xh-pretty-groups-human-3reports.txt": "--human: jc reads no suffixed cell ('67.3k', '21.6%')",
     "wsl2-h-plain-human-device-last.txt": "--human: jc reads no suffixed cell ('70.4M')",
     "ubuntu19-xdh-human-comma-no-hostname.txt": "--human with decimal commas: jc reads neither",
+    "percona-blog-x-nvme0n1-5-intel750-high-util-low-await.txt": "blank lines holding one space (as published): jc reads each as an empty cpu or device entry",
+    "derived-percona-nvme0n1-root-saturated-90ms-writes.txt": "blank lines holding one space (as published): jc reads each as an empty cpu or device entry",
+    "justdoit-notes-x-sda-write-bench-saturated-29reports.txt": "its first header reads 'r\\_await' (a markdown escape, as published): jc keeps the backslash in its key",
 }
 
 

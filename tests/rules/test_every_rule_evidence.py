@@ -10,6 +10,8 @@ real answer (tests/fixtures/probe-answers).  Then, for every rule:
 - the full node is *checked*;
 - a node without one of its ``requires`` is *not examined* (or the rule is skipped);
 - a node with one ``requires_any`` alternative alone is *checked*, one with none is *not examined*;
+- a node whose input lacks the columns a rule judges (``WITHOUT_COLUMNS``: iostat without -x) is *not
+  examined* by it, with why;
 - a rule judged on cluster-wide exports (nccl-tests logs, CloudWatch, DCGM mndiag JSON) runs with the
   exports and is skipped without them.
 
@@ -461,3 +463,30 @@ def test_enough_peers_are_judged(few: dict[str, Result]) -> None:
                 rule,
                 o,
             )
+
+
+# --- A table is not all a rule judges -----------------------------------------------------------------
+#: Rules that judge columns only some layouts of their input's kind print: the full node with that kind's
+#: file replaced by a real capture of the layout without them is not examined, with why (never passed).
+#: rule -> (the file replaced, a real capture without the columns, what the reason says)
+WITHOUT_COLUMNS = {
+    "fs.device.saturated": (
+        "cmd/iostat.txt",
+        ("iostat", "jc-centos77-plain-d.out"),
+        "without the -x columns",
+    ),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(WITHOUT_COLUMNS))
+def test_a_node_without_the_columns_a_rule_judges_is_not_examined(
+    tmp_path_factory: pytest.TempPathFactory, rule: str
+) -> None:
+    path, (kind, name), why = WITHOUT_COLUMNS[rule]
+    root = tmp_path_factory.mktemp("columns") / "c"
+    files = full_files()
+    write_node(root, "full", files, meta=META)
+    write_node(root, "without", {**files, path: (files[path][0], fixture(kind, name))}, meta=META)
+    o = analyze(root).outcomes[rule]
+    assert "full" in o.nodes_checked and "without" not in o.nodes_checked, o
+    assert "without" in o.nodes_without_data and why in (o.reason or ""), o

@@ -3,7 +3,9 @@
 Why it matters: checkpoint and dataset writes fail on a full volume (mfu-debugger node diagnostics
 § 4: > 90 %; node-debugger triage script: /opt/sagemaker > 90 % P1).  System mounts (/, /boot, /run, /snap
 loop images, tmpfs, overlay) are not data mounts and are left out; "/" has fs.rootvol.full.  A shared file
-system (FSx) seen from many nodes gives one finding per mount point and device.
+system (FSx) seen from many nodes gives one finding per mount point and device.  A Lustre mount that
+``lfs df`` shows full (every OST, or its total, above fs.lustre.ost_imbalance's ``full_pct``) is left to
+fs.lustre.full, which names its OSTs: one cause, one finding.
 False positives: read-only snap images are excluded; a read-only dataset volume filled on purpose.
 Reference: docs/sources.md#local-storage.
 """
@@ -11,10 +13,12 @@ Reference: docs/sources.md#local-storage.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from analyzer.judge.engine import Context, RuleInfo
 from analyzer.judge.findings import Finding, Route, Severity
-from analyzer.judge.signals.fs import data_mounts_over
+from analyzer.judge.rules.fs import lustre_ost_imbalance
+from analyzer.judge.signals.fs import data_mounts_over, lustre_use
 
 RULE = RuleInfo(
     id="fs.data.full",
@@ -39,7 +43,16 @@ RULE = RuleInfo(
 def check(ctx: Context) -> Iterable[Finding]:
     line = ctx.threshold(RULE, "warning_pct")
     seen: dict[tuple[str, str], list[str]] = {}
-    rows = data_mounts_over(ctx, line)
+    lustre_full = [
+        fs for fs in lustre_use(ctx, ctx.threshold(lustre_ost_imbalance.RULE, "full_pct")) if fs.full
+    ]
+    rows = [
+        r
+        for r in data_mounts_over(ctx, line)
+        if not (
+            r["is_lustre"] and any(_same_lustre(r, fs.fsname, fs.nodes, fs.mountpoints) for fs in lustre_full)
+        )
+    ]
     for r in rows:
         shared = r["is_lustre"] or r["is_network"]
         key = (r["mountpoint"], r["device"]) if shared else (r["node"], r["mountpoint"])
@@ -69,3 +82,12 @@ def check(ctx: Context) -> Iterable[Finding]:
             bundle_id=r["bundle_id"],
             key=key,
         )
+
+
+def _same_lustre(
+    row: dict[str, Any], fsname: str, nodes: tuple[str, ...], mountpoints: tuple[str, ...]
+) -> bool:
+    """A df row of a Lustre mount is the file system lfs df names: the same mount point on the same node,
+    or its fsname after ``:/`` in the df device (``10.1.71.197@tcp:/oyuutbev``)."""
+    name = str(row["device"]).rpartition(":/")[2].split("/")[0]
+    return (row["node"] in nodes and row["mountpoint"] in mountpoints) or name == fsname
