@@ -234,9 +234,14 @@ def test_healthy_samples_raise_nothing(tmp_path: Path) -> None:
     r = run(tmp_path, {"n1": files, "n2": files, "n3": files, "n4": files, "a1": a100}, meta=P5)
     bad = [f for f in r.findings if f.rule.startswith(MY_RULES) and f.severity != Severity.INFO]
     assert bad == []
+    # their DCGM run is a 1-GPU host's (no passing 8-GPU capture is public): gpu.count.low says, as
+    # information, that DCGM tested fewer GPUs than nvidia-smi lists, and nothing else
+    counted = r.of("gpu.count.low")
+    assert {(f.node, f.severity, f.params["counts"]["DCGM"]) for f in counted} == {
+        (n, Severity.INFO, 1) for n in ("n1", "n2", "n3", "n4")
+    }
     for rule in (
         "gpu.temperature.high",
-        "gpu.count.low",
         "gpu.nvlink.inactive",
         "gpu.nvlink.count",
         "gpu.nvlink.slow",
@@ -440,10 +445,13 @@ def test_fabric_state(faulty: Result) -> None:
     f = only(faulty, "gpu.fabric.state", "fabric")
     assert f.severity == Severity.CRITICAL and f.params["gpus"] == [1]
     assert only(faulty, "gpu.fabric.state", "fmfail").severity == Severity.CRITICAL
-    assert (
-        only(faulty, "gpu.fabric.state", "fmonly").severity == Severity.WARNING
-    )  # cannot confirm the fabric
-    assert on(faulty, "gpu.fabric.state") == {"fabric", "fmfail", "fmonly"}  # not a10fm: no NVSwitch fabric
+    # no fabric state to confirm, but a p5 is an NVSwitch system: Fabric Manager down is critical there
+    fmonly = only(faulty, "gpu.fabric.state", "fmonly")
+    assert fmonly.severity == Severity.CRITICAL and fmonly.params["nvswitch_type"]
+    # a10fm's GPUs print no fabric, but its meta.env says p5.48xlarge, an NVSwitch type: Fabric Manager down
+    # is judged by the type where the GPUs cannot confirm it
+    assert on(faulty, "gpu.fabric.state") == {"fabric", "fmfail", "fmonly", "a10fm"}
+    assert only(faulty, "gpu.fabric.state", "a10fm").severity == Severity.CRITICAL
 
 
 def test_dcgm_failed(faulty: Result) -> None:

@@ -20,7 +20,7 @@ CUR_SM = "        SM                                : 345 MHz"
 P5 = {"instance_type": "p5.48xlarge"}
 MODULES = [
     importlib.import_module(f"analyzer.judge.rules.straggler.{m}")
-    for m in ("gpu_sm_clock", "gpu_power", "gpu_temp", "gpu_ecc_corrected", "host_iowait")
+    for m in ("gpu_sm_clock", "gpu_power", "gpu_temp", "gpu_ecc_corrected", "gpu_xid_count", "host_iowait")
 ]
 
 

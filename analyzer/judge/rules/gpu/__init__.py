@@ -11,6 +11,7 @@ RULES: tuple[str, ...] = (
     "remap_pending",
     "retired_pages",
     "count_low",
+    "recovery_action",
     "nvlink_inactive",
     "nvlink_count",
     "nvlink_slow",

@@ -13,6 +13,14 @@ fabric (not an NVSwitch system), nothing is reported.  Where the unit is not fou
 nvidia-fabricmanager.service could not be found", read by the fabricmanager parser or from the probe's
 failure answer) on an instance type that is an NVSwitch system (``sku.toml`` ``nvswitch``), that is
 critical: without the service CUDA cannot start on those GPUs; elsewhere it is no finding.
+Fabric Manager failed or inactive on an NVSwitch instance type (``sku.toml`` ``nvswitch``: p4d, p4de, p5,
+p5e, p5en, p6-b200) is critical whether or not the GPUs print a fabric (older drivers, a CSV or the plain
+table only); where the node's GPUs otherwise read healthy (every fabric Completed/Success, no uncorrectable
+ECC, no error value in place of a reading) the finding says so: those readings cannot be trusted for
+multi-GPU work, since new CUDA jobs fail to start ("system not yet initialized", cudaErrorSystemNotReady) and
+NVLink peer-to-peer does not work until Fabric Manager runs (NVIDIA Fabric Manager user guide;
+NVIDIA/nccl-tests#264: eight H100s that nvidia-smi showed healthy, CUDA failing until Fabric Manager was
+enabled).  On an instance type without NVSwitches Fabric Manager is not needed: its state is no finding.
 Settling: a fabric "In Progress" or "Not Started" on a node collected within ``settle_minutes`` of its
 boot (analyzer.judge.signals.boot) is Fabric Manager still programming the switches: info, with the boot
 time, not a fault (NVSentinel's health monitors learned the same: docs/sources.md#boot-settling).
@@ -27,6 +35,7 @@ from typing import Any
 from analyzer.judge.engine import Context, RuleInfo
 from analyzer.judge.findings import Finding, Route, Severity
 from analyzer.judge.signals.boot import settling_nodes
+from analyzer.judge.signals.gpus import gpu_states
 
 RULE = RuleInfo(
     id="gpu.fabric.state",
@@ -41,10 +50,11 @@ RULE = RuleInfo(
     ),
     severity_reason=(
         "On an NVSwitch system CUDA cannot use the GPUs until Fabric Manager has programmed the switches, so "
-        "a fabric not Completed/Success or a failed or missing Fabric Manager stops every job; warning when "
-        "the service failed but the fabric cannot be read, info within the settle window after a boot. "
+        "a fabric not Completed/Success or a failed or missing Fabric Manager stops every job, even where "
+        "the GPUs read healthy; warning when the service failed, the fabric cannot be read and the instance "
+        "type is not known to have NVSwitches, info within the settle window after a boot. "
         "Source: NVIDIA Fabric Manager user guide, NVML API reference (fabric state) and "
-        "NVIDIA/NVSentinel#883."
+        "NVIDIA/NVSentinel#883, NVIDIA/nccl-tests#264."
     ),
 )
 
@@ -92,29 +102,44 @@ def check(ctx: Context) -> Iterable[Finding]:
             key=("gpu",),
         )
     services = ctx.rows(
-        """SELECT * FROM service_state WHERE unit LIKE 'nvidia-fabricmanager%'
-           AND coalesce(load_state, '') NOT IN ('not-found', 'masked') ORDER BY node"""
+        """SELECT s.*, n.instance_type FROM service_state s JOIN node n USING (bundle_id)
+           WHERE s.unit LIKE 'nvidia-fabricmanager%'
+           AND coalesce(s.load_state, '') NOT IN ('not-found', 'masked') ORDER BY s.node"""
     )
     for r in services:
         where = (r["bundle_id"], r["node"])
         evidence = [ctx.evidence(r["source_file"], r["line"])]
         active = (r["active_state"] or "").lower()
-        if active in ("failed", "inactive") and (where in fabric_nodes or where not in gpu_nodes):
-            sev = Severity.CRITICAL if where in fabric_nodes else Severity.WARNING
+        nvswitch = bool((ctx.settings.instance(r["instance_type"]) or {}).get("nvswitch"))
+        if active in ("failed", "inactive") and (where in fabric_nodes or where not in gpu_nodes or nvswitch):
+            sev = Severity.CRITICAL if where in fabric_nodes or nvswitch else Severity.WARNING
+            healthy = _healthy_readings(ctx, where, bad_gpus)
+            message = (
+                f"{r['node']}: nvidia-fabricmanager is {active} ({r['sub_state']}, result {r['result']})"
+            )
+            if where not in fabric_nodes:
+                message += (
+                    f" on {r['instance_type']}, an NVSwitch system; its GPUs print no fabric state"
+                    if nvswitch
+                    else "; no GPU fabric state in the bundle to confirm the impact"
+                )
+            if healthy:
+                message += (
+                    f"; its {healthy} GPU(s) read healthy, but those readings cannot be trusted for multi-GPU "
+                    "work: new CUDA jobs fail to start (system not yet initialized) and NVLink peer-to-peer "
+                    "does not work until Fabric Manager runs"
+                )
             yield RULE.finding(
                 severity=sev,
                 node=r["node"],
-                message=f"{r['node']}: nvidia-fabricmanager is {active} ({r['sub_state']}, result {r['result']})"
-                + (
-                    ""
-                    if where in fabric_nodes
-                    else "; no GPU fabric state in the bundle to confirm the impact"
-                ),
+                message=message,
                 params={
                     "active_state": active,
                     "sub_state": r["sub_state"],
                     "result": r["result"],
                     "gpus_report_fabric": where in fabric_nodes,
+                    "nvswitch_type": nvswitch,
+                    "gpus_read_healthy": healthy,
                 },
                 evidence=evidence,
                 bundle_id=r["bundle_id"],
@@ -131,6 +156,22 @@ def check(ctx: Context) -> Iterable[Finding]:
                 key=("service-fabric",),
             )
     yield from _not_installed(ctx)
+
+
+def _healthy_readings(
+    ctx: Context, where: tuple[str, str], bad_gpus: dict[tuple[str, str], list[dict[str, Any]]]
+) -> int:
+    """How many GPUs the node lists when every one of them reads healthy (fabric Completed/Success where
+    printed, no uncorrectable ECC, no error value in place of a reading); 0 otherwise."""
+    if where in bad_gpus:
+        return 0
+    states = [s for s in gpu_states(ctx) if (s.bundle_id, s.node) == where]
+    if any(s.get("ecc_uncorrected_volatile") or s.get("ecc_uncorrected_aggregate") for s in states):
+        return 0
+    errors = ctx.rows(
+        "SELECT 1 FROM gpu WHERE bundle_id = ? AND node = ? AND error_values IS NOT NULL LIMIT 1", *where
+    )
+    return 0 if errors else len(states)
 
 
 def _not_installed(ctx: Context) -> Iterable[Finding]:

@@ -5,5 +5,6 @@ RULES: tuple[str, ...] = (
     "gpu_power",
     "gpu_temp",
     "gpu_ecc_corrected",
+    "gpu_xid_count",
     "host_iowait",
 )
