@@ -4,8 +4,8 @@ Why it matters: checkpoint and dataset writes fail on a full volume (mfu-debugge
 § 4: > 90 %; node-debugger triage script: /opt/sagemaker > 90 % P1).  System mounts (/, /boot, /run, /snap
 loop images, tmpfs, overlay) are not data mounts and are left out; "/" has fs.rootvol.full.  A shared file
 system (FSx) seen from many nodes gives one finding per mount point and device.  A Lustre mount that
-``lfs df`` shows full (every OST, or its total, above fs.lustre.ost_imbalance's ``full_pct``) is left to
-fs.lustre.full, which names its OSTs: one cause, one finding.
+the node's own ``lfs df`` shows full (every OST, or its total, above fs.lustre.ost_imbalance's
+``full_pct``) is left to fs.lustre.full, which names its OSTs: one cause, one finding.
 False positives: read-only snap images are excluded; a read-only dataset volume filled on purpose.
 Reference: docs/sources.md#local-storage.
 """
@@ -87,7 +87,8 @@ def check(ctx: Context) -> Iterable[Finding]:
 def _same_lustre(
     row: dict[str, Any], fsname: str, nodes: tuple[str, ...], mountpoints: tuple[str, ...]
 ) -> bool:
-    """A df row of a Lustre mount is the file system lfs df names: the same mount point on the same node,
-    or its fsname after ``:/`` in the df device (``10.1.71.197@tcp:/oyuutbev``)."""
+    """A df row of a Lustre mount is the file system the same node's lfs df names: the same mount point, or
+    its fsname after ``:/`` in the df device (``10.1.71.197@tcp:/oyuutbev``).  Only the node's own lfs df
+    counts, so the rule still judges each bundle from its own rows (``node_local``)."""
     name = str(row["device"]).rpartition(":/")[2].split("/")[0]
-    return (row["node"] in nodes and row["mountpoint"] in mountpoints) or name == fsname
+    return row["node"] in nodes and (row["mountpoint"] in mountpoints or name == fsname)
