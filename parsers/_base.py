@@ -165,6 +165,10 @@ _TOOL_ERRORS = (
     "Failed to initialize NVML",
     "not supported on this system",
     "executable file not found",
+    # what nvidia-bug-report.sh says in place of nvidia-smi's output when no NVIDIA driver is loaded
+    "GPU Driver not installed?",
+    "/proc/driver/nvidia/version does not exist",
+    "/proc/driver/nvidia/./version does not exist",
 )
 
 

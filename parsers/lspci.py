@@ -15,7 +15,11 @@ Corporation Device 22a3 (rev a1)``), named with numbers (``-nn``: ``3D controlle
 numbers alone (``-n``: ``1b:00.0 0302: 10de:2330 (rev a1)``), with or without the domain (``-D``), and
 ``grep`` excerpts of them.  The indented lines ``-k`` and ``-v`` print under a device go to it:
 ``Kernel driver in use`` fills ``driver``, ``Kernel modules`` ``modules``, ``Subsystem`` ``subsystem``;
-other indented lines are skipped.  A GPU is an NVIDIA (vendor 10de, or a description that starts with
+``-vv``'s ``LnkCap:`` (the link's maximum: ``Port #0, Speed 32GT/s, Width x16, ...``) and ``LnkSta:`` (the
+link as trained: ``Speed 16GT/s (downgraded), Width x8 (downgraded)``) fill the link columns; other
+indented lines are skipped, and so are ``-x``/``-xxxx``'s hex dump lines (``00: de 10 30 23 ...``: the
+nvidia-bug-report's ``lspci -nnDvvvxxxx`` section holds one per 16 bytes of each device's
+configuration space).  A GPU is an NVIDIA (vendor 10de, or a description that starts with
 "NVIDIA Corporation") display controller: class 0300 "VGA compatible controller" or 0302 "3D
 controller"; an NVSwitch is an NVIDIA class 0680 "Bridge" (HGX A100 and H100 boards list theirs; on
 HGX B200 they are no PCI devices).  NVIDIA audio functions (0403) and USB controllers are neither.
@@ -39,6 +43,9 @@ Schema
   NVIDIA class 0680 "Bridge"
 - ``driver`` str — ``Kernel driver in use`` (``nvidia``, ``vfio-pci``), null when not printed;
   ``modules`` str, ``subsystem`` str — as printed, when printed
+- ``link_speed_gts``, ``link_width`` float GT/s, int lanes — ``LnkSta``: the link as trained (null when
+  not printed, or ``Speed unknown``); ``link_speed_max_gts``, ``link_width_max`` — ``LnkCap``: the
+  device's own maximum; ``link_line`` int — the line of ``LnkSta``
 - ``host`` str — launcher tag of the line (pdsh host, srun rank, pod), else null
 
 Examples
@@ -48,6 +55,12 @@ Examples
 >>> r = parse("0000:07:00.0 Bridge: NVIDIA Corporation Device 22a3 (rev ff)").rows("pci_device")[0]
 >>> r["nvswitch"], r["gpu"], r["rev"], r["description"]
 (True, False, 'ff', 'NVIDIA Corporation Device 22a3')
+>>> v = parse("0000:8a:00.0 3D controller [0302]: NVIDIA Corporation GH100 [10de:2330]\\n"
+...           "\\t\\tLnkCap:\\tPort #0, Speed 32GT/s, Width x16, ASPM not supported\\n"
+...           "\\t\\tLnkSta:\\tSpeed 16GT/s (downgraded), Width x8 (downgraded)\\n"
+...           "00: de 10 30 23 07 04 10 00 a1 00 02 03 00 00 00 00\\n").rows("pci_device")[0]
+>>> v["link_speed_gts"], v["link_width"], v["link_speed_max_gts"], v["link_width_max"], v["link_line"]
+(16.0, 8, 32.0, 16, 3)
 """
 
 from __future__ import annotations
@@ -95,6 +108,11 @@ SCHEMA = {
         Column("driver", "str", "kernel driver in use"),
         Column("modules", "str", "kernel modules as printed"),
         Column("subsystem", "str", "subsystem as printed"),
+        Column("link_speed_gts", "float", "LnkSta speed, GT/s: the link as trained"),
+        Column("link_width", "int", "LnkSta width, lanes"),
+        Column("link_speed_max_gts", "float", "LnkCap speed, GT/s: the device's maximum"),
+        Column("link_width_max", "int", "LnkCap width, lanes: the device's maximum"),
+        Column("link_line", "int", "line of LnkSta"),
         Column("host", "str", "launcher tag of the line"),
     )
 }
@@ -111,6 +129,12 @@ _SUB = re.compile(r"^(?P<key>Subsystem|Kernel driver in use|Kernel modules):\s*(
 _COMMAND = re.compile(r"^\s*(?:[#$]\s*)?(?:sudo\s+)?(?:/\S*/)?lspci\b")
 _WARNING = re.compile(r"^(?:lspci|pcilib|setpci):\s")
 _NOT_FOUND = re.compile(r"lspci: (?:command )?not found|No such file or directory.*lspci", re.I)
+#: ``-vv``: ``LnkCap:\tPort #0, Speed 32GT/s, Width x16, ...``, ``LnkSta:\tSpeed 16GT/s (downgraded), Width x8``
+_LINK = re.compile(r"^Lnk(?P<which>Cap|Sta):\s+(?P<rest>.*)$")
+_SPEED = re.compile(r"\bSpeed (?P<gts>\d+(?:\.\d+)?)GT/s")
+_WIDTH = re.compile(r"\bWidth x(?P<lanes>\d+)")
+#: ``-x``..``-xxxx``: one line per 16 bytes of configuration space
+_HEX_DUMP = re.compile(r"^[0-9a-f]{2,3}: (?:[0-9a-f]{2} ){15}[0-9a-f]{2}\s*$")
 _GPU_CLASSES = {"0300", "0302"}
 _GPU_NAMES = {"vga compatible controller", "3d controller"}
 
@@ -138,6 +162,12 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                     sub["key"], "modules"
                 )
                 current[column] = sub["value"].strip()
+            elif current is not None and (link := _LINK.match(line.strip())):
+                _link(current, link["which"], link["rest"], no)
+            continue
+        if _HEX_DUMP.match(line) or _HEX_DUMP.match(
+            raw[no - 1].strip()
+        ):  # a "00: " offset looks like a host tag
             continue
         if (row := _device(line, no, host)) is not None:
             result.add("pci_device", row)
@@ -182,3 +212,18 @@ def _device(line: str, no: int, host: str | None) -> dict[str, Any] | None:
     row["gpu"] = nvidia and (code in _GPU_CLASSES if code else name in _GPU_NAMES)
     row["nvswitch"] = nvidia and (code == "0680" if code else name == "bridge")
     return row
+
+
+def _link(row: dict[str, Any], which: str, rest: str, no: int) -> None:
+    """A device's ``LnkCap`` (its maximum) or ``LnkSta`` (as trained) line into its row; the first of
+    each counts (a device has one PCI Express capability)."""
+    speed_key, width_key = (
+        ("link_speed_gts", "link_width") if which == "Sta" else ("link_speed_max_gts", "link_width_max")
+    )
+    if (which == "Sta" and row["link_line"] is not None) or (which == "Cap" and row[width_key] is not None):
+        return
+    speed, width = _SPEED.search(rest), _WIDTH.search(rest)
+    row[speed_key] = float(speed["gts"]) if speed else None
+    row[width_key] = int(width["lanes"]) if width else None
+    if which == "Sta":
+        row["link_line"] = no

@@ -109,6 +109,18 @@ CATALOGUE: tuple[Answer, ...] = (
         "NVIDIA/nvidia-docker#988, ci-for-research/self-hosted-runners#40 (nvidia-smi's own message)",
     ),
     Answer(
+        "driver-not-loaded",
+        "nvidia-smi",
+        _re(
+            r"^Detected driver type: GPU Driver not installed\?|^\*\*\* /proc/driver/nvidia/(?:\./)?version does not exist"
+        ),
+        "no NVIDIA kernel module is loaded (lsmod lists none; /proc/driver/nvidia/version is not there): "
+        "nvidia-smi cannot run and no GPU of the node can be used",
+        "NVIDIA's nvidia-bug-report.sh, in place of nvidia-smi's output: detect_driver_type prints 'GPU "
+        "Driver not installed?' when lsmod lists neither nvidia nor mods ($Change: 37062940 $), and "
+        "report_file '*** <file> does not exist' for the driver's version file (every script version)",
+    ),
+    Answer(
         "no-devices",
         "nvidia-smi",
         _re(r"^\s*No devices were found"),
@@ -189,6 +201,7 @@ COLLECTION_ANSWERS = frozenset({"permission"})
 
 _PREFILTER = re.compile(
     r"NVML|NVIDIA-SMI has failed|No devices were found|device handle|GPU is lost|fi_getinfo|"
+    r"Driver not installed|version does not exist|"
     r"No IB devices|host engine|specified host|could not be found|not found",
     re.IGNORECASE,
 )

@@ -88,16 +88,25 @@ def test_2022_report_analyzes_without_gpu_findings(tmp_path: Path) -> None:
 def test_2010_report_bare_paths_older_scan_and_masked_host(tmp_path: Path) -> None:
     content = _content(OLD)
     assert "hostname" not in content.facts  # 'uname: Linux ****-***** ...' was masked by the poster
-    assert "collected_at" not in content.facts  # 'Fr 10. Sep 04:31:01 CEST 2010': a German-locale date
+    # 'Fr 10. Sep 04:31:01 CEST 2010': a German-locale date whose zone (CEST) says its offset
+    assert content.facts["collected_at"] == "2010-09-10T02:31:01Z"
     assert any("host name '****-*****' is masked" in p for p in content.problems)
-    kinds = {o.kind: o for o in content.outputs}
+    kinds = {o.kind: o for o in content.outputs if not o.name}
     assert kinds["versions"].text.startswith("NVRM version: NVIDIA UNIX x86 Kernel Module  173.14.22")
     assert kinds["versions"].first_line == 43
     dmesg = kinds["dmesg"]
     assert dmesg.command == "grep NVRM /var/log/messages"
-    # the lines since the driver's last load: the 173.14.22 load of Sep 10, not the eight earlier loads
+    # the lines of the file's last boot: the 173.14.22 load of Sep 10
     assert dmesg.text.startswith("Sep 10 03:02:49 hugo-kiste kernel: [   28.070849] NVRM: loading")
     assert dmesg.text.count("\n") == 1
+    # the 14 loads before it are 14 earlier boots: the uptime falls (442.7 s, then 18.5 s) or the moment
+    # each boot began (the stamp less the uptime) moves by minutes (18.5 s at 20:33:40, 18.8 s at 20:46:39)
+    earlier = [(o.name, o.first_line, o.text) for o in content.outputs if o.name.startswith("dmesg-boot")]
+    assert [name for name, _, _ in earlier] == [f"dmesg-boot-{n}-messages.txt" for n in range(1, 15)]
+    assert earlier[0][2].startswith("Sep  9 23:34:56 ")
+    assert earlier[-1][2].startswith("Sep  7 16:35:28 hugo-kiste kernel: [  442.742657]")
+    assert [line for _, line, _ in earlier] == list(range(36, 22, -1))  # the report's own lines
+    assert any("holds 14 boots before its last one" in p for p in content.problems)
     assert "nvidia-smi-q" not in kinds
     assert any("no 'nvidia-smi --query' output" in p for p in content.problems)
 
@@ -107,6 +116,11 @@ def test_2010_report_bare_paths_older_scan_and_masked_host(tmp_path: Path) -> No
         "SELECT DISTINCT version FROM software_version WHERE component = 'nvidia_driver'"
     ).fetchall()
     assert versions == [("173.14.22",)]
+    boots = con.execute(
+        "SELECT boot, count(*) FROM kernel_event WHERE event_type = 'nvrm_driver_loaded' GROUP BY 1 ORDER BY 1"
+    ).fetchall()
+    # the file's last boot is the running one as far as the file says, not known for certain: boot null
+    assert boots == [(b, 1) for b in range(-14, 0)] + [(None, 1)]
 
 
 def test_a_failed_nvidia_smi_in_a_report_is_an_unreachable_finding(tmp_path: Path) -> None:

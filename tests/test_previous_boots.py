@@ -168,12 +168,25 @@ def test_a_safe_mode_report_says_so(tmp_path: Path) -> None:
     assert reasons["nvidia-smi-q"] == "nvidia-bug-report: Skipping due to --safe-mode-argument", reasons
 
 
-def test_skipped_nvidia_smi_is_not_examined_with_the_scripts_reason(tmp_path: Path) -> None:
+def test_a_report_without_a_loaded_driver_is_a_finding_and_other_skips_keep_the_scripts_reason(
+    tmp_path: Path,
+) -> None:
+    """The script found no nvidia-smi and says 'GPU Driver not installed?' (lsmod lists no nvidia
+    module): on a node the user ran the bug report on, that is a finding of the node, as a failed
+    nvidia-smi is, cited at the report's own line; what else it skipped keeps the script's reason."""
     path = FIXTURES / "derived-37062940-smi-not-found--tables.log"
     code, report, output = _analyze(tmp_path, path)
-    rows = [r for r in report["verdict"]["not_examined"] if r["what"].split(" ")[0] == "nvidia-smi-q"]
-    assert rows and rows[0]["node"] == "gpu-node-7", report["verdict"]["not_examined"]
-    assert rows[0]["reason"] == "nvidia-bug-report: nvidia-smi not found"
+    assert code in (0, 1), output
+    (finding,) = _findings(report, "gpu.smi.unreachable")
+    assert finding["node"] == "gpu-node-7" and finding["params"]["answers"] == ["driver-not-loaded"]
+    assert finding["severity"] == "warning"  # the report names no instance type: as a failed nvidia-smi
+    assert "no NVIDIA driver is loaded" in finding["message"]
+    assert finding["evidence"][0]["file"] == "gpu-node-7/derived-37062940-smi-not-found--tables.log"
+    assert finding["evidence"][0]["line"] == 38  # 'Detected driver type: GPU Driver not installed?'
+    reasons = {r["what"].split(" ")[0]: r.get("reason") for r in report["verdict"]["not_examined"]}
+    assert "nvidia-smi-q" not in reasons
+    assert reasons["nvidia-smi-nvlink"] == "nvidia-bug-report: nvidia-smi not found"
+    assert reasons["efa-ports"] == "nvidia-bug-report: ibstat not found"
     content = nbr.read_text(path.read_text(encoding="utf-8"))
     assert not isinstance(content, str)
-    assert any("ibstat output (ibstat not found)" in p for p in content.problems)
+    assert any("says no NVIDIA driver is loaded" in p for p in content.problems)

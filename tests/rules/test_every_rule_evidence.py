@@ -122,7 +122,7 @@ def full_files() -> dict[str, tuple[str, str]]:
         "cmd/dcgmi-diag.txt": ("dcgmi-diag", fixture("dcgmi-diag", "dcgm-124-442-r2-1gpu-pass-complete.txt")),
         "cmd/lspci.txt": (
             "lspci",
-            fixture("lspci", "derived-fm-guide-hgx-h100-at-jp-simulator-addresses.txt"),
+            fixture("lspci", "derived-fm-guide-hgx-h100-at-jp-simulator-addresses-vv-links.txt"),
         ),
         "cmd/cpu-governor.txt": (
             "cpu-governor",

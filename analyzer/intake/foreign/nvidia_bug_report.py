@@ -44,6 +44,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import BinaryIO
 
+from analyzer.intake.foreign import boots
 from analyzer.intake.foreign.layout import Absent, Converted, NodeLayout, Output, write_node
 from analyzer.intake.safe_read import Limits, gunzip_members
 
@@ -163,42 +164,101 @@ _SMI = re.compile(r"^(?:\S*/)?nvidia-smi(?P<args>(?: +\S+)*)\s*$")
 
 
 def header_facts(block: Block) -> dict[str, str]:
-    """hostname (from the ``uname:`` line), report_date as written, collected_at when it can be read.
+    """hostname (from the ``uname:`` line), report_date as written, and the collection time: collected_at
+    (UTC) where the ``Date:`` line's zone says its offset, else collected_local (the local time as
+    written) and collected_zone (the zone as printed, or '' where it prints none): the zone is unknown.
 
     >>> header_facts(Block("x", "Date: Thu Oct 27 08:50:11 PM -03 2022\\nuname: Linux nomade 6.0.1 #1 SMP"))
     {'hostname': 'nomade', 'report_date': 'Thu Oct 27 08:50:11 PM -03 2022', 'collected_at': '2022-10-27T23:50:11Z'}
+    >>> header_facts(Block("x", "Date: 2019年 11月 16日 星期六 13:31:02 CST"))
+    {'report_date': '2019年 11月 16日 星期六 13:31:02 CST', 'collected_local': '2019-11-16T13:31:02', 'collected_zone': 'CST'}
     """
     facts: dict[str, str] = {}
     if (m := _UNAME.search(block.text)) and re.search(r"[A-Za-z0-9]", m.group(1)):
         facts["hostname"] = m.group(1)  # a name masked before posting ('****-*****') is no name
     if m := _DATE.search(block.text):
         facts["report_date"] = m.group(1)
-        when = _parse_date(m.group(1))
-        if when is not None:
-            facts["collected_at"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+        read = read_date(m.group(1))
+        if read is not None:
+            local, zone, offset = read
+            if offset is not None:
+                facts["collected_at"] = (local - offset).strftime("%Y-%m-%dT%H:%M:%SZ")
+            else:
+                facts["collected_local"] = local.strftime("%Y-%m-%dT%H:%M:%S")
+                facts["collected_zone"] = zone
     return facts
 
 
+def zone_problem(facts: dict[str, str]) -> str | None:
+    """What a report says of a collection time whose zone is unknown (None when it is known or absent)."""
+    if "collected_local" not in facts:
+        return None
+    zone = facts.get("collected_zone", "")
+    why = (
+        f"its zone {zone!r} does not say one offset (it stands for several zones, or none hptriage knows)"
+        if zone
+        else "it prints no zone"
+    )
+    return (
+        f"collection time {facts['collected_local']} (the Date: line {facts.get('report_date', '')!r}) is "
+        f"local time and {why}: the zone is unknown, so the node's collection time (UTC) is left unknown"
+    )
+
+
 #: zone names ``date`` prints that stand for one offset only (CST, IST, BST stand for several: not read)
-_ZONES = {"EST": -5, "EDT": -4, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7, "CET": 1, "CEST": 2, "JST": 9}
+_ZONES = {"EST": -5, "EDT": -4, "MST": -7, "MDT": -6, "PST": -8, "PDT": -7, "CET": 1, "CEST": 2, "JST": 9,
+          "MEZ": 1, "MESZ": 2, "KST": 9, "HKT": 8, "SGT": 8, "AEST": 10, "AEDT": 11, "NZST": 12, "NZDT": 13,
+          "EET": 2, "EEST": 3, "WET": 0, "WEST": 1, "PKT": 5, "MSK": 3}  # fmt: skip
+#: month names ``date`` prints in the C, German and French locales (``Okt``, ``déc.``), lower case, and
+#: a number followed by 月 (Chinese, Japanese)
+_MONTH_NAMES = {
+    **{m: i for i, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                                   "nov", "dec"), 1)},
+    "mär": 3, "mrz": 3, "mai": 5, "okt": 10, "dez": 12,
+    "janv": 1, "févr": 2, "fév": 2, "mars": 3, "avr": 4, "juin": 6, "juil": 7, "août": 8, "sept": 9, "déc": 12,
+}  # fmt: skip
 
 
-def _parse_date(text: str) -> datetime | None:
-    """``date`` output in the C locale with a zone that says its offset (UTC, GMT, +0800, -03, EDT);
-    other locales and ambiguous zone names (CST is three different zones) are not guessed.
+def read_date(text: str) -> tuple[datetime, str, timedelta | None] | None:
+    """``date``'s output as (local time, zone as printed, its offset or None when the zone does not say
+    one), in the C locale and the German, French and Chinese layouts of the real reports (the clock,
+    the year, a month name or ``N月``, the day, the zone); None when a part is missing.
 
-    >>> _parse_date("Tue Oct 27 14:31:54 EDT 2009").isoformat(), _parse_date("Thu Jul 14 14:11:55 IST 2011")
-    ('2009-10-27T18:31:54+00:00', None)
+    >>> read_date("Tue Oct 27 14:31:54 EDT 2009")[2], read_date("Thu Jul 14 14:11:55 IST 2011")[1:]
+    (datetime.timedelta(days=-1, seconds=72000), ('IST', None))
+    >>> read_date("Fr 10. Sep 04:31:01 CEST 2010")[0].isoformat(), read_date("Sep 10 2010") is None
+    ('2010-09-10T04:31:01', True)
     """
     parts = text.split()
-    if len(parts) == 7 and parts[4] in ("AM", "PM"):  # Thu Oct 27 08:50:11 PM -03 2022
-        parts = [parts[0], parts[1], parts[2], parts[3] + parts[4], parts[5], parts[6]]
-        clock = "%I:%M:%S%p"
-    else:
-        clock = "%H:%M:%S"
-    if len(parts) != 6:
+    clock = next((i for i, p in enumerate(parts) if re.fullmatch(r"\d{1,2}:\d\d:\d\d", p)), None)
+    if clock is None:
         return None
-    zone = parts[4]
+    hh, mm, ss = (int(x) for x in parts[clock].split(":"))
+    rest = parts[:clock] + parts[clock + 1 :]
+    if clock + 1 < len(parts) and parts[clock + 1].upper() in ("AM", "PM"):
+        hh = hh % 12 + (12 if parts[clock + 1].upper() == "PM" else 0)
+        rest = parts[:clock] + parts[clock + 2 :]
+    year = month = day = None
+    zone = ""
+    for token in rest:
+        bare = token.rstrip(".,")
+        if m := re.fullmatch(r"(\d{4})年?", bare):
+            year = int(m.group(1))
+        elif m := re.fullmatch(r"(\d{1,2})月", bare):
+            month = int(m.group(1))
+        elif m := re.fullmatch(r"(\d{1,2})日?", bare):
+            day = int(m.group(1))
+        elif bare.lower() in _MONTH_NAMES:
+            month = _MONTH_NAMES[bare.lower()]
+        elif re.fullmatch(r"[+-]\d\d(?:\d\d)?|[A-Z]{2,5}", bare) and bare not in ("AM", "PM"):
+            zone = bare
+    if year is None or month is None or day is None:
+        return None
+    try:
+        local = datetime(year, month, day, hh, mm, ss)
+    except ValueError:
+        return None
+    offset: timedelta | None = None
     if zone in ("UTC", "GMT"):
         offset = timedelta(0)
     elif zone in _ZONES:
@@ -206,13 +266,19 @@ def _parse_date(text: str) -> datetime | None:
     elif m := re.fullmatch(r"([+-])(\d\d)(\d\d)?", zone):
         sign = -1 if m.group(1) == "-" else 1
         offset = sign * timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0))
-    else:
+    return local, zone, offset
+
+
+def _parse_date(text: str) -> datetime | None:
+    """:func:`read_date` as a UTC time, None where the zone does not say its offset.
+
+    >>> _parse_date("Tue Oct 27 14:31:54 EDT 2009").isoformat(), _parse_date("Thu Jul 14 14:11:55 IST 2011")
+    ('2009-10-27T18:31:54+00:00', None)
+    """
+    read = read_date(text)
+    if read is None or read[2] is None:
         return None
-    try:
-        local = datetime.strptime(" ".join(parts[1:4] + parts[5:]), f"%b %d {clock} %Y")
-    except ValueError:
-        return None
-    return (local - offset).replace(tzinfo=timezone.utc)
+    return (read[0] - read[2]).replace(tzinfo=timezone.utc)
 
 
 def smi_outputs(block: Block) -> list[tuple[str, str]]:
@@ -243,9 +309,29 @@ def file_body(block: Block) -> str:
     return "".join(ln for ln in lines[at + 1 :] if not ln.startswith("*** "))
 
 
+#: the lspci sections: ``/usr/bin/lspci -nnDvvvxxxx`` (newer scripts, after ``-nntv`` and ``-nn``),
+#: ``lspci -d "10de:*" -v -xxx`` and ``lspci -nn`` (older ones); ``-t`` trees are not device lists
+_LSPCI = re.compile(r"^(?:\S*/)?lspci(?P<args>(?: +\S+)*)\s*$")
+_LSPCI_TREE = re.compile(r"(?:^|\s)-\w*t")
+#: ``/usr/sbin/ibstat`` as ``report_command`` prints it; the per-device commands follow in the section
+_IBSTAT = re.compile(r"^(?:\S*/)?ibstat\s*$")
+_IB_DEVICE_LOOP = "Running InfiniBand commands for device:"
+
+
+def _after_header(block: Block) -> str:
+    """A command section's output: its lines after the command line (and the blank line after it)."""
+    lines = block.text.splitlines(keepends=True)
+    at = next((i for i, ln in enumerate(lines) if ln.strip() == block.header), -1)
+    rest = lines[at + 1 :]
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    return "".join(rest)
+
+
 def pick(blocks: list[Block]) -> dict[str, tuple[str, str]]:
     """kind -> (command as run, text) for the sections hptriage reads."""
     found: dict[str, tuple[str, str]] = {}
+    lspci_rank = 0
     for block in blocks:
         head = block.header
         if head == "dmesg:" and "dmesg" not in found:
@@ -261,6 +347,15 @@ def pick(blocks: list[Block]) -> dict[str, tuple[str, str]]:
                     found.setdefault("nvidia-smi", (cmd, text))
                 elif args[:1] == ["nvlink"] and args[1:] in (["--status"], ["-s"]):
                     found.setdefault("nvidia-smi-nvlink", (cmd, text))
+        elif (m := _LSPCI.match(head)) and not _LSPCI_TREE.search(m.group("args")):
+            rank = 2 if "vv" in m.group("args") else 1  # -nnDvvvxxxx holds each link's state
+            if rank > lspci_rank:
+                lspci_rank = rank
+                found["lspci"] = (head, _after_header(block))
+        elif _IBSTAT.match(head) and "efa-ports" not in found:
+            body = _after_header(block).split(_IB_DEVICE_LOOP, 1)[0]
+            if body.strip():
+                found["efa-ports"] = (head, body)
         elif "fabricmanager" in head and (
             "systemctl status" in head or head.startswith("*** /var/log/fabricmanager")
         ):
@@ -282,7 +377,6 @@ _SCAN_NOTES = re.compile(
     r"No suitable log found\.)\s*$"
 )
 _GREP = "grep -e NVRM -e nvidia-"
-_DRIVER_LOAD = "NVRM: loading NVIDIA"
 
 
 @dataclass(frozen=True)
@@ -312,28 +406,23 @@ def kernel_scan(block: Block) -> list[ScanPart]:
 
 
 def since_last_driver_load(text: str) -> str:
-    """A log file's lines from the driver's last load on (the current boot's, as far as the file says);
-    the whole text when it holds no load line."""
-    lines = text.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if _DRIVER_LOAD in line]
-    if not starts:
-        return text
-    first = starts[-1]
-    while first > 0 and "nvidia-nvlink: Nvlink Core is being initialized" in lines[first - 1]:
-        first -= 1  # the line the driver prints just before its banner belongs to the same load
-    return "".join(lines[first:])
+    """A log file's lines of its last boot (the current one, as far as the file says: see
+    :mod:`analyzer.intake.foreign.boots`); the whole text when it holds one boot."""
+    return boots.by_boot(text).current or text
 
 
 def kernel_outputs(blocks: list[Block], have_dmesg: bool) -> tuple[list[Output], list[str]]:
     """The dmesg outputs the kernel-log scan adds, and what it says about them.
 
-    Earlier boots' journal parts always (``cmd/dmesg-boot-1.txt``...); the current boot's journal part,
-    else a log file's lines since the driver's last load, only without a ``dmesg:`` section (they repeat
-    it)."""
+    Earlier boots always: the journal's parts (``cmd/dmesg-boot-1.txt``...) and each log file's lines
+    before its last boot (``cmd/dmesg-boot-1-kern.log.txt``..., the file cut at each boot by
+    :func:`analyzer.intake.foreign.boots.by_boot`); the current boot's journal part, else a log file's
+    lines of its last boot, only without a ``dmesg:`` section (they repeat it)."""
     parts = [p for b in blocks if b.header in SCAN_TITLES for p in kernel_scan(b)]
     grep = _GREP if any(b.header == _SCAN for b in blocks) else "grep NVRM"  # what the older scan ran
     outputs: list[Output] = []
     notes: list[str] = []
+    files: list[tuple[ScanPart, boots.Earlier]] = []
     for part in parts:
         if part.boot is not None and part.boot < 0:
             outputs.append(
@@ -345,6 +434,25 @@ def kernel_outputs(blocks: list[Block], have_dmesg: bool) -> tuple[list[Output],
                     note=f"{SOURCE}: the journal's NVIDIA kernel messages of boot {part.boot}",
                 )
             )
+        elif part.boot is None:
+            cut = boots.by_boot(part.text)
+            files.append((part, cut))
+            for boot, _first, text in cut.earlier:
+                outputs.append(
+                    Output(
+                        "dmesg",
+                        text,
+                        f"{grep} {part.name}",
+                        name=boots.output_name(boot, part.name),
+                        note=f"{SOURCE}: the NVIDIA lines of {part.name} in boot {boot}",
+                    )
+                )
+            if cut.earlier:
+                notes.append(
+                    f"the kernel-log scan's {part.name} holds {len(cut.earlier) + cut.dropped} boots before "
+                    f"its last one (told by {boots.how_words(cut.how)}): read as boots -1 to "
+                    f"-{len(cut.earlier)}" + (f"; {cut.dropped} older boots not read" if cut.dropped else "")
+                )
     if not have_dmesg:
         current = next((p for p in parts if p.boot == 0), None)
         if current is not None:
@@ -357,19 +465,20 @@ def kernel_outputs(blocks: list[Block], have_dmesg: bool) -> tuple[list[Output],
             notes.append(
                 "no 'dmesg:' section: the kernel log is the journal's NVIDIA lines of the current boot"
             )
-        elif logfile := next((p for p in parts if p.boot is None), None):
+        elif files:
+            logfile, cut = files[0]
             outputs.insert(
                 0,
                 Output(
                     "dmesg",
-                    since_last_driver_load(logfile.text),
+                    cut.current or logfile.text,
                     f"{grep} {logfile.name}",
-                    note=f"{SOURCE}: no dmesg section; the lines since the driver's last load",
+                    note=f"{SOURCE}: no dmesg section; the lines of the file's last boot",
                 ),
             )
             notes.append(
-                f"no 'dmesg:' section: the kernel log is the NVIDIA lines of {logfile.name} since the "
-                "driver's last load (their boot is not known)"
+                f"no 'dmesg:' section: the kernel log is the NVIDIA lines of {logfile.name} of its last boot "
+                "(the running one, as far as the file says; their boot is not known for certain)"
             )
     return outputs, notes
 
@@ -467,6 +576,8 @@ def versions_table(header: Block) -> str:
 _SKIP_KINDS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"nvidia-smi", re.I), ("nvidia-smi-q", "nvidia-smi-nvlink")),
     (re.compile(r"fabric ?manager", re.I), ("fabricmanager",)),
+    (re.compile(r"^(?:ibstat|infiniband)\b", re.I), ("efa-ports",)),
+    (re.compile(r"^lspci\b", re.I), ("lspci",)),
 )
 #: the older scripts' one-line notes: "Skipping nvidia-smi output (nvidia-smi not found)"
 _OLD_SKIP = re.compile(r"^Skipping (?P<what>\S.*? output) \((?P<why>[^)]*)\)\s*$", re.M)
@@ -502,6 +613,40 @@ def safe_mode(header: Block, text: str) -> bool:
     if flags is not None and "--safe-mode" in flags.group(1).split():
         return True
     return "Skipping due to --safe-mode-argument" in text
+
+
+#: the report's own words that no NVIDIA kernel module is loaded: newer scripts' driver type detection
+#: (``detect_driver_type``: lsmod lists neither ``nvidia`` nor ``mods``), and the file section of the
+#: driver's version file, which every script appends and ``report_file`` answers so when it is not there
+_NO_DRIVER_DETECTED = re.compile(r"^Detected driver type: GPU Driver not installed\?\s*$")
+_NO_DRIVER_MODULES = "No NVIDIA driver modules detected."
+_NO_VERSION_FILE = re.compile(r"^\*\*\* /proc/driver/nvidia/(?:\./)?version does not exist\s*$")
+DRIVER_NOT_LOADED_NOTE = f"{SOURCE}: no nvidia-smi output; the report says no NVIDIA driver is loaded"
+
+
+def driver_not_loaded(blocks: list[Block]) -> tuple[str, str] | None:
+    """The report's lines that say no NVIDIA kernel module is loaded, and how the script learned it;
+    None when it says no such thing.
+
+    >>> driver_not_loaded([Block("NVIDIA Driver Type Detection:", "NVIDIA Driver Type Detection:\\n\\n"
+    ...     "Detected driver type: GPU Driver not installed?\\nNo NVIDIA driver modules detected.\\n")])
+    ('Detected driver type: GPU Driver not installed?\\nNo NVIDIA driver modules detected.\\n', 'lsmod')
+    """
+    for block in blocks:
+        if block.header != "NVIDIA Driver Type Detection:":
+            continue
+        lines = block.text.splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            if _NO_DRIVER_DETECTED.match(line.strip()):
+                more = (
+                    lines[i + 1] if i + 1 < len(lines) and lines[i + 1].strip() == _NO_DRIVER_MODULES else ""
+                )
+                return line + more, "lsmod"
+    for block in blocks:
+        if _NO_VERSION_FILE.match(block.header):
+            line = next(ln for ln in block.text.splitlines(keepends=True) if ln.strip() == block.header)
+            return line, "/proc/driver/nvidia/version"
+    return None
 
 
 @dataclass
@@ -540,6 +685,8 @@ def read_text(text: str, origin: str = "") -> ReportContent | str:
     if not blocks or START not in blocks[0].text:
         return "nvidia-bug-report without its header section"
     content = ReportContent(facts=header_facts(blocks[0]))
+    if zone := zone_problem(content.facts):
+        content.problems.append(zone)
     if "hostname" not in content.facts and (m := _UNAME.search(blocks[0].text)):
         content.problems.append(
             f"the uname line's host name {m.group(1)!r} is masked: the node is named after the file"
@@ -567,6 +714,20 @@ def read_text(text: str, origin: str = "") -> ReportContent | str:
             )
         )
     content.problems.extend(notes)
+    no_driver = driver_not_loaded(blocks) if "nvidia-smi-q" not in found else None
+    if no_driver is not None:
+        # the report's own words stand where nvidia-smi's answer would: a failed probe of the node,
+        # which the catalogue of failure answers reads (gpu.smi.unreachable), never 'not examined'
+        said, how = no_driver
+        content.outputs.append(
+            Output(
+                "nvidia-smi-q",
+                said,
+                f"nvidia-bug-report.sh ({how}): no NVIDIA driver loaded",
+                exit_code="-",
+                note=DRIVER_NOT_LOADED_NOTE,
+            )
+        )
     have = {o.kind for o in content.outputs}
     safe = safe_mode(blocks[0], text)
     unread: list[str] = []
@@ -584,7 +745,13 @@ def read_text(text: str, origin: str = "") -> ReportContent | str:
         for kind in ("nvidia-smi-q", "nvidia-smi-nvlink"):
             if kind not in have and all(a.kind != kind for a in content.absent):
                 content.absent.append(Absent(kind, SAFE_MODE_NOTE))
-    if "nvidia-smi-q" not in have:
+    if no_driver is not None:
+        first = no_driver[0].splitlines()[0].strip()
+        content.problems.append(
+            f"no 'nvidia-smi --query' output: the report says no NVIDIA driver is loaded ({first!r}); read "
+            "as nvidia-smi's answer, so the node is judged by it"
+        )
+    elif "nvidia-smi-q" not in have:
         skipped = next((a.note for a in content.absent if a.kind == "nvidia-smi-q"), "")
         skipped = skipped.removeprefix(f"{SOURCE}: ")
         if safe:

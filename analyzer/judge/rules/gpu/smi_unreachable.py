@@ -51,6 +51,7 @@ RULE = RuleInfo(
 #: What each answer means for the operator, in the finding's words.
 SAYS = {
     "driver-unreachable": "cannot communicate with the NVIDIA driver",
+    "driver-not-loaded": "cannot run: no NVIDIA driver is loaded",
     "no-devices": "finds no GPU",
     "gpu-lost": "reports a lost GPU",
     "device-handle-error": "cannot open a GPU",

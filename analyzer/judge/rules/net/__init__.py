@@ -1,4 +1,4 @@
-"""Network rules: EFA devices and ports, libfabric providers, the aws-ofi-nccl plugin."""
+"""Network rules: EFA devices and ports, libfabric providers, the aws-ofi-nccl plugin, adapters' PCIe links."""
 
 RULES: tuple[str, ...] = (
     "efa_port_down",
@@ -7,4 +7,5 @@ RULES: tuple[str, ...] = (
     "ofi_plugin_missing",
     "efa_module_missing",
     "efa_port_errors",
+    "pcie_link_degraded",
 )
