@@ -249,9 +249,11 @@ CANDIDATE_KEYS = tuple(dict.fromkeys((
     *ERROR_KEYS,  # what an unclassified error line holds (see _unclassified)
 )))  # fmt: skip
 #: Above this size the candidate lines are found by one vectorised RE2 pass (pyarrow) instead of one
-#: compiled alternation per line in Python (1 MB, 14k lines: ~4 ms against ~15 ms, and ~28 ms for a loop
-#: of substring tests; polars' str.contains ~2.5 ms, not worth a dependency: see benchmarks/RESULTS.md).
-VECTOR_BELOW = 256 * 1024
+#: compiled trie of the keys per line in Python: RE2 costs ~0.3 ms a call (it compiles the pattern) and
+#: little per line, Python a few microseconds per line, so they meet near 300 lines (~20 KB); a 1 MB log,
+#: 14k lines: ~4 ms against ~40 ms.  polars' str.contains is no clear win and not worth a dependency
+#: (benchmarks/RESULTS.md).
+VECTOR_BELOW = 16 * 1024
 
 
 def candidate_lines(lines: list[str]) -> list[int]:
@@ -269,7 +271,7 @@ def candidate_lines(lines: list[str]) -> list[int]:
                 pc.match_substring_regex(column, _CANDIDATE_RE2)
             ).to_pylist()
             return found
-    search = _CANDIDATE.search  # the keys as one alternation of literals: twice the speed of a loop of `in`
+    search = _CANDIDATE.search  # the keys as one trie of literals: 5x the speed of a loop of `in`
     return [i for i, line in enumerate(lines) if search(line)]
 
 
@@ -281,17 +283,22 @@ LEVEL_RE2 = r"^[0-3],[0-9]+,[0-9]+,"
 _WIDE_FOLDS = frozenset("iks")
 
 
+def _shortest(keys: tuple[str, ...]) -> list[str]:
+    """The keys less those that hold another key (a line holding one holds the shorter one)."""
+    unique = list(dict.fromkeys(keys))
+    return [k for k in unique if not any(other != k and other in k for other in unique)]
+
+
 def alternation(keys: tuple[str, ...]) -> str:
-    """A regex that finds a line if and only if the line holds one of ``keys``, as short as that allows: a
-    key that holds another key is left out (the shorter one finds its lines), and a key of ASCII letters
-    present in every spelling of its case (``efa`` .. ``EFA``) is one ``(?i:...)`` group.  The candidate
-    pass of a 1 MB log costs the RE2 engine ~1 ms more per 100 literals (benchmarks/RESULTS.md).
+    """A regex (for RE2) that finds a line if and only if the line holds one of ``keys``, as short as that
+    allows: a key that holds another key is left out, and a key of ASCII letters present in every spelling
+    of its case (``efa`` .. ``EFA``) is one ``(?i:...)`` group.  RE2's pass over a 1 MB log costs more with
+    every literal (benchmarks/RESULTS.md).
 
     >>> alternation(("rror", "I/O error", "efa", "EFA", "efA", "eFa", "eFA", "Efa", "EfA", "EFa", "NVRM"))
     'rror|(?i:efa)|NVRM'
     """
-    unique = list(dict.fromkeys(keys))
-    kept = [k for k in unique if not any(other != k and other in k for other in unique)]
+    kept = _shortest(keys)
     spellings: dict[str, set[str]] = {}
     for k in kept:
         spellings.setdefault(k.lower(), set()).add(k)
@@ -307,8 +314,33 @@ def alternation(keys: tuple[str, ...]) -> str:
     return "|".join(parts)
 
 
+def trie(keys: list[str]) -> str:
+    """The keys as one regex shaped like a trie (for Python's re, which tries the branches of an
+    alternation one by one at every position of a line; a trie looks at each letter once): it finds a line
+    if and only if the line holds one of ``keys``.
+
+    >>> trie(["timeout", "timer", "NVRM"])
+    '(?:NVRM|time(?:out|r))'
+    """
+    root: dict[str, Any] = {}
+    for key in keys:
+        node = root
+        for ch in key:
+            node = node.setdefault(ch, {})
+        node[""] = {}  # a key ends here
+
+    def branches(node: dict[str, Any]) -> str:
+        out = [re.escape(ch) + branches(sub) for ch, sub in sorted(node.items()) if ch]
+        if not out:
+            return ""
+        body = out[0] if len(out) == 1 else f"(?:{'|'.join(out)})"
+        return f"(?:{body})?" if "" in node else body
+
+    return branches(root)
+
+
 _CANDIDATE_RE2 = "|".join([alternation(CANDIDATE_KEYS), LEVEL_RE2])
-_CANDIDATE = re.compile(_CANDIDATE_RE2)
+_CANDIDATE = re.compile("|".join([trie(_shortest(CANDIDATE_KEYS)), LEVEL_RE2]))
 
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:

@@ -71,7 +71,7 @@ FLAPPING = [
 def test_flapping_log_past_the_vectorised_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     # derived: the link, EFA and probe lines of the fixtures, printed again and again as a flapping node does
     lines, t = [], 20.0
-    for k in range(dmesg.VECTOR_BELOW // 40):
+    for k in range(max(dmesg.VECTOR_BELOW, 1 << 18) // 40):  # 256 KB at least: every line many times over
         t += 0.01 + (k % 7) * 0.5
         lines.append(f"[{t:12.6f}] {FLAPPING[k % len(FLAPPING)]}")
         if k % 97 == 0:
