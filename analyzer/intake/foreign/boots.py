@@ -225,3 +225,61 @@ def how_words(how: str) -> str:
         "driver load": "the NVIDIA driver's load line (one per boot; a reload by hand would count as one)",
     }
     return "; ".join(words[h] for h in how.split(", ") if h in words)
+
+
+#: the body of a line after its ``kernel:`` tag and the kernel's own ``[ uptime]`` stamp
+_KERNEL_BODY = re.compile(r"\bkernel: (?:\[\s*\d+\.\d+\]\s?)?(?P<body>.*)$")
+#: one line in two logs is stamped within this many seconds (rsyslog stamps a line as it receives it,
+#: the journal as the kernel hands it over: a second apart is common)
+SAME_LINE_S = 2
+
+
+def line_keys(text: str) -> list[tuple[int, int, str, int]]:
+    """(month, day, message, second of the day) of each kernel line of a syslog file or of a journal in
+    its short format, so that one line found in two logs (``kern.log`` and ``journalctl -b -1``, which
+    prints no uptime and may name the month in the system's locale) is known as one (:class:`Seen`).
+
+    >>> line_keys("Nov 15 14:25:29 h kernel: [    3.1] NVRM: x\\n"), line_keys("11月 15 14:25:28 h kernel: NVRM: x\\n")
+    ([(11, 15, 'NVRM: x', 51929)], [(11, 15, 'NVRM: x', 51928)])
+    """
+    keys: list[tuple[int, int, str, int]] = []
+    for raw in text.splitlines():
+        m = _LINE.match(raw)
+        if m is None or m.group("tag") != "kernel" or not m.group("mon"):
+            continue
+        mon = m.group("mon")
+        month = int(mon[:-1]) if mon.endswith("月") else _MONTHS.get(mon.lower(), 0)
+        body = _KERNEL_BODY.search(raw)
+        if month and body is not None:
+            hh, mm, ss = (int(x) for x in m.group("clock").split(":"))
+            keys.append((month, int(m.group("day")), body.group("body").strip(), hh * 3600 + mm * 60 + ss))
+    return keys
+
+
+class Seen:
+    """The kernel lines already read, each with the boot it was read as."""
+
+    def __init__(self) -> None:
+        self._lines: dict[tuple[int, int, str], list[tuple[int, int]]] = {}
+
+    def add(self, keys: list[tuple[int, int, str, int]], boot: int) -> None:
+        for month, day, message, second in keys:
+            self._lines.setdefault((month, day, message), []).append((second, boot))
+
+    def boot_of(self, keys: list[tuple[int, int, str, int]]) -> int | None:
+        """The boot that holds most of these lines (stamped within SAME_LINE_S), else None.
+
+        >>> seen = Seen(); seen.add(line_keys("11月 15 13:56:19 h kernel: NVRM: a\\n"), -2)
+        >>> seen.boot_of(line_keys("Nov 15 13:56:20 h kernel: [ 4.0] NVRM: a\\n")), seen.boot_of([])
+        (-2, None)
+        """
+        hits: list[int] = []
+        for month, day, message, second in keys:
+            near = [
+                b for s, b in self._lines.get((month, day, message), []) if abs(s - second) <= SAME_LINE_S
+            ]
+            if near:
+                hits.append(near[0])
+        if not keys or len(hits) * 2 <= len(keys):
+            return None
+        return max(set(hits), key=hits.count)

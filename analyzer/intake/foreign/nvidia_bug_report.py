@@ -423,7 +423,12 @@ def kernel_outputs(blocks: list[Block], have_dmesg: bool) -> tuple[list[Output],
     outputs: list[Output] = []
     notes: list[str] = []
     files: list[tuple[ScanPart, boots.Earlier]] = []
+    #: each kernel line already read (the journal's parts, an earlier log file's boots) and its boot: a
+    #: log file's boot whose lines the journal holds is that boot of the journal, not read twice
+    seen = boots.Seen()
     for part in parts:
+        if part.boot is not None and part.boot <= 0:
+            seen.add(boots.line_keys(part.text), part.boot)
         if part.boot is not None and part.boot < 0:
             outputs.append(
                 Output(
@@ -434,25 +439,38 @@ def kernel_outputs(blocks: list[Block], have_dmesg: bool) -> tuple[list[Output],
                     note=f"{SOURCE}: the journal's NVIDIA kernel messages of boot {part.boot}",
                 )
             )
-        elif part.boot is None:
-            cut = boots.by_boot(part.text)
-            files.append((part, cut))
-            for boot, _first, text in cut.earlier:
-                outputs.append(
-                    Output(
-                        "dmesg",
-                        text,
-                        f"{grep} {part.name}",
-                        name=boots.output_name(boot, part.name),
-                        note=f"{SOURCE}: the NVIDIA lines of {part.name} in boot {boot}",
-                    )
+    for part in parts:
+        if part.boot is not None:
+            continue
+        cut = boots.by_boot(part.text)
+        files.append((part, cut))
+        shift = seen.boot_of(boots.line_keys(cut.current)) or 0  # its last boot is the journal's -1: shift
+        read, held = [], 0
+        for boot, _first, text in cut.earlier:
+            keys = boots.line_keys(text)
+            journal = seen.boot_of(keys)
+            if journal is not None:
+                shift, held = journal - boot, held + 1
+                continue
+            read.append(boot + shift)
+            seen.add(keys, boot + shift)
+            outputs.append(
+                Output(
+                    "dmesg",
+                    text,
+                    f"{grep} {part.name}",
+                    name=boots.output_name(boot + shift, part.name),
+                    note=f"{SOURCE}: the NVIDIA lines of {part.name} in boot {boot + shift}",
                 )
-            if cut.earlier:
-                notes.append(
-                    f"the kernel-log scan's {part.name} holds {len(cut.earlier) + cut.dropped} boots before "
-                    f"its last one (told by {boots.how_words(cut.how)}): read as boots -1 to "
-                    f"-{len(cut.earlier)}" + (f"; {cut.dropped} older boots not read" if cut.dropped else "")
-                )
+            )
+        if cut.earlier:
+            notes.append(
+                f"the kernel-log scan's {part.name} holds {len(cut.earlier) + cut.dropped} boots before "
+                f"its last one (told by {boots.how_words(cut.how)}): "
+                + (f"read as boots {', '.join(str(b) for b in read)}" if read else "none read")
+                + (f"; {held} of them as the journal's parts, which hold the same lines" if held else "")
+                + (f"; {cut.dropped} older boots not read" if cut.dropped else "")
+            )
     if not have_dmesg:
         current = next((p for p in parts if p.boot == 0), None)
         if current is not None:
