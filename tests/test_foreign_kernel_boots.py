@@ -63,7 +63,7 @@ def test_an_earlier_boots_xid_only_in_kern_log_is_an_event_of_that_boot(tmp_path
     load(con, [WHOLE], work, Limits(), jobs=1)
     names = [c.strip('"') for c in columns_sql().split(", ")]
     rows = [
-        dict(zip(names, r))
+        dict(zip(names, r, strict=True))
         for r in con.execute(f"SELECT {columns_sql()} FROM kernel_event WHERE xid IS NOT NULL").fetchall()
     ]
     counted = Counter((r["boot"], r["xid"]) for r in distinct(rows))
