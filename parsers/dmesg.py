@@ -845,9 +845,14 @@ def _event(body: str) -> dict[str, Any] | None:
 _CLAIMED: dict[str, Any] = {"event_type": "-"}
 
 
-#: every key of the catalog's signatures as one alternation: a line it finds nothing in (most candidate
-#: lines: links, probes, error words) meets no signature, which one search in C says
-_SIGNATURE_KEYS = re.compile("|".join(re.escape(k) for k in sorted({k for s in SIGNATURES for k in s.keys})))
+#: every key of the catalog's signatures as one trie: a line it finds nothing in (most candidate lines:
+#: links, probes, error words) meets no signature, which one search in C says
+_SIGNATURE_KEYS = re.compile(trie(_shortest(tuple(k for s in SIGNATURES for k in s.keys))))
+#: each key with the signatures (their places in the catalog) that hold it among their keys
+_SIGNATURES_OF_KEY = tuple(
+    (key, tuple(i for i, sig in enumerate(SIGNATURES) if key in sig.keys))
+    for key in sorted({k for s in SIGNATURES for k in s.keys})
+)
 
 
 def _signature_event(body: str) -> dict[str, Any] | None:
@@ -855,12 +860,10 @@ def _signature_event(body: str) -> dict[str, Any] | None:
     keys the line holds and whose pattern it matches; ``_CLAIMED`` for a claim-only signature."""
     if _SIGNATURE_KEYS.search(body) is None:
         return None
-    for sig in SIGNATURES:
-        for key in sig.keys:
-            if key in body:
-                break
-        else:
-            continue
+    # the signatures whose keys the line holds, in catalog order: one pass over the keys, not over the rows
+    held = sorted({i for key, rows in _SIGNATURES_OF_KEY if key in body for i in rows})
+    for i in held:
+        sig = SIGNATURES[i]
         m = sig.pattern.search(body)
         if m is None:
             continue

@@ -2,7 +2,7 @@
 
 Reference: the same parser with each shortcut turned off (every line cleaned by ``LineCleaner.clean`` and
 read by ``_STAMP``, no remembered events or unclassified lines, every NVRM kind pattern searched, every
-line meeting the catalog's signatures one by one).  Inputs: every real dmesg
+signature pattern of the catalog searched on every candidate line, in the catalog's order).  Inputs: every real dmesg
 fixture, a log past the vectorised threshold in which links flap (most lines candidates), lines around
 the shortcuts' edges, and mangled copies (hypothesis).
 """
@@ -46,7 +46,10 @@ def _reference(text: str, monkeypatch: pytest.MonkeyPatch) -> Any:
         m.setattr(dmesg, "_cleaner", lambda t: (cleaner(t)[0], False))  # never "plain": no ordinary lines
         m.setattr(dmesg, "_MEMO_MAX", 0)  # no remembered events, no remembered unclassified lines
         m.setattr(dmesg, "_nvrm_kind", _slow_kind)
-        m.setattr(dmesg, "_SIGNATURE_KEYS", re.compile(""))  # every line meets the catalog's signatures
+        # every line meets every signature of the catalog, in its order: no key gate, no key index (so
+        # the keys must be held by every match for the shortcuts to agree)
+        m.setattr(dmesg, "_SIGNATURE_KEYS", re.compile(""))
+        m.setattr(dmesg, "_SIGNATURES_OF_KEY", (("", tuple(range(len(dmesg.SIGNATURES)))),))
         return _outcome(text)
 
 
