@@ -33,7 +33,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import analyzer.intake.foreign.nvidia_bug_report as nbr
-from analyzer.intake.foreign.layout import Converted, NodeLayout, Output, write_node
+from analyzer.intake.foreign import boots
+from analyzer.intake.foreign.layout import Absent, Converted, NodeLayout, Output, write_node
 from analyzer.intake.safe_read import Limits, Refusal, iter_tar, safe_member_name
 
 SOURCE = "eks-log-collector"
@@ -68,10 +69,17 @@ SIGNATURE = frozenset(
     }
 )
 BUG_REPORT = "gpu/nvidia-bug-report.log.gz"
+#: the system log (``tail -c 100M /var/log/messages``; Ubuntu's ``/var/log/syslog`` copied as it is),
+#: whose kernel lines hold the boots before the running one
+SYSLOGS = (("var_log/messages", "tail -c 100M /var/log/messages"), ("var_log/syslog", "cp /var/log/syslog"))
+#: ``cp /var/log/dmesg kernel/dmesg.boot``: the kernel log as the system saved it at boot
+DMESG_BOOT = "kernel/dmesg.boot"
 WANTED = frozenset(
     {
         "kernel/dmesg.human.current",
         "kernel/dmesg.current",
+        DMESG_BOOT,
+        *(name for name, _ in SYSLOGS),
         "kernel/uname.txt",
         "system/instance-id.txt",
         "system/availability-zone.txt",
@@ -132,6 +140,7 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         if name in files and not layout.has("dmesg"):
             text = files[name].decode("utf-8", "replace")
             layout.add(Output("dmesg", text, command, note=SOURCE, origin=f"{path.name}!{name}"))
+    problems.extend(kernel_logs(layout, files, path.name))
     for output in mounts_and_df(files.get(MOUNTS), f"{path.name}!{MOUNTS}", SOURCE):
         layout.add(output)
     if "storage/inodes.txt" in files and files["storage/inodes.txt"].strip():
@@ -146,7 +155,24 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
             layout.facts.update({f"bug_report_{k}": v for k, v in report.facts.items()})
             report.beside(layout, SOURCE)
     elif not any(r.path == BUG_REPORT for r in refusals):
-        problems.append(f"no {BUG_REPORT} in the tarball (no NVIDIA driver on the node, or it was cut)")
+        gpus = gpus_without_driver(files)
+        if gpus:
+            layout.absent.append(
+                Absent(
+                    "nvidia-smi-q",
+                    f"{SOURCE}: no NVIDIA driver: the kernel lists {len(gpus)} NVIDIA GPU(s) on the PCI bus "
+                    f"({', '.join(gpus[:8])}) but logged no NVRM line (the driver never loaded in this boot), "
+                    "and gpu/ holds no nvidia-bug-report (the collector found no nvidia-bug-report.sh)",
+                    exit_code="9",
+                    command="eks-log-collector.sh get_nvidia_bug_report",
+                )
+            )
+            problems.append(
+                f"no {BUG_REPORT}, and the kernel lists {len(gpus)} NVIDIA GPU(s) with no NVRM line: the NVIDIA "
+                "driver is not there (read as nvidia-smi's 'driver not loaded', exit 9)"
+            )
+        else:
+            problems.append(f"no {BUG_REPORT} in the tarball (no NVIDIA driver on the node, or it was cut)")
     if all(o.kind in ("mounts", "df") for o in layout.outputs):
         reason = "EKS log collector tarball without a kernel log or an nvidia-bug-report hptriage reads"
         return Converted(problems=problems, reason="; ".join([reason, *errors]), refusals=refusals)
@@ -218,3 +244,98 @@ def _first_line(data: bytes | None) -> str:
         return ""
     text = data.decode("utf-8", "replace").strip()
     return text.splitlines()[0].strip() if text else ""
+
+
+def kernel_logs(layout: NodeLayout, files: dict[str, bytes], tarball: str) -> list[str]:
+    """The kernel logs beside dmesg: ``kernel/dmesg.boot`` where it is this boot's, and the boots
+    before the running one of ``var_log/messages`` (else ``var_log/syslog``), each as the dmesg output
+    of its boot (``cmd/dmesg-boot-1-messages.txt``...); the log's last boot repeats dmesg, so it is read
+    only where the tarball has no dmesg.  Returns what is said of them."""
+    said: list[str] = []
+    current = files.get("kernel/dmesg.current", b"").decode("utf-8", "replace")
+    if DMESG_BOOT in files and files[DMESG_BOOT].strip():
+        text = files[DMESG_BOOT].decode("utf-8", "replace")
+        last = next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
+        if last and last in current:
+            layout.add(
+                Output(
+                    "dmesg",
+                    text,
+                    "cat /var/log/dmesg",
+                    name="dmesg-saved-at-boot.txt",
+                    note=f"{SOURCE}: /var/log/dmesg, this boot's",
+                    origin=f"{tarball}!{DMESG_BOOT}",
+                )
+            )
+        else:
+            said.append(
+                f"{DMESG_BOOT} (/var/log/dmesg) is not read: no line of it is in kernel/dmesg.current, so "
+                "it cannot be told to be this boot's (it may be an earlier boot's, or dmesg wrapped past it)"
+            )
+    for name, command in SYSLOGS:
+        if name not in files or not files[name].strip():
+            continue
+        cut = boots.by_boot(files[name].decode("utf-8", "replace"))
+        origin = f"{tarball}!{name}"
+        for boot, first, text in cut.earlier:
+            layout.add(
+                Output(
+                    "dmesg",
+                    text,
+                    command,
+                    name=boots.output_name(boot, name),
+                    note=f"{SOURCE}: the kernel lines of {name} in boot {boot}",
+                    origin=origin,
+                    first_line=first,
+                )
+            )
+        if not layout.has("dmesg") and cut.current.strip():
+            layout.add(
+                Output(
+                    "dmesg",
+                    cut.current,
+                    command,
+                    note=f"{SOURCE}: no dmesg; the lines of {name}'s last boot",
+                    origin=origin,
+                    first_line=cut.current_line,
+                )
+            )
+            said.append(
+                f"no kernel/dmesg: the kernel log is {name}'s last boot (its boot not known for certain)"
+            )
+        if cut.earlier:
+            said.append(
+                f"{name} holds {len(cut.earlier) + cut.dropped} boots before its last one (told by "
+                f"{boots.how_words(cut.how)}): read as boots -1 to -{len(cut.earlier)}"
+                + (f"; {cut.dropped} older boots not read" if cut.dropped else "")
+            )
+        break  # messages and syslog hold the same kernel lines: one of them
+    return said
+
+
+#: ``pci 0000:10:1c.0: [10de:2330] type 00 class 0x030200``: the kernel enumerating an NVIDIA display
+#: controller at boot, whatever driver binds it later
+_GPU_ON_BUS = re.compile(
+    r"\bpci (?P<pci>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): \[10de:[0-9a-f]{4}\] type 00 class 0x030[02]"
+)
+
+
+def gpus_without_driver(files: dict[str, bytes]) -> list[str]:
+    """The NVIDIA GPUs the kernel listed on the PCI bus when its log holds no line of the NVIDIA driver
+    (``NVRM:``, ``nvidia:``, ``nvidia 0000:``...): a GPU node whose driver never loaded in this boot; []
+    when the log shows no NVIDIA GPU, or shows the driver.
+
+    >>> gpus_without_driver({"kernel/dmesg.current": b"[ 1.2] pci 0000:10:1c.0: [10de:2330] type 00 class 0x030200\\n"})
+    ['0000:10:1c.0']
+    >>> gpus_without_driver({"kernel/dmesg.current": b"[ 1.2] pci 0000:10:1c.0: [10de:2330] type 00 class 0x030200\\n"
+    ...                      b"[ 9.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.127.05\\n"})
+    []
+    """
+    texts = [
+        files.get(n, b"").decode("utf-8", "replace")
+        for n in ("kernel/dmesg.current", "kernel/dmesg.human.current")
+    ]
+    text = "\n".join(texts)
+    if re.search(r"NVRM:|\bnvidia(?:-\w+)?: |\bnvidia 0000:", text):
+        return []
+    return sorted({m.group("pci") for m in _GPU_ON_BUS.finditer(text)})
