@@ -6,7 +6,8 @@ HTTP cache makes a rebuild quick).  Then, as on the site: ``tar xzf`` and ``<top
 with no index, pip's configuration and ``PIP_*`` variables pointing at an index that does not answer
 and a constraint no install could meet (so any of them used fails the install), and, where this
 machine allows one, inside a network namespace with no network at all (``unshare -rn``; skipped with
-the reason where refused).  The installed ``hptriage`` then analyzes the xid-ecc-3node sample and must
+the reason where refused) with this CPython's ensurepip and, where present, Pango hidden in a mount
+namespace (as on Debian without python3-venv, and a host without Pango).  The installed ``hptriage`` then analyzes the xid-ecc-3node sample and must
 give its hand-written expectations and the very findings this checkout gives.
 """
 
@@ -28,7 +29,7 @@ from subprocess import PIPE
 import pytest
 
 from tests.conftest import ROOT, SAMPLES
-from tests.test_pdf_without_pango import namespace_refusal, pango_libraries, without_pango
+from tests.test_pdf_without_pango import namespace_refusal, pango_libraries
 
 SCRIPT = ROOT / "scripts" / "offline_bundle.py"
 INSTALL_SH = ROOT / "scripts" / "offline_install.sh"
@@ -158,6 +159,10 @@ OFFLINE = (
 )
 
 
+#: binds each source over its target (pairs before "--"), then runs the command after it
+BIND = 'while [ "$1" != -- ]; do mount --bind "$1" "$2" || exit 97; shift 2; done; shift; exec "$@"'
+
+
 @dataclass
 class Install:
     """One install.sh run: where, how it ended, and how to run the installed tool as it was installed."""
@@ -166,16 +171,36 @@ class Install:
     proc: subprocess.CompletedProcess[str]
     wrap: Callable[[list[str]], list[str]]
     env: dict[str, str] | None = None
-    pango_hidden: bool = False
+    hidden: bool = False  # Pango and the interpreter's ensurepip hidden
 
 
-def _no_network(hide_pango: bool) -> Callable[[list[str]], list[str]]:
-    """A command run in a network namespace of its own (and with Pango hidden), checked to have no
-    route out before it runs."""
+def _base_python() -> tuple[str, str | None]:
+    """The CPython this venv was made from, and the folder of its ensurepip package (None if it has none)."""
+    python = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    probe = "import ensurepip, os; print(os.path.dirname(ensurepip.__file__))"
+    done = subprocess.run([python, "-I", "-c", probe], capture_output=True, text=True)
+    return python, done.stdout.strip() if done.returncode == 0 else None
+
+
+def _no_network(binds: list[tuple[str, str]]) -> Callable[[list[str]], list[str]]:
+    """A command run in a network namespace of its own, checked to have no route out before it runs;
+    with ``binds``, also in a mount namespace with each (source, target) bound over."""
 
     def inside(argv: list[str]) -> list[str]:
         wrapped = ["sh", "-c", OFFLINE, "sh", *argv]
-        return without_pango(wrapped, network=False) if hide_pango else ["unshare", "-rn", *wrapped]
+        if not binds:
+            return ["unshare", "-rn", *wrapped]
+        return [
+            "unshare",
+            "-rmn",
+            "sh",
+            "-c",
+            BIND,
+            "sh",
+            *[p for pair in binds for p in pair],
+            "--",
+            *wrapped,
+        ]
 
     return inside
 
@@ -183,16 +208,27 @@ def _no_network(hide_pango: bool) -> Callable[[list[str]], list[str]]:
 @pytest.fixture(scope="module")
 def installs(top: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Install | str]:
     """Both installs, run at once (they take most of this file's time): "plain", always, with pip's
-    settings hostile; "no-network", where this machine allows a network namespace (else why not)."""
+    settings hostile; "no-network", where this machine allows a network namespace (else why not),
+    with this CPython whose ensurepip is hidden (as on Debian without python3-venv) and Pango hidden,
+    where a mount namespace is allowed too."""
     here = tmp_path_factory.mktemp("installs")
     hostile = _hostile_pip_env(here)
-    hide = bool(pango_libraries()) and namespace_refusal("-rmn") is None
+    python, ensurepip = _base_python()
+    hide = namespace_refusal("-rmn") is None
     refused = None if hide else namespace_refusal("-rn")
+    binds = [("/dev/null", lib) for lib in pango_libraries()] if hide else []
+    if hide and ensurepip:
+        (here / "empty").mkdir()
+        binds.append((str(here / "empty"), ensurepip))
     plans: dict[str, tuple[Path, Callable[[list[str]], list[str]], dict[str, str] | None]] = {
         "plain": (here / "opt" / "hptriage", lambda argv: argv, hostile)
     }
     if refused is None:
-        plans["no-network"] = (here / "isolated" / "hptriage", _no_network(hide), None)
+        plans["no-network"] = (
+            here / "isolated" / "hptriage",
+            _no_network(binds),
+            {**os.environ, "PYTHON": python},
+        )
     running = {
         name: subprocess.Popen(
             wrap([str(top / "install.sh"), str(prefix)]), stdout=PIPE, stderr=PIPE, text=True, env=env
@@ -204,7 +240,7 @@ def installs(top: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, I
         out, err = popen.communicate(timeout=600)
         prefix, wrap, env = plans[name]
         proc = subprocess.CompletedProcess(popen.args, popen.returncode, out, err)
-        done[name] = Install(prefix, proc, wrap, env, pango_hidden=hide and name == "no-network")
+        done[name] = Install(prefix, proc, wrap, env, hidden=hide and name == "no-network")
     done.setdefault("no-network", f"no network namespace here: {refused}")
     return done
 
@@ -229,16 +265,25 @@ def test_install_with_no_index_and_pip_settings_set_aside(
 def test_install_in_a_network_namespace_with_no_network(
     installs: dict[str, Install | str], tmp_path: Path, checkout_findings: dict
 ) -> None:
-    """No network at all (and no Pango, where it can be hidden): install, analyze, and --pdf in one line."""
+    """No network at all, and (where a mount namespace is allowed) neither ensurepip nor Pango: install,
+    analyze, and --pdf in one line."""
     got = installs["no-network"]
     if isinstance(got, str):
         pytest.skip(got)
     assert got.proc.returncode == 0, got.proc.stderr
-    if got.pango_hidden:
-        assert "the PDF report (--pdf) needs Pango, which is not installed here" in got.proc.stderr
     tool = str(got.prefix / "bin" / "hptriage")
     _analyze_with(got.wrap([tool]), tmp_path, checkout_findings)
-    if got.pango_hidden:
+    if not got.hidden:
+        return
+    assert got.env is not None
+    # an empty folder over ensurepip's: `python -m venv` with pip fails there, as on Debian without
+    # python3-venv, and install.sh needs no ensurepip
+    venv = subprocess.run(
+        got.wrap([got.env["PYTHON"], "-I", "-m", "venv", str(tmp_path / "with-pip")]), capture_output=True
+    )
+    assert venv.returncode != 0 and b"ensurepip" in venv.stderr, venv.stderr
+    if pango_libraries():
+        assert "the PDF report (--pdf) needs Pango, which is not installed here" in got.proc.stderr
         pdf = subprocess.run(
             got.wrap([tool, "analyze", str(SAMPLE / "bundle"), "--pdf", str(tmp_path / "r.pdf")]),
             capture_output=True,
