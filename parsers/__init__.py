@@ -66,6 +66,7 @@ KINDS: tuple[str, ...] = (
     "lfs-df",
     "iostat",
     "nccl-tests",
+    "job-log",
     "cloudwatch",
     "placement",
     "dcgm-mndiag",
@@ -74,7 +75,7 @@ KINDS: tuple[str, ...] = (
 #: Kinds whose output speaks for the cluster (or names its hosts itself): in a cluster's extra/ folder
 #: their rows carry no node.  Any other kind found there is one node's output and is analyzed under the
 #: file's name as its node.
-CLUSTER_KINDS = frozenset({"nccl-tests", "cloudwatch", "placement", "lfs-df", "dcgm-mndiag"})
+CLUSTER_KINDS = frozenset({"nccl-tests", "job-log", "cloudwatch", "placement", "lfs-df", "dcgm-mndiag"})
 
 __all__ = [
     "CLUSTER_KINDS",

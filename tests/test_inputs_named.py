@@ -4,14 +4,16 @@ exits 5; a file read for people but parsed by no parser is listed as such; an in
 in exit 3 naming it.  One test per place an input can hide.
 
 Inputs are the shipped sample bundles (sample_bundles/, copied to tmp_path and edited as each test says) and
-real captures from tests/fixtures.  ``JOB_LOG`` is hand-written in the shape PyTorch's ProcessGroupNCCL
-watchdog prints (lines of this shape are quoted in public reports, e.g. hiyouga/LlamaFactory#7396); its
-values are ours.  When a parser of job logs is added, that file is read and the test must take a file no
-parser reads instead (the test asserts first that no parser recognises it).
+real captures from tests/fixtures.  The file no parser reads is an operator's notes (``NOTES``, ``HANDOVER``:
+hand-written, the tests assert first that no parser recognises them); a training job's log, which was such a
+file before the job-log parser, is a real one (``JOB_LOG``, tests/fixtures/job-log/) and is now read wherever
+files are read by content: a cluster's ``extra/``, a node bundle's ``extra/`` (``collector.sh --add``) or
+``cmd/``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from dataclasses import dataclass
@@ -29,15 +31,10 @@ from analyzer.intake.bundle import discover
 from analyzer.intake.safe_read import Limits
 from tests.conftest import FIXTURES, SAMPLES, make_tar
 
-JOB_LOG = (
-    "[rank3]:[E0114 09:12:40.118273412 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective operation"
-    " timeout: WorkNCCL(SeqNum=2210, OpType=ALLREDUCE, NumelIn=262144000, NumelOut=262144000,"
-    " Timeout(ms)=600000) ran for 600041 milliseconds before timing out.\n"
-    "[rank3]:[E0114 09:12:40.118902177 ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank 3]"
-    " Exception (either an error or timeout) detected by watchdog at work: 2210, last enqueued NCCL work:"
-    " 2212, last completed NCCL work: 2209.\n"
-)
 NOTES = "node p5-node-02 was rebooted by ops at 09:00 after the job hung\n"
+HANDOVER = "handover: job 48213 hung at 02:07, p5-node-01 drained, ticket opened with the cluster team\n"
+#: a real training job's log: PyTorch's NCCL watchdog timing out ALLREDUCE SeqNum 808 on ranks 1, 0 and 2
+JOB_LOG = FIXTURES / "job-log" / "basicsr-737-pg-guid-default-pg.txt"
 MNDIAG = FIXTURES / "dcgm-mndiag" / "dcgmi-mndiag-unit-test-response-3hosts-2gpus-fail.txt"
 SMI_Q = FIXTURES / "nvidia-smi-q" / "della-h100-545-single-no-blank-after-banner.txt"
 NCCL_LOG = FIXTURES / "nccl-tests" / "a3mega-h100-2node-allreduce.txt"
@@ -159,32 +156,69 @@ def test_a_folder_that_is_no_node_bundle_is_not_taken_for_one(tmp_path: Path) ->
 
 
 def test_unrecognised_files_in_a_cluster_extra_folder_are_named(tmp_path: Path) -> None:
-    assert parsers.detect_kind(JOB_LOG) is None and parsers.detect_kind(NOTES) is None
+    assert parsers.detect_kind(NOTES) is None and parsers.detect_kind(HANDOVER) is None
     cluster = _cluster(tmp_path, "nccl-slow-node")
-    (cluster / "extra" / "slurm-48213.err").write_text(JOB_LOG)
+    (cluster / "extra" / "handover.txt").write_text(HANDOVER)
     (cluster / "extra" / "notes.txt").write_text(NOTES)
     run = _analyze(tmp_path, cluster)
-    for name in ("slurm-48213.err", "notes.txt"):
+    for name in ("handover.txt", "notes.txt"):
         _named_everywhere(run, str(cluster / "extra" / name), "no parser recognises its content")
     # the nccl-tests logs beside them are read as before
     assert any(f["rule"].startswith("nccl.") for f in run.doc["findings"])
     assert len(run.unread) == 2
 
 
+def test_a_job_log_in_a_cluster_extra_folder_is_read(tmp_path: Path) -> None:
+    """A Slurm job's .err in extra/ is a job log: read (no unread input), its watchdog timeout a finding."""
+    cluster = _cluster(tmp_path, "nccl-slow-node")
+    shutil.copy(JOB_LOG, cluster / "extra" / "slurm-48213.err")
+    run = _analyze(tmp_path, cluster)
+    assert run.code == 0 and run.unread == {}, run.unread
+    hangs = [f for f in run.doc["findings"] if f["params"].get("code") == "WATCHDOG_TIMEOUT"]
+    assert [(f["rule"], f["severity"], f["params"]["seq_num"]) for f in hangs] == [
+        ("nccl.log.errors", "critical", 808)
+    ]
+    assert hangs[0]["evidence"][0]["file"] == "extra/slurm-48213.err"
+    assert "SeqNum 808" in run.md and "SeqNum 808" in run.stdout
+
+
+def test_a_job_log_added_to_a_node_bundle_is_read(tmp_path: Path) -> None:
+    """``collector.sh --add slurm-48213.err`` puts the log in the node's extra/ with an empty manifest kind:
+    recognised by content and read; so is one copied into cmd/ by hand."""
+    cluster = _cluster(tmp_path)
+    node = cluster / "p5-node-01"
+    (node / "extra").mkdir()
+    shutil.copy(JOB_LOG, node / "extra" / "slurm-48213.err")
+    shutil.copy(FIXTURES / "job-log" / "kohya-1434-uncorrectable-ecc.txt", node / "cmd" / "job.txt")
+    data = JOB_LOG.read_bytes()  # the row collector.sh writes for it: no kind, its size and checksum
+    with open(node / "manifest.tsv", "a", encoding="utf-8") as fh:
+        fh.write(
+            f"extra/slurm-48213.err\t\t-\t-\t{len(data)}\t{hashlib.sha256(data).hexdigest()}"
+            "\tadded from /fsx/jobs/slurm-48213.err\t\n"
+        )
+    run = _analyze(tmp_path, cluster)
+    assert not [p for p in run.unread if "p5-node-01" in p], run.unread
+    rules = {(f["rule"], f["params"].get("code")) for f in run.doc["findings"]}
+    assert ("nccl.log.errors", "WATCHDOG_TIMEOUT") in rules and (
+        "gpu.cuda.error",
+        "cudaErrorECCUncorrectable",
+    ) in rules
+
+
 def test_unrecognised_files_in_an_extra_folder_of_a_cluster_tarball_are_named(tmp_path: Path) -> None:
     cluster = _cluster(tmp_path, "nccl-slow-node")
-    (cluster / "extra" / "slurm-48213.err").write_text(JOB_LOG)
+    (cluster / "extra" / "handover.txt").write_text(HANDOVER)
     tarball = make_tar(cluster, tmp_path / "c.tar.gz", arcname="c")
     shutil.rmtree(cluster)
     run = _analyze(tmp_path, tarball)
-    _named_everywhere(run, f"{tarball}!c/extra/slurm-48213.err", "no parser recognises its content")
+    _named_everywhere(run, f"{tarball}!c/extra/handover.txt", "no parser recognises its content")
 
 
 def test_unrecognised_files_of_a_node_bundle_are_named(tmp_path: Path) -> None:
     cluster = _cluster(tmp_path)
     node = cluster / "p5-node-01"
-    # a probe the manifest does not list, in cmd/ (the job's log copied there by hand)
-    (node / "cmd" / "job.txt").write_text(JOB_LOG)
+    # a probe the manifest does not list, in cmd/ (an operator's notes copied there by hand)
+    (node / "cmd" / "job.txt").write_text(HANDOVER)
     # a manifest row whose kind no parser has, holding text no parser recognises
     (node / "cmd" / "gpu-burn.txt").write_text("gpu_burn: 100.0%  proc'd: 0 errors\n")
     with open(node / "manifest.tsv", "a", encoding="utf-8") as fh:
@@ -221,7 +255,7 @@ def test_a_manifest_kind_no_parser_has_is_still_read_when_its_content_is_recogni
 
 def test_a_file_of_a_node_tarball_is_named_inside_the_tarball(tmp_path: Path) -> None:
     cluster = _cluster(tmp_path)
-    (cluster / "p5-node-01" / "cmd" / "job.txt").write_text(JOB_LOG)
+    (cluster / "p5-node-01" / "cmd" / "job.txt").write_text(HANDOVER)
     tarball = make_tar(cluster / "p5-node-01", tmp_path / "n1.tar.gz", arcname="hptriage-p5-node-01")
     run = _analyze(tmp_path, tarball)
     _named_everywhere(run, f"{tarball}!hptriage-p5-node-01/cmd/job.txt", "no parser recognises its content")
@@ -259,11 +293,11 @@ def test_files_kept_for_people_are_listed_as_not_parsed_not_as_unread(tmp_path: 
 def test_loose_files_beside_the_bundles_are_named(tmp_path: Path) -> None:
     cluster = _cluster(tmp_path)
     (cluster / "README.md").write_text("collected for case 4711\n")
-    (cluster / "slurm-48213.out").write_text(JOB_LOG)
+    shutil.copy(JOB_LOG, cluster / "slurm-48213.out")  # a real job log, outside extra/
     shutil.copy(NCCL_LOG, cluster / "allreduce-2node.log")  # a real nccl-tests log, outside extra/
     run = _analyze(tmp_path, cluster)
     _named_everywhere(run, str(cluster / "README.md"), "loose file beside the bundles, not read")
-    _named_everywhere(run, str(cluster / "slurm-48213.out"), "no parser recognises its content")
+    _named_everywhere(run, str(cluster / "slurm-48213.out"), "it looks like job-log output, but lies outside")
     _named_everywhere(
         run, str(cluster / "allreduce-2node.log"), "it looks like nccl-tests output, but lies outside"
     )

@@ -43,10 +43,19 @@ def render() -> str:
         "## Parser tables",
         "",
     ]
+    fillers: dict[str, list[str]] = {}  # a table several kinds fill (NCCL's lines of a job log) is shown once
+    for kind in parsers.available_kinds():
+        for table in parsers.module_for(kind).SCHEMA:
+            fillers.setdefault(table, []).append(kind)
     for kind in parsers.available_kinds():
         module = parsers.module_for(kind)
         for table, cols in module.SCHEMA.items():
-            out += _table(table, f"kind `{kind}` ({module.INFO.title})", cols)
+            if fillers[table][0] != kind:
+                continue
+            also = ", ".join(f"`{k}`" for k in fillers[table][1:])
+            out += _table(
+                table, f"kind `{kind}` ({module.INFO.title})" + (f"; also kind {also}" if also else ""), cols
+            )
     out += _history()
     return "\n".join(out) + "\n"
 

@@ -12,8 +12,8 @@ real answer (tests/fixtures/probe-answers).  Then, for every rule:
 - a node with one ``requires_any`` alternative alone is *checked*, one with none is *not examined*;
 - a node whose input lacks the columns a rule judges (``WITHOUT_COLUMNS``: iostat without -x) is *not
   examined* by it, with why;
-- a rule judged on cluster-wide exports (nccl-tests logs, CloudWatch, DCGM mndiag JSON) runs with the
-  exports and is skipped without them.
+- a rule judged on cluster-wide exports (nccl-tests logs, CloudWatch, DCGM mndiag JSON, a job's log) runs
+  with the exports and is skipped without them.
 
 A rule whose inputs are the inputs themselves (``node.source``: the bundle read; ``input_issue``,
 ``bundle_checksum``) is listed in JUDGES_THE_INPUTS and checked for being there.
@@ -274,6 +274,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, Result]:
                 extra / "cw.txt")  # fmt: skip
     shutil.copy(FIXTURES / "dcgm-mndiag" / "dcgmi-mndiag-unit-test-response-3hosts-2gpus-fail.txt",
                 extra / "mndiag.json")  # fmt: skip
+    shutil.copy(FIXTURES / "job-log" / "kohya-1434-uncorrectable-ecc.txt", extra / "slurm-48213.err")
     alone = tmp / "alone"
     write_variant(alone, Variant(), files)
     return analyze(root), analyze(alone)

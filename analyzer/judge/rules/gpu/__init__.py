@@ -31,4 +31,5 @@ RULES: tuple[str, ...] = (
     "topo_nic_drift",
     "memory_high",
     "dcgm_pass_untrusted",
+    "cuda_error",
 )
