@@ -32,8 +32,8 @@ import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
+import analyzer.intake.foreign.boots as boots
 import analyzer.intake.foreign.nvidia_bug_report as nbr
-from analyzer.intake.foreign import boots
 from analyzer.intake.foreign.layout import Absent, Converted, NodeLayout, Output, write_node
 from analyzer.intake.safe_read import Limits, Refusal, iter_tar, safe_member_name
 

@@ -44,7 +44,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import BinaryIO
 
-from analyzer.intake.foreign import boots
+import analyzer.intake.foreign.boots as boots
 from analyzer.intake.foreign.layout import Absent, Converted, NodeLayout, Output, write_node
 from analyzer.intake.safe_read import Limits, gunzip_members
 
