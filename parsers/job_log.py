@@ -46,8 +46,8 @@ the local rank from torchrun's ``[default3]:`` (``--tee``), Slurm's ``srun -l`` 
 Rank 3]`` (in the default group, PG 0, the group rank is the global rank); the time from glog's
 ``E0114 09:12:40.118273`` (month and day, no year, no zone) or a stamp with its date (containerd's
 ``2024-05-01T12:00:00.123Z``, a log pipeline's ``2025-02-18 12:54``, NCCL's ``[2025-05-04 23:32:59]``,
-torchelastic's ``2025-05-01_11:12:35``); what precedes the event (a tqdm bar, a line number, a host tag) is
-kept as printed in ``prefix``.  A line wrapped by a terminal (the rest of ``WorkNCCL(...)`` or of the status
+torchelastic's ``2025-05-01_11:12:35``); what precedes PyTorch's own line (a launcher's label, a stamp, a
+tqdm bar, a line number, a host tag) is kept as printed in ``prefix``.  A line wrapped by a terminal (the rest of ``WorkNCCL(...)`` or of the status
 on the next line, which starts like no log line) is read with that next line.  A line cut short keeps
 what it says, the rest empty, and is a ParseIssue: a watchdog line without ``ran for N milliseconds``, a
 status line without its last completed work, a torchelastic entry without its rank.  A field's number is
@@ -82,7 +82,9 @@ NCCL communicator; ``nccl_version`` str.
   hang: how long the watchdog was stuck)
 - ``last_enqueued``, ``last_started``, ``last_completed`` int — the group's work counters (-1: none)
 - ``peer_rank`` int — the rank a dump signal came from; ``exit_code`` int — torchelastic's exitcode
-- ``prefix`` str — text before the event's own (a launcher or pipeline tag, a tqdm bar, a line number)
+- ``prefix`` str — what came before PyTorch's own line, as printed: a launcher's label or tag (srun's
+  ``3:``, Ray's ``(Worker pid=4009)``, a host tag), a log pipeline's or container runtime's stamp, a tqdm
+  bar, a line number
 - ``message`` str — the event's text, from its message on
 
 ``job_log_rank`` (one row per rank identity a line gives): ``line`` int; ``source`` str — nccl-init (NCCL's
@@ -445,30 +447,33 @@ class _State:
         row: dict[str, Any] = {c.name: None for c in SCHEMA["job_log_event"]}
         row.update(line=no, kind=kind)
         head = line[:anchor]
-        spans: list[tuple[int, int]] = []  # the parts before the message: launcher, stamp, logger, tag
+        launcher: list[tuple[int, int]] = []  # what a launcher or a log pipeline put before the line
+        logger: list[
+            tuple[int, int]
+        ] = []  # PyTorch's own: [rankN]:, [defaultN]:, glog's header, the group tag
         if m := _TASK.match(head):
             row["task"] = int(m[1])
-            spans.append((m.start(1), m.end()))
+            launcher.append((m.start(1), m.end()))
         if m := _RAY.search(head):
             row["pid"], row["host"] = int(m[1]), m[2]
-            spans.append(m.span())
+            launcher.append(m.span())
         if m := _STAMP.search(head):
             self.stamp(row, m)
-            spans.append(m.span())
+            launcher.append(m.span())
         for pattern, key in ((_RANK, "rank"), (_ROLE, "local_rank")):
             found = list(pattern.finditer(head))
             if found:
                 row[key] = int(found[-1][1])
-                spans.append(found[-1].span())
+                logger.append(found[-1].span())
         if m := _GLOG.search(head):
             row["level"] = m["level"] or m["level0"]
             if m["md"] and row["ts"] is None:  # a dated stamp before it says the time with its year
                 row["time_text"] = m.group(0).lstrip("[").split(" ", 1)[0] + " " + m["time"]
-            spans.append(m.span())
+            logger.append(m.span())
         tags = list(_TAG.finditer(head))
         tag = tags[0] if tags else _TAG.search(line, anchor)
         if tags:
-            spans.append((tags[0].start(), tags[-1].end()))
+            logger.append((tags[0].start(), tags[-1].end()))
         if tag:
             row["pg_rank"] = int(tag["pg_rank"])
             row["pg_id"] = tag["pg_id"]
@@ -476,8 +481,9 @@ class _State:
             row["pg_name"] = tag["name"] or tag["name2"] or None
         if row["rank"] is None and row["pg_id"] == "0" and row["pg_rank"] is not None:
             row["rank"] = row["pg_rank"]  # in the default group (PG 0) the group rank is the global rank
-        start = min((s for s, _ in spans), default=len(head) - len(head.lstrip()))
-        begin = max((e for _, e in spans), default=start)
+        indent = len(head) - len(head.lstrip())
+        begin = max((e for _, e in launcher + logger), default=indent)
+        start = min((s for s, _ in logger), default=begin)
         row["prefix"] = line[:start].strip()[:500] or None
         message = line[begin:].strip() if begin <= anchor else line[anchor:].strip()
         row["message"] = message[:2000]

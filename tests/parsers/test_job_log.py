@@ -211,7 +211,7 @@ def test_a_watchdog_line_glued_to_a_progress_bar() -> None:
 def test_ray_workers_and_the_watchdogs_exit_repeating_the_timeout() -> None:
     r = parsed("vllm-6042-ray-worker-timeout-at.txt")
     assert {(e["pid"], e["rank"]) for e in events(r)} == {(4009, 1)}
-    assert events(r)[0]["prefix"] == "[36m"
+    assert events(r)[0]["prefix"] == "[36m(RayWorkerWrapper pid=4009)"
     exit_line = events(r, "process_group_error")[-1]
     assert exit_line["message"].startswith("Process group watchdog thread terminated with exception")
     assert (exit_line["op_type"], exit_line["seq_num"], exit_line["ran_for_ms"]) == ("GATHER", 158046, 600027)
@@ -227,6 +227,28 @@ def test_the_heartbeat_monitor_and_an_empty_guid() -> None:
         ("F", "6", None, 0, None),
         ("F", "3", None, 1, None),
     ]
+
+
+def test_srun_labels_before_the_rank_prefix() -> None:
+    r = parsed("derived-litgpt-1832-srun-label.txt")
+    assert {(e["task"], e["prefix"]) for e in events(r)} == {(0, "0:")}
+    assert pick(events(r, "pg_status"), "rank", "seq_num", "last_completed") == [
+        (1, 1, -1),
+        (1, 1, -1),
+        (2, 1, -1),
+    ]
+
+
+def test_a_container_runtimes_stamp_gives_the_date_and_the_zone() -> None:
+    r = parsed("derived-basicsr-737-containerd-cri.txt")
+    first = events(r)[0]
+    assert (first["ts"], first["utc_offset"], first["time_text"]) == (
+        "2025-06-26T06:24:44.903881",
+        "+00:00",
+        "2025-06-26T06:24:44.903881913Z",
+    )
+    assert first["prefix"] == "2025-06-26T06:24:44.903881913Z stderr F" and first["rank"] == 1
+    assert pick(events(r, "watchdog_timeout"), "rank", "seq_num") == [(1, 808), (0, 808), (2, 808)]
 
 
 # --- ranks to hosts --------------------------------------------------------------------------------------

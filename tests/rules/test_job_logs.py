@@ -58,6 +58,11 @@ def test_a_watchdog_timeout_on_every_rank_is_a_critical_finding_of_the_job(tmp_p
     assert "Watchdog caught collective operation timeout" in (found.evidence[0].text or "")
 
 
+def test_a_dated_stamp_gives_the_hangs_start_with_its_date_and_zone(tmp_path: Path) -> None:
+    (found,) = hang(analyze(cluster(tmp_path, "derived-basicsr-737-containerd-cri.txt")))
+    assert found.params["began"] == "2025-06-26 06:14:44 +00:00"
+
+
 def test_the_rank_that_completed_fewer_collectives_is_named_first(tmp_path: Path) -> None:
     res = analyze(cluster(tmp_path, "derived-basicsr-737-rank2-completed-fewer.txt"))
     (found,) = hang(res)
