@@ -73,6 +73,8 @@ def test_the_rank_that_completed_fewer_collectives_is_named_first(tmp_path: Path
         in found.message
     )
     assert found.evidence[0].line == 6 and found.evidence[1].line == 7  # its watchdog line, its status line
+    # the log names no host: the route says to find rank 2's
+    assert found.route.owner == "nccl-network" and found.route.action.startswith("rank 2 completed fewer")
 
 
 def test_equal_enqueued_counts_are_no_lag_and_the_lowest_enqueued_is_never_lag(tmp_path: Path) -> None:

@@ -184,7 +184,7 @@ def _hang_finding(ctx: Context, hang: job.Hang) -> Finding:
             "files": sorted({t.source_file for t in hang.timeouts}),
             "first_line": first.line,
         },
-        route=_route(node, suspects),
+        route=_route(node, suspects, hang),
         evidence=evidence[:6],
         bundle_id=hang.bundle_id,
         key=("WATCHDOG_TIMEOUT", hang.folder, label, seq),
@@ -199,7 +199,16 @@ def _rank(t: job.RankTimeout) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _route(node: str | None, suspects: list[str]) -> Route:
+def _route(node: str | None, suspects: list[str], hang: job.Hang) -> Route:
+    if not suspects and hang.lagging:  # behind, but the log does not say where they ran
+        behind = ", ".join(dict.fromkeys(t.who for t in hang.lagging))
+        return Route(
+            HUNG.owner,
+            HUNG.target,
+            f"{behind} completed fewer collectives than the others: find the host it ran on (NCCL_DEBUG=INFO "
+            "prints each rank's host) and check its GPUs and EFA there; then what it ran instead (py-spy, "
+            "flight recorder)",
+        )
     if not suspects:
         return HUNG
     where = node or ", ".join(suspects)
