@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import os
 import platform
 import shutil
 import subprocess
@@ -89,6 +90,7 @@ def main() -> int:
     ap.add_argument("--platforms", default="manylinux2014_aarch64", help="further platforms, size only")
     ap.add_argument("--no-record", action="store_true", help="do not append to benchmarks/RESULTS.md")
     args = ap.parse_args()
+    load = os.getloadavg()[0]
     wrap = _no_network()
     rows: list[str] = []
     largest: list[str] = []
@@ -134,7 +136,8 @@ def main() -> int:
     text = "\n".join(
         [
             f"\n## {when}: the air-gapped archive (scripts/offline_bundle.py)\n",
-            f"Machine: `{' '.join(platform.uname())}`; Python {platform.python_version()}. Installs by the archive's "
+            f"Machine: `{' '.join(platform.uname())}`; nproc {os.cpu_count()}, load average {load:.1f} at the "
+            f"start; Python {platform.python_version()}. Installs by the archive's "
             f"install.sh {isolation}; times are wall seconds; `--help` first run / best of 5, `analyze` of "
             "xid-ecc-3node with `--json --html -q`, best of 3. Build times include downloads (pip's cache warm "
             "or cold as found). Installed = the files under PREFIX.\n",
