@@ -43,7 +43,15 @@ from pathlib import Path
 from analyzer.intake import foreign
 from analyzer.intake.meta import Meta
 from analyzer.intake.records import UnreadInput
-from analyzer.intake.safe_read import Limits, Refusal, extract_tree, iter_dir, iter_tar, safe_member_name
+from analyzer.intake.safe_read import (
+    Limits,
+    Refusal,
+    extract_tree,
+    iter_dir,
+    iter_tar,
+    open_tar,
+    safe_member_name,
+)
 
 TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.xz", ".txz", ".tar.bz2", ".tbz2")
 CHECKSUM_SUFFIX = ".sha256"
@@ -553,7 +561,7 @@ def peek_tar(path: Path) -> TarPeek:
     bundle_like = False
     held: set[str] = set()  # what of a node bundle lies in the top folder (when meta.env is missing)
     try:
-        with tarfile.open(path, mode="r|*") as archive:
+        with open_tar(path) as archive:
             for n, info in enumerate(archive):
                 name = safe_member_name(info.name)
                 if name is None:

@@ -62,7 +62,15 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.intake.foreign.layout import Absent, Converted, NodeLayout, Output, write_node
-from analyzer.intake.safe_read import Limits, Refusal, iter_dir, iter_tar, safe_member_name
+from analyzer.intake.safe_read import (
+    CapReached,
+    Limits,
+    Refusal,
+    iter_dir,
+    iter_tar,
+    open_tar,
+    safe_member_name,
+)
 
 SOURCE = "sos-report"
 #: the names sos gives its tarballs (a file named so but holding something else is refused)
@@ -117,11 +125,21 @@ SPECS = (
     Spec("uptime", "host", ("uptime",), legacy="general"),
     Spec("cpu-governor", "processor", ("cpupower frequency-info", "cpufreq-info")),
 )
-#: copied files read as a kind: path in the report, kind, the command it stands for, its plugin
+#: copied files read as a kind: the paths in the report tried in turn, kind, plugin, and whether the
+#: copy is read before the plugin's command (the kernel's own mount table, as our collector reads it,
+#: before ``mount -l``).  sos keeps the host's links: ``proc/mounts -> self/mounts``, ``proc/self ->
+#: <sos's pid>``, ``etc/mtab -> ../proc/self/mounts`` lead to ``proc/<pid>/mounts``, read through them.
 COPIED = (
-    ("proc/driver/nvidia/version", "versions", "cat /proc/driver/nvidia/version", "kernel"),
-    ("proc/mounts", "mounts", "cat /proc/mounts", "filesys"),
+    (("proc/driver/nvidia/version",), "versions", "kernel", False),
+    (("proc/mounts", "etc/mtab"), "mounts", "filesys", True),
 )
+#: sos's journal of an earlier boot (logs plugin: ``journalctl --no-pager [--catalog] --boot -1``)
+_JOURNAL_BOOT = re.compile(r"^journalctl_.*--boot_(?P<n>-\d+)(?:_|$)")
+#: a journal line (``-o short``: ``Jan 05 08:00:01 host ident: ...``, or ISO): a journal output
+#: holding none ("-- No entries --", no persistent journal) is no kernel log
+_JOURNAL_LINE = re.compile(r"^(?:\w{3} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\S* \S+ ", re.M)
+#: the NVLink error counters (nvidia plugin, sos >= 4.3), appended to ``nvidia-smi nvlink -s``
+NVLINK_ERRORS = "nvidia-smi nvlink -e"
 #: outputs read for facts: (plugin, command or suggested file name)
 FACT_FILES = {
     "hostname": ("host", "hostname"),
@@ -167,15 +185,24 @@ _LEGACY = {s.plugin: s.legacy for s in SPECS if s.legacy}
 _PLUGINS = frozenset(
     {s.plugin for s in SPECS} | {s.legacy for s in SPECS if s.legacy} | {p for p, _ in FACT_FILES.values()}
 )
+_COPIES = frozenset(name for names, *_ in COPIED for name in names)
 
 
 def _wanted(name: str) -> bool:
-    """Whether a file of the report may be read here (the rest is only counted against the caps)."""
-    if name in (MANIFEST, "version.txt", "etc/hostname") or name in {c[0] for c in COPIED}:
+    """Whether a file of the report may be read here (the rest is only counted against the caps).
+
+    >>> _wanted("proc/mounts"), _wanted("sos_commands/logs/journalctl_--no-pager_--catalog_--boot_-1")
+    (True, True)
+    >>> _wanted("sos_commands/logs/journalctl_--no-pager"), _wanted("proc/4242/mounts")
+    (False, False)
+    """
+    if name in (MANIFEST, "version.txt", "etc/hostname") or name in _COPIES:
         return True
     parts = name.split("/")
     if len(parts) != 3 or parts[0] not in ("sos_commands", "sos_strings"):
         return False
+    if parts[1] == "logs":
+        return bool(_JOURNAL_BOOT.match(parts[2]))
     return parts[1] in _PLUGINS
 
 
@@ -190,7 +217,7 @@ def detect(path: Path) -> bool:
     top: str | None = None
     seen: set[str] = set()
     try:
-        with tarfile.open(path, mode="r|*") as archive:
+        with open_tar(path) as archive:
             for n, info in enumerate(archive):
                 if n > _MAX_PEEK:
                     break
@@ -208,6 +235,11 @@ def detect(path: Path) -> bool:
                     seen.add(parts[1])
                     if "/".join(parts[1:]) == MANIFEST or {"sos_commands", "sos_logs"} <= seen:
                         return True
+    except CapReached:
+        # a bomb stopped the stream before sos_logs/ or the manifest showed (Debian's sos 4.0 writes
+        # the tree sorted: sos_commands/ first): a tarball named as sos names its reports whose one
+        # top directory holds sos_commands/ is read as one, so the member it stopped in is named
+        return bool(NAMED.search(path.name)) and "sos_commands" in seen
     except (tarfile.TarError, EOFError, zlib.error, OSError):
         pass  # not a tarball, or damaged before the layout showed
     return False
@@ -256,21 +288,27 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
     problems = list(errors)
     manifest, ran, commands = _manifest(report, problems)
     layout = NodeLayout("", SOURCE, path.name)
+    for names, kind, _plugin, first in COPIED:
+        if first:
+            _read_copy(names, kind, report, layout)
     for spec in SPECS:
-        _read_spec(spec, report, ran, commands, layout)
-    for name, kind, command, plugin in COPIED:
-        text = report.text(name)
-        if text is not None and text.strip() and not layout.has(kind):
-            layout.add(Output(kind, text, command, note=f"{SOURCE}: {name}", origin=f"{path.name}!{name}"))
-        elif not layout.has(kind) and not any(a.kind == kind for a in layout.absent):
-            _not_run(layout, kind, plugin, ran, report, f"no {name} in the report")
-    # refused members that stood for something read here (the rest are sos's own links, not needed)
+        if not layout.has(spec.kind):
+            _read_spec(spec, report, ran, commands, layout)
+    for names, kind, plugin, _first in COPIED:
+        read = layout.has(kind) or _read_copy(names, kind, report, layout)
+        if not read and not any(a.kind == kind for a in layout.absent):
+            _not_run(layout, kind, plugin, ran, report, f"no {' / '.join(names)} in the report")
+    _read_nvlink_errors(report, commands, layout)
+    _read_journals(report, ran, commands, layout)
+    # a link that stood for something read here, or any other member refused (an unsafe name, one
+    # over the caps, the member a bomb stopped in); sos's own links to what it did not copy are not
+    # needed, so they are not named
     missing = report.asked - set(report.files)
-    kept = [r for r in refusals if _unsafe(r) or _inside(r.path, path) in missing]
+    kept = [r for r in refusals if not _link(r) or _inside(r.path, path) in missing]
     if not layout.outputs:
         reason = "sos report without an output hptriage reads (no kernel log, nvidia-smi, df or mounts)"
         return Converted(problems=problems, reason="; ".join([reason, *errors]), refusals=kept)
-    layout.facts = _facts(path, report, manifest, commands)
+    layout.facts = _facts(path, report, manifest, commands, problems)
     layout.node = layout.facts.get("hostname", "") or _name_host(path)
     layout.not_carried(NOT_CARRIED, NOT_CARRIED_NOTE)
     return Converted([write_node(dest / "node", layout)], problems=problems, refusals=kept)
@@ -284,17 +322,22 @@ def _members(
     if path.is_dir():
         yield from iter_dir(path, limits, refusals, errors, select=_wanted)
         return
-    top: str | None = None
-    outside = 0
-    for name, data in iter_tar(path, limits, refusals, errors):
+    top: list[str] = []  # the report's top directory, from its first file
+    outside: set[str] = set()
+
+    def select(name: str) -> bool:
         head, _, rest = name.partition("/")
-        top = top or head
-        if head != top or not rest:
-            outside += 1
-            continue
-        yield rest, data
+        if not top:
+            top.append(head)
+        if head != top[0] or not rest:
+            outside.add(name)
+            return False
+        return _wanted(rest)
+
+    for name, data in iter_tar(path, limits, refusals, errors, select=select):
+        yield name.partition("/")[2], data
     if outside:
-        errors.append(f"{outside} member(s) outside the report's top directory {top!r} were not read")
+        errors.append(f"{len(outside)} member(s) outside the report's top directory {top[0]!r} were not read")
 
 
 def _inside(member: str, path: Path) -> str:
@@ -302,8 +345,80 @@ def _inside(member: str, path: Path) -> str:
     return member if path.is_dir() else member.partition("/")[2]
 
 
-def _unsafe(refusal: Refusal) -> bool:
-    return refusal.reason.startswith("unsafe name")
+def _link(refusal: Refusal) -> bool:
+    """A link that was not followed (absolute, out of the archive, a loop, to nothing)."""
+    return refusal.reason.startswith("link to ")
+
+
+def _read_copy(names: tuple[str, ...], kind: str, report: _Report, layout: NodeLayout) -> bool:
+    """The first of a copied file's paths the report holds (through its links), as ``kind``."""
+    for name in names:
+        text = report.text(name)
+        if text is not None and text.strip():
+            origin = f"{layout.source_file}!{name}"
+            layout.add(Output(kind, text, f"cat /{name}", note=f"{SOURCE}: {name}", origin=origin))
+            return True
+    return False
+
+
+def _read_nvlink_errors(report: _Report, commands: list[_Command], layout: NodeLayout) -> None:
+    """``nvidia-smi nvlink -e`` (sos >= 4.3), appended to the ``nvlink -s`` output it goes with: the
+    parser merges each link's counters (Replay, Recovery, CRC errors) into that link's status row
+    (``nvlink.extra``), so a link is never counted twice.  Without a status output the counters
+    alone say nothing of the links' state and are left out."""
+    status = next((o for o in layout.outputs if o.kind == "nvidia-smi-nvlink"), None)
+    cmd = next((c for c in commands if c.plugin == "nvidia" and c.exec == NVLINK_ERRORS), None)
+    if status is None or cmd is None or not cmd.filepath or cmd.return_code not in (0, None):
+        return
+    data, _note = _output(report, cmd.filepath, cmd.truncated, "nvidia")
+    if not data or not data.strip():
+        return
+    separator = "" if status.text.endswith("\n") else "\n"
+    status.text += f"{separator}{NVLINK_ERRORS}\n{data.decode('utf-8', 'replace')}"
+    status.command = f"{status.command}; {NVLINK_ERRORS}"
+    status.note = f"{status.note or SOURCE}; with {cmd.filepath} appended after its command line"
+
+
+def _read_journals(
+    report: _Report, ran: set[str] | None, commands: list[_Command], layout: NodeLayout
+) -> None:
+    """sos's journal of earlier boots (logs plugin, ``journalctl --no-pager [--catalog] --boot -1``),
+    each a kernel log of that boot (kind ``dmesg``, ``cmd/dmesg-boot-1.txt``): the dmesg parser
+    reads its ``kernel:`` lines, with the boot its command gives.  The journal of the running boot
+    and the whole journal repeat ``dmesg`` and are not read."""
+    if ran is not None:
+        found = [c for c in commands if c.plugin == "logs" and c.filepath and _journal_boot(c.filepath)]
+    else:
+        found = [
+            _Command("logs", "", name, None, False, None)
+            for name in sorted(report.files)
+            if name.startswith("sos_commands/logs/") and _journal_boot(name)
+        ]
+    for cmd in sorted(found, key=lambda c: -(_journal_boot(c.filepath or "") or 0)):
+        name = cmd.filepath or ""
+        boot = _journal_boot(name)
+        data, note = _output(report, name, cmd.truncated or ran is None, "logs")
+        text = data.decode("utf-8", "replace") if data else ""
+        if boot is None or not _JOURNAL_LINE.search(text):
+            continue  # "-- No entries --": no earlier boot in the journal
+        command = cmd.exec if ran is not None else f"journalctl --no-pager --boot {boot}"
+        origin = f"{layout.source_file}!{name}"
+        out_name = f"dmesg-boot{boot}.txt"
+        if any(o.name == out_name for o in layout.outputs):
+            continue
+        layout.add(Output("dmesg", text, command, name=out_name, note=note, origin=origin))
+
+
+def _journal_boot(name: str) -> int | None:
+    """The boot of sos's journal output named so (``-1``), None for any other file.
+
+    >>> _journal_boot("sos_commands/logs/journalctl_--no-pager_--catalog_--boot_-1")
+    -1
+    >>> _journal_boot("sos_strings/logs/journalctl_--no-pager_--boot_-1.tailed"), _journal_boot("x/journalctl_--no-pager")
+    (-1, None)
+    """
+    m = _JOURNAL_BOOT.match(name.rpartition("/")[2].removesuffix(".tailed"))
+    return int(m.group("n")) if m else None
 
 
 def _manifest(report: _Report, problems: list[str]) -> tuple[dict[str, Any], set[str] | None, list[_Command]]:
@@ -397,9 +512,8 @@ def _output(report: _Report, name: str, maybe_tailed: bool, plugin: str) -> tupl
         data = report.get(name)
         return data, f"{SOURCE}: over sos's size limit, its tail was kept ({name})"
     tailed = f"sos_strings/{plugin}/{name.rpartition('/')[2]}.tailed"
-    data = report.files.get(name)
-    if data is None and maybe_tailed and (tail := report.get(tailed)) is not None:
-        return tail, f"{SOURCE}: over sos's size limit, its tail was kept ({tailed})"
+    if maybe_tailed and tailed in report.files:  # its own path, when read, is the link to the tail
+        return report.get(tailed), f"{SOURCE}: over sos's size limit, its tail was kept ({tailed})"
     return report.get(name), SOURCE
 
 
@@ -428,7 +542,28 @@ def _fact_text(report: _Report, plugin: str, command: str, commands: list[_Comma
     return ""
 
 
-def _facts(path: Path, report: _Report, manifest: dict[str, Any], commands: list[_Command]) -> dict[str, str]:
+def _local_start(manifest: dict[str, Any]) -> datetime | None:
+    """The manifest's own ``start_time`` (sos's ``str(datetime.now())``: local time, no zone; one
+    with an offset is kept with it).
+
+    >>> _local_start({"start_time": "2026-12-06 19:45:18.903112"})
+    datetime.datetime(2026, 12, 6, 19, 45, 18, 903112)
+    >>> _local_start({"start_time": "soon"}) is None, _local_start({}) is None
+    (True, True)
+    """
+    text = manifest.get("start_time")
+    if not isinstance(text, str):
+        return None
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        return None
+    return when
+
+
+def _facts(
+    path: Path, report: _Report, manifest: dict[str, Any], commands: list[_Command], problems: list[str]
+) -> dict[str, str]:
     facts: dict[str, str] = {}
     for key, (plugin, command) in FACT_FILES.items():
         value = _fact_text(report, plugin, command, commands)
@@ -460,6 +595,16 @@ def _facts(path: Path, report: _Report, manifest: dict[str, Any], commands: list
             when = None
     if when is not None:
         facts["collected_at"] = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    elif (local := _local_start(manifest)) is not None and local.tzinfo is not None:
+        facts["collected_at"] = local.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    elif local is not None:
+        # sos 4.0-4.2 without the date plugin: the manifest's start_time, the host's local clock
+        facts["collected_at"] = local.strftime("%Y-%m-%dT%H:%M:%S")
+        problems.append(
+            f"collection time {local:%Y-%m-%d %H:%M:%S} is the manifest's start_time, the host's local "
+            "time, whose zone the report does not give (no date --utc, no command start times): it is "
+            "read as UTC and may be off by the host's offset from UTC"
+        )
     version = manifest.get("version")
     if not (isinstance(version, str) and version):
         m = _VERSION_TXT.search(report.text("version.txt") or "")
