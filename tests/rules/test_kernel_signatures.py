@@ -1,10 +1,12 @@
 """The kernel-log signature catalog on real logs: each family ranks its node and routes it; nothing is unsaid.
 
 Each family of ``parsers/kernel_signatures.toml`` has a real fixture (tests/fixtures/dmesg/PROVENANCE.md,
-"Kernel-signature families"); a cluster of four nodes where one node has the family's lines and the other
-three the real EC2 boot log (no fault) must rank that node among the verdict's worst, with the family's
-route.  Healthy real logs (every clean kernel log of the fixtures, the nvidia-bug-report kernel logs, the
-benchmark's generated boot noise) must give no warning, and their unclassified error lines are counted.
+"Kernel-signature families" and "the rest"); a cluster of four nodes where one node has the family's lines and
+the other three the real EC2 boot log (no fault) must rank that node among the verdict's worst, with the
+family's route.  An AER error is one finding, on the device that failed, by host.pcie.aer alone.  Healthy real
+logs (every clean kernel log of the fixtures, the nvidia-bug-report kernel logs, the benchmark's generated boot
+noise) must give no warning, and their unclassified error lines are counted; the level a log prints decides
+what is an unclassified error.
 """
 
 from __future__ import annotations
@@ -304,6 +306,30 @@ def test_noise_rows_are_what_keeps_them_quiet() -> None:
         body = line.split("] ", 1)[-1]
         assert by_id[nid].pattern.search(body), nid
     assert dmesg.parse("\n".join(lines.values())).rows("kernel_event") == []
+
+
+def test_the_level_the_log_prints_decides_what_is_an_error() -> None:
+    # derived: the real unclassified line of nvsentinel-155 (an error word, no level: "error word"), printed
+    # as dmesg -x and /dev/kmsg print levels; the collector's dmesg -T and journalctl -o short-iso print none
+    line = fixture("dmesg", "nvsentinel-155-fallen-off-bus-multiline.txt").splitlines()[3]
+    message = line.split("] ", 1)[1]
+    text = "\n".join(
+        [
+            line,
+            f"kern  :warn  : {line}",  # an error word at warning level is no error
+            f"kern  :err   : {line}",
+            f"4,17,1843439662,-;{message}",
+            f"3,18,1843439663,-;{message}",
+            f"kern  :err   : {line}",  # the same message at the same level again (remembered)
+        ]
+    )
+    rows = [r for r in dmesg.parse(text).rows("kernel_event") if r["event_type"] == "kernel_error"]
+    assert [(r["line"], r["severity"]) for r in rows] == [
+        (1, "error word"),
+        (3, "err"),
+        (5, "err"),
+        (6, "err"),
+    ]
 
 
 def test_unclassified_errors_are_one_info_finding_per_node(tmp_path: Path) -> None:
