@@ -29,6 +29,7 @@ import contextlib
 import importlib.util
 import random
 import re
+import shutil
 import sys
 import time
 import types
@@ -80,6 +81,7 @@ def baseline(source: str) -> types.ModuleType:
     finally:
         if saved is not None:
             sys.modules["parsers._kernel_catalog"] = saved
+        shutil.rmtree(folder)  # the catalog was read when its module was loaded
 
 
 def _git_show(rev: str, path: str) -> str:
