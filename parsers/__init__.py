@@ -70,6 +70,7 @@ KINDS: tuple[str, ...] = (
     "cloudwatch",
     "placement",
     "dcgm-mndiag",
+    "sinfo",
 )
 
 #: Kinds whose output speaks for the cluster (or names its hosts itself): in a cluster's extra/ folder

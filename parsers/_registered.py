@@ -31,6 +31,7 @@ from parsers import (
     nvidia_smi_topo,
     placement,
     shm,
+    sinfo,
     uptime,
     versions,
 )
@@ -61,4 +62,5 @@ MODULES: tuple[ParserModule, ...] = (
     cloudwatch,
     placement,
     dcgm_mndiag,
+    sinfo,
 )

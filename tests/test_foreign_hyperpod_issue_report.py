@@ -260,7 +260,16 @@ def test_kernel_log_read_once_and_facts(tmp_path: Path) -> None:
     ).fetchall()
     assert xids == [(79,)], "dmesg_T.txt only: kern.log and the bug report's dmesg are not read again"
     parsed = con.execute("SELECT kind FROM file WHERE node = ? AND status = 'parsed' ORDER BY 1", [SICK[2]])
-    assert [k for (k,) in parsed.fetchall()] == ["df", "dmesg", "nvidia-smi", "nvidia-smi-q", "versions"]
+    # sinfo.txt and sinfo_R.txt: Slurm's view of the nodes (sinfo -R holds its header alone: no node is out)
+    assert [k for (k,) in parsed.fetchall()] == [
+        "df",
+        "dmesg",
+        "nvidia-smi",
+        "nvidia-smi-q",
+        "sinfo",
+        "sinfo",
+        "versions",
+    ]
     metas = {p.read_text().split("node=")[1].split("\n")[0]: p.read_text() for p in work.rglob("meta.env")}
     meta = dict(line.split("=", 1) for line in metas[SICK[2]].splitlines())
     assert meta["instance_id"] == SICK[1] and meta["instance_group"] == SICK[0]

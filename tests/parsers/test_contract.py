@@ -371,6 +371,42 @@ CONTRACTS: dict[str, Contract] = {
             },
         ),
     ),
+    "lspci": Contract(
+        tool_errors={"bash: lspci: command not found\n": ""},
+        garbage={"hello world\nnot a bus listing\n": "no lspci device line"},
+        spoiled=Spoiled(
+            _replaced(
+                "lspci",
+                "derived-fm-guide-hgx-b200-vv-links-gpu-x8-cx7-gen4.txt",
+                "43:00.0 3D controller",
+                "43:0?.0 3D controller",
+            ),
+            issues=({"line_no": 17, "reason": "not an lspci device line"},),
+            rows={"pci_device": 11},
+            cells={("pci_device", 4, "link_width"): 16, ("pci_device", 4, "link_speed_gts"): 2.5},
+        ),
+    ),
+    "sinfo": Contract(
+        tool_errors={
+            "bash: sinfo: command not found\n": "",
+            "slurm_load_partitions: Unable to contact slurm controller (connect failure)\n": "Unable to contact",
+        },
+        garbage={"hello world\nthis is no sinfo\n": "no sinfo header line"},
+        spoiled=Spoiled(
+            _replaced(
+                "sinfo",
+                "unige-hpc-3909-sinfo-R-gres-gpu.txt",
+                "issue-6543           root      2025-03-24T09:32:28 cpu319",
+                "issue-6543",
+            ),
+            issues=({"line_no": 4, "reason": "not a row of sinfo -R"},),
+            rows={"slurm_node_state": 48},
+            cells={
+                ("slurm_node_state", 1, "slurm_node"): "cpu246",
+                ("slurm_node_state", 1, "reason"): "issue-5958",
+            },
+        ),
+    ),
 }
 
 KINDS = list(parsers.KINDS)

@@ -55,6 +55,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import analyzer.intake.foreign.boots as boots
 import analyzer.intake.foreign.eks_log_collector as eks
 import analyzer.intake.foreign.nvidia_bug_report as nbr
 import parsers
@@ -124,6 +125,17 @@ OLD_OUTPUTS = (
 )
 OLD_BUG_REPORTS = ("nvidia-bug-report.log.gz", "nvidia-bug-report.log.gz.gz", "nvidia-bug-report.log")
 KERN_LOG = ("kern.log", "dmesg", "cat /var/log/kern.log")
+#: the system logs the scripts copy: kern.log first (kernel lines only), else syslog (every line)
+SYSTEM_LOGS = (("kern.log", "cp /var/log/kern.log"), ("syslog", "cp /var/log/syslog"))
+#: Slurm's view of every node, as each node printed it (current layout; the older script ran sinfo -R
+#: on the head node only)
+SINFO = (("sinfo_R.txt", "sinfo -R"), ("sinfo.txt", "sinfo"), ("sinfo-R.log", "sinfo -R"))
+#: the report's kubectl resources (EKS clusters): ``kubectl describe nodes`` is read, each node's block
+#: on its instance (its labels: HyperPod's node-health-status, topology, instance type; its taints)
+KUBECTL = "kubectl_resources.tar.gz"
+NODES_DESCRIBE = "nodes_describe.txt"
+#: the EC2 instance id a Kubernetes node name carries (``hyperpod-i-0123456789abcdef0``)
+_IID = re.compile(r"(?<![0-9a-z])i-(?:[0-9a-f]{17}|[0-9a-f]{8})(?![0-9a-z])")
 _COMMAND = re.compile(r"^command_\d+_.*\.txt$")
 _NODE_KINDS = frozenset(ALL_KINDS)
 _INNER = re.compile(r"^hyperpod_report_.*_(?P<ts>\d{8}_\d{6})$")
@@ -263,6 +275,9 @@ class _Report:
     hosts: dict[str, dict[str, bytes]] = field(default_factory=dict)
     refusals: list[Refusal] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    #: kubectl_resources.tar.gz's nodes_describe.txt (EKS clusters), and how evidence names the tarball
+    nodes_describe: bytes = b""
+    kubectl_where: str = ""
 
 
 def convert(path: Path, dest: Path, limits: Limits) -> Converted:
@@ -276,6 +291,9 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
             if summary is not None:
                 report.summary = summary
                 _read_instances_dir(path / INSTANCES, dest, limits, report)
+                kubectl = path / KUBECTL
+                if kubectl.is_file() and not kubectl.is_symlink():
+                    _read_kubectl(kubectl, KUBECTL, limits, report)
             else:
                 kind = "old"
                 _read_old_dir(path, limits, report)
@@ -289,10 +307,13 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         report.problems.append(f"not readable: {exc.strerror or exc}")
     if kind == "current":
         layouts = _current_nodes(report, limits)
+        if report.nodes_describe:
+            report.problems.extend(kubectl_nodes(layouts, report.nodes_describe, report.kubectl_where))
     else:
         layouts = [
             _old_node(name, files, limits, report.problems) for name, files in sorted(report.hosts.items())
         ]
+        _share_sinfo(layouts)
     nodes: list[Path] = []
     taken: set[str] = set()
     for n, layout in enumerate(layouts):
@@ -322,6 +343,8 @@ def _wanted_current(rel: str) -> bool:
         rel in CURRENT_FACTS
         or rel in CURRENT_BUG_REPORTS
         or rel == KERN_LOG[0]
+        or rel == "syslog"
+        or any(rel == name for name, _ in SINFO)
         or rel == EKS_MOUNTS
         or any(rel == m for m, _, _ in CURRENT_OUTPUTS)
         or bool(_COMMAND.match(rel))
@@ -347,6 +370,17 @@ def _read_instance(
     report.refusals.extend(Refusal(f"{display}!{r.path}", r.reason) for r in refusals)
     report.problems.extend(f"{display}: {e}" for e in errors)
     return files, inner
+
+
+def _read_kubectl(tarball: Path, display: str, limits: Limits, report: _Report) -> None:
+    """``kubectl describe nodes`` out of the report's kubectl_resources.tar.gz (its files at the top)."""
+    refusals: list[Refusal] = []
+    errors: list[str] = []
+    for name, data in iter_tar(tarball, limits, refusals, errors):
+        if name == NODES_DESCRIBE and not report.nodes_describe:
+            report.nodes_describe, report.kubectl_where = data, display
+    report.refusals.extend(Refusal(f"{display}!{r.path}", r.reason) for r in refusals)
+    report.problems.extend(f"{display}: {e}" for e in errors)
 
 
 def _read_instances_dir(folder: Path, dest: Path, limits: Limits, report: _Report) -> None:
@@ -377,7 +411,7 @@ def _read_instances_dir(folder: Path, dest: Path, limits: Limits, report: _Repor
 
 
 def _read_old_dir(root: Path, limits: Limits, report: _Report) -> None:
-    wanted = {m for m, _, _ in OLD_OUTPUTS} | set(OLD_BUG_REPORTS) | {KERN_LOG[0]}
+    wanted = {m for m, _, _ in OLD_OUTPUTS} | set(OLD_BUG_REPORTS) | {KERN_LOG[0], "syslog", "sinfo-R.log"}
     for name, host in _old_hosts_in_dir(root):
         files: dict[str, bytes] = {}
         for member in sorted(wanted):
@@ -404,7 +438,7 @@ def _read_zip(path: Path, layout: _ZipLayout, dest: Path, limits: Limits, report
 
         def select(name: str) -> bool:
             rel = name.removeprefix(prefix) if name.startswith(prefix) else ""
-            return rel == SUMMARY or (
+            return rel in (SUMMARY, KUBECTL) or (
                 rel.startswith(f"{INSTANCES}/") and rel.count("/") == 1 and rel.endswith((".tar.gz", ".tgz"))
             )
 
@@ -414,6 +448,13 @@ def _read_zip(path: Path, layout: _ZipLayout, dest: Path, limits: Limits, report
                 rel = name.removeprefix(prefix)
                 if rel == SUMMARY:
                     report.summary = _summary_keys_ok(data) or {}
+                    continue
+                if rel == KUBECTL:
+                    tarball = nested / "kubectl.tar.gz"
+                    tarball.write_bytes(data)
+                    del data
+                    _read_kubectl(tarball, name, limits, report)
+                    tarball.unlink()
                     continue
                 if rel in report.instances:
                     report.refusals.append(Refusal(name, "duplicate member name; the first copy was kept"))
@@ -426,7 +467,9 @@ def _read_zip(path: Path, layout: _ZipLayout, dest: Path, limits: Limits, report
         finally:
             shutil.rmtree(nested, ignore_errors=True)
     else:
-        wanted = {m for m, _, _ in OLD_OUTPUTS} | set(OLD_BUG_REPORTS) | {KERN_LOG[0]}
+        wanted = (
+            {m for m, _, _ in OLD_OUTPUTS} | set(OLD_BUG_REPORTS) | {KERN_LOG[0], "syslog", "sinfo-R.log"}
+        )
         at = prefix.count("/")
 
         def select_old(name: str) -> bool:
@@ -574,13 +617,119 @@ def _outputs(
             if "collected_at" not in layout.facts and content.facts.get("collected_at"):
                 layout.facts["collected_at"] = content.facts["collected_at"]
             content.beside(layout, f"{SOURCE} {bug}")
-    if not layout.has("dmesg") and KERN_LOG[0] in files:
-        member, kind, command = KERN_LOG
-        text = files[member].decode("utf-8", "replace")
-        layout.add(Output(kind, text, command, exit_code="-", note=SOURCE, origin=_origin(where, member)))
+    problems.extend(f"{where}: {p}" for p in system_log(layout, files, where))
+    for member, command in SINFO:
+        if member in files and files[member].strip():
+            text = files[member].decode("utf-8", "replace")
+            origin = _origin(where, member)
+            layout.add(Output("sinfo", text, command, exit_code="-", note=SOURCE, origin=origin))
     if not read_bug and layout.has("nvidia-smi"):
         layout.not_carried(("nvidia-smi-q",), SMI_TABLE_NOTE)
     layout.not_carried(ALL_KINDS, NOT_CARRIED_NOTE)
+
+
+def system_log(layout: NodeLayout, files: dict[str, bytes], where: str) -> list[str]:
+    """The node's copy of ``/var/log/kern.log`` (else ``syslog``) cut at each boot: the boots before the
+    running one are kernel logs of those boots (``cmd/dmesg-boot-1-kern.log.txt``...), its last boot
+    the kernel log only where the node has none (``dmesg -T`` and the bug report's repeat it).
+    Returns what is said of it."""
+    for member, command in SYSTEM_LOGS:
+        if member not in files or not files[member].strip():
+            continue
+        cut = boots.by_boot(files[member].decode("utf-8", "replace"))
+        origin = _origin(where, member)
+        for boot, first, text in cut.earlier:
+            layout.add(
+                Output(
+                    "dmesg",
+                    text,
+                    command,
+                    exit_code="-",
+                    name=boots.output_name(boot, member),
+                    note=f"{SOURCE}: the kernel lines of {member} in boot {boot}",
+                    origin=origin,
+                    first_line=first,
+                )
+            )
+        said = []
+        if not layout.has("dmesg") and cut.current.strip():
+            layout.add(
+                Output(
+                    "dmesg",
+                    cut.current,
+                    command,
+                    exit_code="-",
+                    note=f"{SOURCE}: no dmesg; the lines of {member}'s last boot",
+                    origin=origin,
+                    first_line=cut.current_line,
+                )
+            )
+        if cut.earlier:
+            said.append(
+                f"{member} holds {len(cut.earlier) + cut.dropped} boots before its last one (told by "
+                f"{boots.how_words(cut.how)}): read as boots -1 to -{len(cut.earlier)}"
+                + (f"; {cut.dropped} older boots not read" if cut.dropped else "")
+            )
+        return said
+    return []
+
+
+def _share_sinfo(layouts: list[NodeLayout]) -> None:
+    """The older script runs ``sinfo -R`` on the head node only: its listing (the whole cluster's nodes
+    out of service) is every host's, cited at the head node's file."""
+    shared = [o for layout in layouts for o in layout.outputs if o.kind == "sinfo"]
+    for layout in layouts:
+        if shared and not layout.has("sinfo"):
+            o = shared[0]
+            layout.add(Output("sinfo", o.text, o.command, exit_code="-", note=o.note, origin=o.origin))
+
+
+def describe_blocks(text: str) -> list[tuple[str, int, str]]:
+    """``kubectl describe nodes`` cut into its nodes: (node name, first line, block), each block from its
+    ``Name:`` line to the next.
+
+    >>> [(n, ln) for n, ln, _ in describe_blocks("Name:  a\\nRoles: <none>\\n\\n\\nName:  b\\n")]
+    [('a', 1), ('b', 5)]
+    """
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("Name:")]
+    out = []
+    for k, i in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        out.append((lines[i].split(":", 1)[1].strip(), i + 1, "".join(lines[i:end])))
+    return out
+
+
+def kubectl_nodes(layouts: list[NodeLayout], data: bytes, where: str) -> list[str]:
+    """Each ``kubectl describe nodes`` block laid out on its instance's node as a ``placement`` output
+    (HyperPod names EKS nodes ``hyperpod-i-<instance id>``); what is said of the rest."""
+    by_iid = {
+        layout.facts.get("instance_id", ""): layout for layout in layouts if layout.facts.get("instance_id")
+    }
+    said, unmatched = [], []
+    for name, first, block in describe_blocks(data.decode("utf-8", "replace")):
+        iid = _IID.search(name.lower())
+        layout = by_iid.get(iid.group(0) if iid else "")
+        if layout is None:
+            unmatched.append(name)
+            continue
+        layout.add(
+            Output(
+                "placement",
+                block,
+                f"kubectl describe nodes  # {name}",
+                exit_code="-",
+                note=f"{SOURCE} {KUBECTL}: the node's own block",
+                origin=f"{where}!{NODES_DESCRIBE}",
+                first_line=first,
+            )
+        )
+    if unmatched:
+        said.append(
+            f"{where}!{NODES_DESCRIBE}: {len(unmatched)} Kubernetes node(s) match no instance of the report, "
+            f"not read: {', '.join(unmatched[:10])}"
+        )
+    return said
 
 
 # -- small helpers -----------------------------------------------------------------------------------

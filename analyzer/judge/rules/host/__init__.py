@@ -1,4 +1,4 @@
-"""Host rules: kernel log events, CPU frequency governor, vCPU count (section B of the report)."""
+"""Host rules: kernel log events, CPU frequency governor, vCPU count, Slurm node state (section B of the report)."""
 
 RULES: tuple[str, ...] = (
     "kernel_panic",
@@ -11,4 +11,5 @@ RULES: tuple[str, ...] = (
     "vcpu_low",
     "deep_health_failed",
     "shm_stale_nccl",
+    "slurm_unavailable",
 )
