@@ -16,6 +16,7 @@ Inputs are real where one exists, else labelled:
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import tarfile
 from pathlib import Path
@@ -145,3 +146,38 @@ def test_kubectl_describe_nodes_gives_each_node_its_health_label(tmp_path: Path)
     assert [(f["rule"], f["node"]) for f in zipped["findings"] if f["rule"] == "host.deep_health.failed"] == [
         ("host.deep_health.failed", WELL[2])
     ]
+
+
+def test_an_eks_nodes_messages_gives_its_earlier_boots(tmp_path: Path) -> None:
+    (kern,) = [
+        p
+        for b in nbr.split_blocks(WHOLE.read_text(encoding="utf-8"))
+        for p in nbr.kernel_scan(b)
+        if p.boot is None
+    ]
+    group, iid = "gpu-group", "i-0eeeeeeeeeeeeeee5"
+    files = {
+        "instance_group.txt": f"{group}\n".encode(),
+        "instance_id.txt": f"{iid}\n".encode(),
+        "cluster_type.txt": b"eks\n",
+        "hostname.txt": f"hyperpod-{iid}\n".encode(),
+        "eks-logs/kernel/dmesg.current": XID79.read_bytes(),
+        "eks-logs/var_log/messages": kern.text.encode(),  # tail -c 100M /var/log/messages
+    }
+    root = tmp_path / "r"
+    (root / "instances").mkdir(parents=True)
+    _instance_tarball(root / "instances" / f"{group}_{iid}.tar.gz", group, iid, files)
+    result = {"InstanceId": iid, "NodeGroup": group, "Success": True}
+    (root / "summary.json").write_text(
+        json.dumps({"cluster_name": "c", "report_id": "r", "results": [result]})
+    )
+    converted = hp.convert(root, tmp_path / "w", hp.Limits())
+    assert converted.node_dir is not None
+    names = sorted(p.name for p in (converted.node_dir / "cmd").iterdir() if p.name.startswith("dmesg"))
+    assert names == [
+        "dmesg-boot-1-messages.txt",
+        "dmesg-boot-2-messages.txt",
+        "dmesg-boot-3-messages.txt",
+        "dmesg.txt",  # the running boot: the collector's dmesg.current
+    ]
+    assert any("eks-logs/var_log/messages holds 3 boots before its last one" in p for p in converted.problems)

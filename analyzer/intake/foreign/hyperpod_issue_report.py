@@ -127,6 +127,8 @@ OLD_BUG_REPORTS = ("nvidia-bug-report.log.gz", "nvidia-bug-report.log.gz.gz", "n
 KERN_LOG = ("kern.log", "dmesg", "cat /var/log/kern.log")
 #: the system logs the scripts copy: kern.log first (kernel lines only), else syslog (every line)
 SYSTEM_LOGS = (("kern.log", "cp /var/log/kern.log"), ("syslog", "cp /var/log/syslog"))
+#: an EKS node's: the EKS log collector's copies, in its extracted tarball
+EKS_SYSTEM_LOGS = tuple((f"eks-logs/{name}", command) for name, command in eks.SYSLOGS)
 #: Slurm's view of every node, as each node printed it (current layout; the older script ran sinfo -R
 #: on the head node only)
 SINFO = (("sinfo_R.txt", "sinfo -R"), ("sinfo.txt", "sinfo"), ("sinfo-R.log", "sinfo -R"))
@@ -344,6 +346,7 @@ def _wanted_current(rel: str) -> bool:
         or rel in CURRENT_BUG_REPORTS
         or rel == KERN_LOG[0]
         or rel == "syslog"
+        or any(rel == name for name, _ in EKS_SYSTEM_LOGS)
         or any(rel == name for name, _ in SINFO)
         or rel == EKS_MOUNTS
         or any(rel == m for m, _, _ in CURRENT_OUTPUTS)
@@ -628,12 +631,18 @@ def _outputs(
     layout.not_carried(ALL_KINDS, NOT_CARRIED_NOTE)
 
 
-def system_log(layout: NodeLayout, files: dict[str, bytes], where: str) -> list[str]:
-    """The node's copy of ``/var/log/kern.log`` (else ``syslog``) cut at each boot: the boots before the
-    running one are kernel logs of those boots (``cmd/dmesg-boot-1-kern.log.txt``...), its last boot
-    the kernel log only where the node has none (``dmesg -T`` and the bug report's repeat it).
-    Returns what is said of it."""
-    for member, command in SYSTEM_LOGS:
+def system_log(
+    layout: NodeLayout,
+    files: dict[str, bytes],
+    where: str,
+    logs: tuple[tuple[str, str], ...] = SYSTEM_LOGS + EKS_SYSTEM_LOGS,
+) -> list[str]:
+    """The node's copy of ``/var/log/kern.log`` (else ``syslog``; an EKS node's
+    ``eks-logs/var_log/messages`` or ``syslog``) cut at each boot: the boots before the running one are
+    kernel logs of those boots (``cmd/dmesg-boot-1-kern.log.txt``...), its last boot the kernel log
+    only where the node has none (``dmesg -T`` and the bug report's repeat it).  Returns what is said
+    of it."""
+    for member, command in logs:
         if member not in files or not files[member].strip():
             continue
         cut = boots.by_boot(files[member].decode("utf-8", "replace"))
