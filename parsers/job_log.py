@@ -50,16 +50,18 @@ torchelastic's ``2025-05-01_11:12:35``); what precedes PyTorch's own line (a lau
 tqdm bar, a line number, a host tag) is kept as printed in ``prefix``.  A line wrapped by a terminal (the rest of ``WorkNCCL(...)`` or of the status
 on the next line, which starts like no log line) is read with that next line.  A line cut short keeps
 what it says, the rest empty, and is a ParseIssue: a watchdog line without ``ran for N milliseconds``, a
-status line without its last completed work, a torchelastic entry without its rank.  A field's number is
+status line without its last completed work, a torchelastic entry without its rank; so is text among
+PyTorch's own parts of a line that none of them reads (a mangled glog header) and a torchelastic field whose
+value is not what torchelastic prints.  A field's number is
 taken only when its end is printed (a cut ``SeqNum=158`` is not 158).
 
 Schema
 ------
-``job_log`` (one row per file): ``line`` int (1); ``n_lines`` int; ``n_events`` int — rows of
-``job_log_event``; ``nccl_log_lines`` int — NCCL's own log lines, null when none (NCCL_DEBUG unset: the
-log then says nothing of NCCL's warnings); ``ranks`` int — distinct global ranks named; ``hosts`` str —
-distinct hosts named, comma-joined in order of appearance; ``world_size`` int — the most ``nranks`` of an
-NCCL communicator; ``nccl_version`` str.
+``job_log`` (one row per file): ``n_lines`` int; ``n_events`` int — rows of ``job_log_event``;
+``nccl_log_lines`` int — NCCL's own log lines, null when none (NCCL_DEBUG unset: the log then says
+nothing of NCCL's warnings); ``ranks`` int — distinct global ranks named; ``hosts`` str — distinct hosts
+named (by PyTorch's, torchelastic's and NCCL's lines), comma-joined in order of appearance;
+``world_size`` int — the most ``nranks`` of an NCCL communicator; ``nccl_version`` str.
 
 ``job_log_event`` (one row per event line):
 
@@ -156,8 +158,7 @@ def _cols(spec: str) -> tuple[Column, ...]:
 
 SCHEMA = {
     "job_log": _cols(
-        "line:int n_lines:int n_events:int nccl_log_lines:int ranks:int hosts:str world_size:int "
-        "nccl_version:str"
+        "n_lines:int n_events:int nccl_log_lines:int ranks:int hosts:str world_size:int nccl_version:str"
     ),
     "job_log_event": _cols(
         "line:int kind:str level:str code:str time_text:str ts:ts utc_offset:str host:str pid:int rank:int "
@@ -279,9 +280,12 @@ _PEER = re.compile(r"from\s+rank (\d+)")
 _ELASTIC_HEAD = re.compile(r"^\s*\[(\d+)\]:\s*$")
 _ELASTIC_FIELD = re.compile(r"^\s{2,}(time|host|rank|exitcode|error_file|traceback)\s*: ?(.*)$")
 #: a field that can only be torchelastic's, read even without its ``[N]:`` line
-_ELASTIC_ORPHAN = re.compile(
-    r"^\s{2,}(?:exitcode\s*: -?\d+ \(pid: \d+\)|rank\s*: \d+ \(local_rank: \d+\)|time\s*: \d{4}-\d\d-\d\d_\d\d:)"
-)
+_ELASTIC_ORPHAN = re.compile(r"^\s{2,}(?:exitcode|rank|time|host)\s{2,}: ")
+#: an entry's ``[N]:`` line that is not one (mangled): said when fields follow it
+_ELASTIC_BAD_HEAD = re.compile(r"^\s*\[[^\]\s]{1,12}\]:\s*$")
+#: the values of the fields read
+_ELASTIC_RANK = re.compile(r"(\d+)(?: \(local_rank: (\d+)\))?$")
+_ELASTIC_EXIT = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?$")
 #: the start of a line that is a log line of its own (so no terminal wrap of the line before)
 _LOGLINE = re.compile(r"^\s*(?:\[|\(|\S+:\d+:\d+ \[|\d{4}-\d\d-\d\d|[EWIF]\d{4} |\S+ \[std(?:out|err)\])")
 
@@ -364,6 +368,7 @@ class _State:
         self.nccl_version: str | None = None
         self.elastic: dict[str, Any] | None = None  # the torchelastic entry being read
         self.root_next = False  # the next torchelastic entry is the root cause
+        self.nccl_hosts: list[str] = []  # the hosts of NCCL's lines, in order
 
     def run(self) -> None:
         skip = 0
@@ -401,6 +406,8 @@ class _State:
                 )
                 if self.complete(best):
                     row, taken = best, 1
+        if unread := row.pop("_unread", None):
+            self.result.issue(no, line, f"text before the message not understood: {unread[:200]!r}")
         if kind == "watchdog_timeout" and row["ran_for_ms"] is None:
             self.cut(no, line, row, ("seq_num", "op_type", "timeout_ms", "ran_for_ms"))
         elif kind == "pg_status" and row["last_completed"] is None:
@@ -430,15 +437,15 @@ class _State:
         ):
             return "nccl_error", m.start()
         tags = list(_TAG.finditer(line))
-        glog = _GLOG.search(line)
-        if glog and tags and "ProcessGroupNCCL" in line:
+        if tags and "ProcessGroupNCCL" in line:
             end = tags[-1].end()
             rest = line[end:].strip()
             at = end + line[end:].find(rest) if rest else len(line)
             for kind, lead in _LEADS:  # a line cut inside its message's first words
                 if len(rest) >= 5 and lead.startswith(rest):
                     return kind, at
-            if (glog["level"] or glog["level0"]) in ("E", "F") and rest:
+            glog = _GLOG.search(line)
+            if glog and (glog["level"] or glog["level0"]) in ("E", "F") and rest:
                 return "process_group_error", at
         return None, 0
 
@@ -485,6 +492,14 @@ class _State:
         begin = max((e for _, e in launcher + logger), default=indent)
         start = min((s for s, _ in logger), default=begin)
         row["prefix"] = line[:start].strip()[:500] or None
+        covered = sorted(logger)
+        at = start  # text among PyTorch's own parts that none of them reads (a mangled glog header): said
+        rest = []
+        for s_, e_ in covered:
+            rest.append(line[at:s_])
+            at = max(at, e_)
+        rest.append(line[at:begin])
+        row["_unread"] = " ".join(r.strip() for r in rest if r.strip()) or None
         message = line[begin:].strip() if begin <= anchor else line[anchor:].strip()
         row["message"] = message[:2000]
         self.details(row, message)
@@ -550,6 +565,8 @@ class _State:
         if self.nccl_version is None and (v := _NCCL_VERSION.search(line)):
             self.nccl_version = v[1]
         m = _NCCL_SOURCE.search(line)
+        if m is not None and (not self.nccl_hosts or self.nccl_hosts[-1] != m["host"]):
+            self.nccl_hosts.append(m["host"])
         if m is None:
             if "NCCL WARN" in line:  # a WARN line whose host:pid:tid was not printed or was cut
                 self.nccl_warn(no, line, None, line.index("NCCL WARN"))
@@ -584,9 +601,11 @@ class _State:
 
     # -- torchelastic's failure summary -------------------------------------------------------------
     def elastic_line(self, no: int, line: str) -> bool:
-        if m := _ELASTIC_HEAD.match(line):
+        if m := _ELASTIC_HEAD.match(line) or _ELASTIC_BAD_HEAD.match(line):
             self.end_elastic()
             self.elastic = {"line": no, "first": no, "raw": line, "root": self.root_next}
+            if not _ELASTIC_HEAD.match(line):
+                self.elastic["bad_head"] = True
             self.root_next = False
             return True
         if "Root Cause (first observed failure)" in line:
@@ -602,20 +621,29 @@ class _State:
                 return False
             self.elastic = {"line": no, "first": no, "raw": line, "root": False}
         self.elastic[m[1]] = m[2].strip()
+        self.elastic[f"{m[1]}@"] = (no, line)
         return True
 
     def end_elastic(self) -> None:
         entry, self.elastic = self.elastic, None
         if entry is None or not set(entry) & {"time", "host", "rank", "exitcode"}:
             return
+        if entry.get("bad_head"):
+            self.result.issue(
+                entry["first"], entry["raw"], "torchelastic failure entry's [N]: line not understood"
+            )
         row: dict[str, Any] = {c.name: None for c in SCHEMA["job_log_event"]}
         row.update(line=entry["first"], kind="rank_exit", host=entry.get("host") or None)
-        if (r := re.match(r"(\d+)(?: \(local_rank: (\d+)\))?", entry.get("rank", ""))) is not None:
-            row["rank"] = int(r[1])
-            row["local_rank"] = int(r[2]) if r[2] else None
-        if (x := re.match(r"(-?\d+)(?: \(pid: (\d+)\))?", entry.get("exitcode", ""))) is not None:
-            row["exit_code"] = int(x[1])
-            row["pid"] = int(x[2]) if x[2] else None
+        for key, pattern in (("rank", _ELASTIC_RANK), ("exitcode", _ELASTIC_EXIT)):
+            if key not in entry:
+                continue
+            if (v := pattern.match(entry[key])) is None:
+                at, raw = entry[f"{key}@"]
+                self.result.issue(at, raw, f"torchelastic {key} not understood: {entry[key]!r}")
+            elif key == "rank":
+                row["rank"], row["local_rank"] = int(v[1]), int(v[2]) if v[2] else None
+            else:
+                row["exit_code"], row["pid"] = int(v[1]), int(v[2]) if v[2] else None
         if entry.get("time") and (s := _STAMP.search(entry["time"])):
             self.stamp(row, s)
         parts = [f"exitcode {entry['exitcode']}" if entry.get("exitcode") else ""]
@@ -647,10 +675,12 @@ class _State:
             for r in result.rows("job_log_rank")
             if r["source"] == "torchelastic" and r["rank"] is not None
         }
-        hosts = [e["host"] for e in events] + [r["host"] for r in result.rows("job_log_rank")]
+        hosts = (
+            [e["host"] for e in events] + [r["host"] for r in result.rows("job_log_rank")] + self.nccl_hosts
+        )
         world = [r["nranks"] for r in result.rows("job_log_rank") if r["nranks"]]
         result.add("job_log", {
-            "line": 1, "n_lines": len(self.lines), "n_events": len(events),
+            "n_lines": len(self.lines), "n_events": len(events),
             "nccl_log_lines": self.nccl_lines or None, "ranks": len(ranks),
             "hosts": ",".join(dict.fromkeys(h for h in hosts if h)) or None,
             "world_size": max(world) if world else None, "nccl_version": self.nccl_version,

@@ -407,6 +407,33 @@ CONTRACTS: dict[str, Contract] = {
             },
         ),
     ),
+    "job-log": Contract(
+        tool_errors={
+            "bash: torchrun: command not found\n": "",
+            "cat: /fsx/jobs/slurm-48213.err: No such file or directory\n": "No such file or directory",
+        },
+        garbage={
+            "hello world\nthis is not a job log\n": "expected a training job's log",
+            "\x00\x01\x02 binary junk \xff\n": "",
+        },
+        spoiled=Spoiled(
+            # rank 0's watchdog line cut before "ran for": its work is kept, how long it ran is not
+            _lines_replaced(
+                "job-log",
+                "basicsr-737-pg-guid-default-pg.txt",
+                {3: fixture_text("job-log", "basicsr-737-pg-guid-default-pg.txt").splitlines()[3][:-45]},
+            ),
+            issues=(
+                {"line_no": 4, "reason": "watchdog_timeout line cut: ran_for_ms unknown"},
+                {
+                    "line_no": 7,
+                    "reason": "pg_status line cut: seq_num, last_enqueued, last_completed unknown",
+                },
+            ),
+            rows={"job_log_event": 6},
+            cells={("job_log_event", 2, "seq_num"): 808, ("job_log_event", 2, "ran_for_ms"): None},
+        ),
+    ),
 }
 
 KINDS = list(parsers.KINDS)
