@@ -6,7 +6,8 @@ found", "Unable to determine the device handle for GPU ...: Unknown Error" / "GP
 off the bus), "Failed to initialize NVML: Driver/library version mismatch" (a driver update without a
 reboot) and a probe that ran into its timeout (the driver is hung) all mean no job can use the node's
 GPUs as they are; so does an nvidia-bug-report that says no NVIDIA driver is loaded ("GPU Driver not
-installed?", "/proc/driver/nvidia/version does not exist"), read as that report's nvidia-smi answer.  Where the output holds no such line, nvidia-smi's exit code says it (it is NVML's
+installed?", "/proc/driver/nvidia/version does not exist"), read as that report's nvidia-smi answer.
+Where the output holds no such line, nvidia-smi's exit code says it (it is NVML's
 return value: 9 driver not loaded, 6 no GPU found, 15 GPU lost, 16 reset required, 14 infoROM
 corrupted, 18 version mismatch).  Read from the catalogue of failure answers (``parsers.probe_answers``: stdout, the
 probe's ``.err`` and the manifest's exit code) of every nvidia-smi probe.  One finding per node naming
