@@ -8,7 +8,8 @@ each command's output at the manifest's ``filepath`` (``sos_commands/<plugin>/<m
 The outputs are real ones from tests/fixtures: ``dmesg`` and ``dmesg -T`` are
 dmesg/gpud-870-dmesg-decode-iso-comma-xid79.txt (Xid 79 on PCI 0000:04:00), ``nvidia-smi -q`` is
 nvidia-smi-q/jp-simulator-8xh100-565-complete.txt, ``nvidia-smi nvlink -s`` is
-nvidia-smi-nvlink/h100-status-i0-18links.txt, the ``--query-gpu`` CSV is
+nvidia-smi-nvlink/h100-status-i0-18links.txt, ``nvidia-smi nvlink -e`` is
+sos-report/derived-mlengineering-h100-nvlink-e.txt, the ``--query-gpu`` CSV is
 nvidia-smi-csv/hpc-h100-595-11cols.txt, ``df -al`` and ``df -aliT`` are df/jc-ubuntu-18.04-df.out,
 ``mount -l`` is mounts/jc-ubuntu-18.04-mount.out, ``uptime`` is
 uptime/jc-ubuntu-18.04-uptime-2-days-hh-mm.txt, and ``proc/driver/nvidia/version`` is the
@@ -19,6 +20,7 @@ timed out (exit 124, an empty output, as sos writes it).
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import lzma
@@ -44,6 +46,7 @@ OUTPUTS = {
     "dmesg -T": DMESG,
     "nvidia-smi -q": FIXTURES / "nvidia-smi-q" / "jp-simulator-8xh100-565-complete.txt",
     "nvidia-smi nvlink -s": FIXTURES / "nvidia-smi-nvlink" / "h100-status-i0-18links.txt",
+    "nvidia-smi nvlink -e": FIXTURES / "sos-report" / "derived-mlengineering-h100-nvlink-e.txt",
     sos.QUERY_GPU: FIXTURES / "nvidia-smi-csv" / "hpc-h100-595-11cols.txt",
     "df -al -x autofs": FIXTURES / "df" / "jc-ubuntu-18.04-df.out",
     "df -aliT -x autofs": FIXTURES / "df" / "jc-ubuntu-18.04-df.out",
@@ -412,3 +415,196 @@ def test_report_names_of_each_policy_pattern() -> None:
     assert sos._name_host(Path("sosreport-host0-2026-01-05-qpkxdid-obfuscated.tar.xz")) == "host0"
     # --label and --case-id stay with the host in the friendly pattern: they cannot be told apart
     assert sos._name_host(Path(f"sosreport-{HOST}-mylabel-2026-01-05-qpkxdid.tar.xz")) == f"{HOST}-mylabel"
+
+
+#: the kernel's mount table as sos copies it from /proc/<its own pid>/mounts (a hand-written HyperPod
+#: table, tests/fixtures/mounts/PROVENANCE.md; the real one is read in tests/test_sos_real.py)
+PROC_MOUNTS = FIXTURES / "mounts" / "handwritten-hyperpod-slurm-proc-mounts.txt"
+NVLINK_E = OUTPUTS["nvidia-smi nvlink -e"]
+
+
+def _link(name: str, target: str) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(f"{TOP}/{name}")
+    info.type, info.linkname = tarfile.SYMTYPE, target
+    return info, b""
+
+
+def _debian_links() -> list[tuple[tarfile.TarInfo, bytes]]:
+    """The links Debian's sos 4.0 keeps (seen in a report it made): sorted, etc/mtab before its target."""
+    return [
+        _link("etc/mtab", "../proc/self/mounts"),
+        _link("proc/mounts", "self/mounts"),
+        _link("proc/self", "4242"),
+        _link("lib", "usr/lib"),  # a link to nothing sos copied, not read here
+    ]
+
+
+def test_mount_table_behind_the_links_sos_keeps(tmp_path: Path) -> None:
+    """proc/mounts -> self/mounts, proc/self -> 4242, etc/mtab -> ../proc/self/mounts: the file is
+    proc/4242/mounts, read through the chain as the kernel's own table, before mount -l."""
+    files = _tree()
+    files["proc/4242/mounts"] = PROC_MOUNTS.read_bytes()
+    path = _tarball(tmp_path / f"{TOP}.tar.xz", files, _debian_links())
+    converted = sos.convert(path, tmp_path / "w" / "n", Limits())
+    assert converted.node_dir is not None and not converted.refusals, converted.refusals
+    assert (converted.node_dir / "cmd" / "mounts.txt").read_bytes() == PROC_MOUNTS.read_bytes()
+    row = next(r for r in (converted.node_dir / "manifest.tsv").read_text().splitlines() if "\tmounts\t" in r)
+    assert "\tcat /proc/mounts\t" in row
+    assert f"{path.name}!proc/mounts" in (converted.node_dir / "origins.tsv").read_text()
+    summary, con = _store(tmp_path, path)
+    mounts = con.execute("SELECT mountpoint FROM mount WHERE node = ?", [HOST]).fetchall()
+    assert ("/fsx",) in mounts and summary.nodes == [HOST]
+
+
+def test_links_out_of_the_report_or_in_a_loop_are_named(tmp_path: Path) -> None:
+    """The same names, made hostile: proc/mounts a loop, etc/mtab out of the archive; both are unread
+    inputs with why, the target outside is never read, and mount -l stands in."""
+    files = _tree()
+    links = [
+        _link("etc/mtab", "../../../../etc/mtab"),
+        _link("proc/mounts", "self/mounts"),
+        _link("proc/self", "../proc/self"),
+    ]
+    path = _tarball(tmp_path / f"{TOP}.tar.xz", files, links)
+    converted = sos.convert(path, tmp_path / "w" / "n", Limits())
+    assert converted.node_dir is not None
+    reasons = {r.path: r.reason for r in converted.refusals}
+    assert "a loop of links" in reasons[f"{TOP}/proc/mounts"], reasons
+    assert "leads out of the archive" in reasons[f"{TOP}/etc/mtab"], reasons
+    row = next(r for r in (converted.node_dir / "manifest.tsv").read_text().splitlines() if "\tmounts\t" in r)
+    assert "\tmount -l\t" in row
+    code, report, output = _analyze(tmp_path, path)
+    assert code == 5, output
+    unread = {u["path"]: u["reason"] for u in report["verdict"]["unread_inputs"]}
+    assert "a loop of links" in unread[f"{path}!{TOP}/proc/mounts"], unread
+
+
+def test_md5_sos_writes_beside_its_report_is_checked(tmp_path: Path) -> None:
+    """sos 4.0 (Debian) writes <report>.md5: the hex digest and a newline (sos/report/__init__.py)."""
+    path = _tarball(tmp_path / f"{TOP}.tar.xz", _tree())
+    md5 = hashlib.md5(path.read_bytes(), usedforsecurity=False).hexdigest()
+    Path(f"{path}.md5").write_text(md5 + "\n")
+    summary, con = _store(tmp_path, path)
+    rows = con.execute("SELECT node, status, sha256_file FROM bundle_checksum").fetchall()
+    assert rows == [(HOST, "ok", f"{path}.md5")]
+    assert not [u for u in summary.unread_inputs if u.path.endswith(".md5")]  # no loose file
+    Path(f"{path}.md5").write_text("0" * 32 + "\n")
+    code, report, output = _analyze(tmp_path, path)
+    checksum = [f for f in report["findings"] if f["rule"] == "bundle.checksum"]
+    assert len(checksum) == 1 and checksum[0]["severity"] == "warning" and checksum[0]["node"] == HOST
+    assert f"MD5 {md5} does not match {path}.md5" in checksum[0]["message"]
+
+
+def test_manifest_start_time_is_the_collection_time_with_its_zone_unknown(tmp_path: Path) -> None:
+    """sos 4.0-4.2 without the date plugin: no command start times, no date --utc; the manifest's
+    start_time (local time) is the collection time, and a problem says the zone is unknown."""
+    manifest = _manifest()
+    del manifest["components"]["report"]["plugins"]["date"]
+    for plugin in manifest["components"]["report"]["plugins"].values():
+        for cmd in plugin["commands"]:
+            del cmd["start_time"]
+    files = _tree(manifest)
+    converted = sos.convert(_tarball(tmp_path / f"{TOP}.tar.xz", files), tmp_path / "w" / "n", Limits())
+    assert converted.node_dir is not None
+    meta = (converted.node_dir / "meta.env").read_text()
+    assert "collected_at=2026-01-05T08:00:00\n" in meta  # manifest start_time 2026-01-05 08:00:00.215731
+    assert any("zone" in p and "unknown" in p for p in converted.problems), converted.problems
+
+
+def test_journal_of_the_previous_boot_feeds_earlier_boot_events(tmp_path: Path) -> None:
+    """logs plugin, journalctl --no-pager --catalog --boot -1 (sos 4.0-4.x): its kernel lines are events
+    of boot -1.  The journal is the real -1 part of the tool_man bug report's kernel-log scan
+    (tests/fixtures/nvidia-bug-report, journalctl -b -1), plus one derived Xid 79 line in its style."""
+    scan = (
+        FIXTURES / "nvidia-bug-report" / "tool-man-440.31-rtx2080ti-x4--kernel-scan-whole.log"
+    ).read_text()
+    journal = scan.split("  journalctl -b -1:\n", 1)[1].split("\n  journalctl", 1)[0] + "\n"
+    journal += "11月 15 15:53:10 sdu-dpai-turing-1 kernel: NVRM: Xid (PCI:0000:03:00): 79, pid=3074, GPU has fallen off the bus.\n"
+    manifest = _manifest()
+    command = "journalctl --no-pager --catalog --boot -1"
+    manifest["components"]["report"]["plugins"]["logs"] = {
+        "commands": [
+            {"exec": command, "filepath": f"sos_commands/logs/{sos.mangle(command)}", "return_code": 0}
+        ]
+    }
+    files = _tree(manifest)
+    files[f"sos_commands/logs/{sos.mangle(command)}"] = journal.encode()
+    path = _tarball(tmp_path / f"{TOP}.tar.xz", files)
+    summary, con = _store(tmp_path, path)
+    boots = con.execute(
+        "SELECT boot, pci FROM kernel_event WHERE node = ? AND xid = 79 ORDER BY boot", [HOST]
+    ).fetchall()
+    assert (-1, "0000:03:00.0") in boots and (0, "0000:04:00.0") in boots, boots
+    code, report, output = _analyze(tmp_path, path)
+    earlier = [f for f in report["findings"] if "previous boot" in f["message"] and f["node"] == HOST]
+    assert earlier and "0000:03:00" in earlier[0]["message"], [f["message"] for f in report["findings"]]
+
+
+def test_journal_without_an_earlier_boot_is_no_kernel_log(tmp_path: Path) -> None:
+    manifest = _manifest()
+    command = "journalctl --no-pager --boot -1"
+    manifest["components"]["report"]["plugins"]["logs"] = {
+        "commands": [
+            {"exec": command, "filepath": f"sos_commands/logs/{sos.mangle(command)}", "return_code": 1}
+        ]
+    }
+    files = _tree(manifest)
+    files[f"sos_commands/logs/{sos.mangle(command)}"] = b"-- No entries --\n"
+    converted = sos.convert(_tarball(tmp_path / f"{TOP}.tar.xz", files), tmp_path / "w" / "n", Limits())
+    assert converted.node_dir is not None
+    assert not (converted.node_dir / "cmd" / "dmesg-boot-1.txt").exists()
+
+
+def test_nvlink_error_counters_merge_into_each_links_row(tmp_path: Path) -> None:
+    """sos >= 4.3 runs nvidia-smi nvlink -s and -e: the counters join the status rows, no link twice."""
+    files = _tree()
+    assert files["sos_commands/nvidia/nvidia-smi_nvlink_-e"] == NVLINK_E.read_bytes()
+    path = _tarball(tmp_path / f"{TOP}.tar.xz", files)
+    summary, con = _store(tmp_path, path)
+    rows = con.execute(
+        "SELECT link, state, extra FROM nvlink WHERE node = ? AND gpu = 0 ORDER BY link", [HOST]
+    ).fetchall()
+    assert [r[0] for r in rows] == list(range(18)) and {r[1] for r in rows} == {"active"}
+    extra = {link: json.loads(e) for link, _state, e in rows}
+    assert extra[17] == {"Replay Errors": "0", "Recovery Errors": "0", "CRC Errors": "0"}
+    assert extra[5] == {}  # the excerpt leaves links 2-16 out
+    converted = sos.convert(path, tmp_path / "w" / "n", Limits())
+    assert converted.node_dir is not None
+    manifest = (converted.node_dir / "manifest.tsv").read_text()
+    row = next(r for r in manifest.splitlines() if "\tnvidia-smi-nvlink\t" in r)
+    assert "nvidia-smi nvlink -s; nvidia-smi nvlink -e" in row and "nvidia-smi_nvlink_-e appended" in row
+
+
+def _driver_absent(tmp_path: Path, with_aws: bool) -> Path:
+    """nvidia-smi installed, the driver not loaded: every nvidia-smi command answers the real one-line
+    "couldn't communicate with the NVIDIA driver" (tests/fixtures/probe-answers, ci-runners-40), exit 9."""
+    answer = (FIXTURES / "probe-answers" / "nvidia-smi--ci-runners-40-driver-unreachable.txt").read_bytes()
+    manifest = _manifest()
+    plugins = manifest["components"]["report"]["plugins"]
+    if not with_aws:
+        del plugins["aws"]
+    for cmd in plugins["nvidia"]["commands"]:
+        if cmd["exec"].startswith("nvidia-smi"):
+            cmd["return_code"] = 9
+    files = {n: d for n, d in _tree(manifest).items() if not n.startswith("proc/driver/")}
+    for cmd in plugins["nvidia"]["commands"]:
+        if cmd["exec"].startswith("nvidia-smi") and cmd["filepath"]:
+            files[cmd["filepath"]] = answer
+    folder = tmp_path / ("aws" if with_aws else "plain")
+    folder.mkdir()
+    return _tarball(folder / f"{TOP}.tar.xz", files)
+
+
+def test_nvidia_plugin_showing_the_driver_absent_is_a_finding(tmp_path: Path) -> None:
+    """Severity by instance type, as for a failed nvidia-smi: critical on a p5.48xlarge (the aws
+    plugin's instance type), a warning where the type is unknown."""
+    for with_aws, severity in ((True, "critical"), (False, "warning")):
+        path = _driver_absent(tmp_path, with_aws)
+        code, report, output = _analyze(path.parent, path)
+        smi = [f for f in report["findings"] if f["rule"] == "gpu.smi.unreachable" and f["node"] == HOST]
+        assert len(smi) == 1 and smi[0]["severity"] == severity, (
+            with_aws,
+            [f["rule"] for f in report["findings"]],
+        )
+        assert "cannot communicate with the NVIDIA driver" in smi[0]["message"]
+        assert 9 in smi[0]["params"]["exit_codes"]

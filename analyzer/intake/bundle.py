@@ -14,7 +14,8 @@ Every input is accounted for.  Discovery records, besides the bundles it found:
   deep to search, and a node bundle whose ``meta.env`` is missing (read all the same, see below);
 * ``duplicates``: the same file or directory reached twice (the same path, a path inside another
   input, or a byte-identical copy of a tarball); the first one seen is kept;
-* ``checksums``: every ``<tarball>.sha256`` beside a tarball (``sha256sum`` format), verified.
+* ``checksums``: every ``<tarball>.sha256`` beside a tarball (``sha256sum`` format), and the ``.md5``
+  sos writes, verified.
 
 A folder (or a node tarball's one top folder) without ``meta.env`` that plainly is one node's bundle (it
 holds ``manifest.tsv`` or ``cmd/``, and no bundle below it) is read as a node bundle under its folder's
@@ -55,6 +56,9 @@ from analyzer.intake.safe_read import (
 
 TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar", ".tar.xz", ".txz", ".tar.bz2", ".tbz2")
 CHECKSUM_SUFFIX = ".sha256"
+#: the digest files producers write beside a tarball: ours and sha256sum's ``.sha256``, sos's ``.md5``
+#: (sos 4.0's default hash, Debian's policy) or ``.sha256`` (Red Hat's); suffix -> (hashlib name, shown as)
+DIGEST_SUFFIXES = {CHECKSUM_SUFFIX: ("sha256", "SHA-256"), ".md5": ("md5", "MD5")}
 MAX_DEPTH = 3
 MAX_META_BYTES = 1024 * 1024
 MAX_CHECKSUM_FILE_BYTES = 64 * 1024
@@ -132,10 +136,11 @@ class Discovery:
         self.problems.append((path, reason))
         self.unread.append(UnreadInput(path, reason))
 
-    def file_digest(self, path: Path) -> str:
-        if path not in self._digests:
-            self._digests[path] = sha256_file(path)
-        return self._digests[path]
+    def file_digest(self, path: Path, algorithm: str = "sha256") -> str:
+        key = path if algorithm == "sha256" else path / f"#{algorithm}"
+        if key not in self._digests:
+            self._digests[key] = sha256_file(path) if algorithm == "sha256" else digest_file(path, algorithm)
+        return self._digests[key]
 
     def _size(self) -> tuple[int, ...]:
         return (len(self.nodes), len(self.extras), len(self.unread), len(self.duplicates))
@@ -168,7 +173,7 @@ def discover(inputs: list[Path], workdir: Path, limits: Limits) -> Discovery:
         else:
             found.unread += loose
     for path, display in given_checksums:
-        if path.with_name(path.name.removesuffix(CHECKSUM_SUFFIX)) not in found._checked:
+        if path.with_name(_digest_suffix(path.name)[0]) not in found._checked:
             found.unread.append(UnreadInput(display, "checksum file whose tarball was not given: not read"))
     return found
 
@@ -234,7 +239,7 @@ def _discover(
                 child.is_dir() or child.is_symlink() or is_tarball(child) or foreign.detect(child) is not None
             ):
                 _discover(child, child_display, workdir, limits, found, depth + 1, folder, (display, path))
-            elif not _checksum_of_tarball(child):  # a .sha256 is checked with its tarball
+            elif not _checksum_of_tarball(child):  # a .sha256 / .md5 is checked with its tarball
                 found._loose.append(UnreadInput(child_display, loose_file_reason(child)))
         return
     if is_tarball(path):
@@ -403,6 +408,8 @@ def _convert_foreign(
         holder = _folder(found, _parent_display(parent[0], parent[1].name))
     else:
         holder = _holder(found, path, parent)
+    if len(converted.nodes) == 1:  # its tarball's digest file speaks of that node
+        found.checksums = [(converted.nodes[0] if at == path else at, e) for at, e in found.checksums]
     for node_dir in converted.nodes:
         found.nodes.append(
             NodeSource(node_dir, False, _node_display(display, node_dir, converted), folder=holder)
@@ -610,22 +617,49 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
+def digest_file(path: Path, algorithm: str) -> str:
+    digest = hashlib.new(algorithm, usedforsecurity=False)
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1024 * 1024), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _digest_suffix(name: str) -> tuple[str, str]:
+    """(the tarball's name, the digest file's suffix) of ``x.tar.gz.sha256`` / ``.md5``; (name, '')
+    for any other name.
+
+    >>> _digest_suffix("sosreport-h-2026-01-05-abc.tar.xz.md5"), _digest_suffix("a.tar.gz")
+    (('sosreport-h-2026-01-05-abc.tar.xz', '.md5'), ('a.tar.gz', ''))
+    """
+    for suffix in DIGEST_SUFFIXES:
+        if name.lower().endswith(suffix):
+            return name[: -len(suffix)], suffix
+    return name, ""
+
+
 def _checksum_of_tarball(path: Path) -> bool:
-    """``x.tar.gz.sha256`` beside an existing ``x.tar.gz``."""
-    if not path.name.lower().endswith(CHECKSUM_SUFFIX) or path.is_dir():
+    """``x.tar.gz.sha256`` (or the ``.md5`` sos writes) beside an existing ``x.tar.gz``."""
+    tarball, suffix = _digest_suffix(path.name)
+    if not suffix or path.is_dir():
         return False
-    return is_tarball(path.with_name(path.name[: -len(CHECKSUM_SUFFIX)]))
+    return is_tarball(path.with_name(tarball))
 
 
-_SUM_LINE = re.compile(r"^\\?([0-9A-Fa-f]{64})(?:[ \t]+\*?(.*))?$")
-_BSD_LINE = re.compile(r"^SHA256 ?\((.*)\) ?= ?([0-9A-Fa-f]{64})$")
+_SUM_LINE = {
+    n: re.compile(rf"^\\?([0-9A-Fa-f]{{{n}}})(?:[ \t]+\*?(.*))?$") for n in (64, 32)
+}  # fmt: skip
+_BSD_LINE = {
+    n: re.compile(rf"^{tag} ?\((.*)\) ?= ?([0-9A-Fa-f]{{{n}}})$") for tag, n in (("SHA256", 64), ("MD5", 32))
+}  # fmt: skip
 
 
-def parse_checksum(text: str, name: str) -> tuple[str | None, str | None]:
-    """The expected hex digest for file ``name`` from a ``sha256sum`` file, and a note.
+def parse_checksum(text: str, name: str, algorithm: str = "sha256") -> tuple[str | None, str | None]:
+    """The expected hex digest for file ``name`` from a ``sha256sum`` (or ``md5sum``) file, and a note.
 
-    ``<hex>  <name>`` and ``<hex> *<name>`` (binary marker), a bare ``<hex>``, and BSD ``SHA256 (name) =
-    <hex>`` are understood.  With several lines, the one naming the file (by base name) counts.
+    ``<hex>  <name>`` and ``<hex> *<name>`` (binary marker), a bare ``<hex>`` (as sos writes its
+    ``.md5`` and ``.sha256``), and BSD ``SHA256 (name) = <hex>`` (``MD5 (name) = <hex>``) are
+    understood.  With several lines, the one naming the file (by base name) counts.
 
     >>> h = "ab" * 32
     >>> parse_checksum(f"{h}  hptriage-n1.tar.gz\\n", "hptriage-n1.tar.gz") == (h, None)
@@ -634,21 +668,25 @@ def parse_checksum(text: str, name: str) -> tuple[str | None, str | None]:
     (True, True)
     >>> parse_checksum("not a digest", "x")
     (None, 'no SHA-256 digest in the file')
+    >>> parse_checksum("9b9804eefb4bb814b40047daaf78227e\\n", "sosreport-x.tar.xz", "md5")
+    ('9b9804eefb4bb814b40047daaf78227e', None)
     """
+    width = 32 if algorithm == "md5" else 64
+    shown = "MD5" if algorithm == "md5" else "SHA-256"
     entries: list[tuple[str, str | None]] = []
     for raw in text.splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        m = _SUM_LINE.match(line)
+        m = _SUM_LINE[width].match(line)
         if m:
             entries.append((m.group(1).lower(), (m.group(2) or "").strip() or None))
             continue
-        m = _BSD_LINE.match(line)
+        m = _BSD_LINE[width].match(line)
         if m:
             entries.append((m.group(2).lower(), m.group(1)))
     if not entries:
-        return None, "no SHA-256 digest in the file"
+        return None, f"no {shown} digest in the file"
     named = [hexdigest for hexdigest, listed in entries if listed and Path(listed).name == name]
     if named:
         return named[0], None
@@ -659,14 +697,22 @@ def parse_checksum(text: str, name: str) -> tuple[str | None, str | None]:
 
 
 def _check_checksum(path: Path, display: str, found: Discovery, depth: int) -> None:
-    """Verify ``<tarball>.sha256`` where it exists; the bundle is read whatever the outcome."""
+    """Verify ``<tarball>.sha256`` (and sos's ``.md5``) where it exists; the bundle is read whatever
+    the outcome."""
     found._checked.add(path)
-    sidecar = path.with_name(path.name + CHECKSUM_SUFFIX)
-    if not (sidecar.is_file() or sidecar.is_symlink()):
-        return
+    for suffix, (algorithm, _shown) in DIGEST_SUFFIXES.items():
+        sidecar = path.with_name(path.name + suffix)
+        if sidecar.is_file() or sidecar.is_symlink():
+            _check_digest(path, display, found, depth, suffix, algorithm)
+
+
+def _check_digest(
+    path: Path, display: str, found: Discovery, depth: int, suffix: str, algorithm: str
+) -> None:
+    sidecar = path.with_name(path.name + suffix)
     entry: dict[str, str | None] = {
         "path": display,
-        "sha256_file": display + CHECKSUM_SUFFIX,
+        "sha256_file": display + suffix,
         "status": "unreadable",
         "expected": None,
         "actual": None,
@@ -684,12 +730,12 @@ def _check_checksum(path: Path, display: str, found: Discovery, depth: int) -> N
     except OSError as exc:
         entry["reason"] = f"not readable: {exc.strerror or exc}"
         return
-    expected, note = parse_checksum(text, path.name)
+    expected, note = parse_checksum(text, path.name, algorithm)
     entry["reason"] = note
     if expected is None:
         return
     try:
-        actual = found.file_digest(path)
+        actual = found.file_digest(path, algorithm)
     except OSError as exc:
         entry["reason"] = f"tarball not readable: {exc.strerror or exc}"
         return

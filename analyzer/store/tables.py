@@ -101,10 +101,10 @@ CORE_TABLES: dict[str, tuple[Column, ...]] = {
         Column(
             "path", "str", "the tarball, as given (cluster.tar.gz!inner/x.tar.gz inside a cluster tarball)"
         ),
-        Column("sha256_file", "str", "the <tarball>.sha256 beside it"),
+        Column("sha256_file", "str", "the <tarball>.sha256 beside it (or the <tarball>.md5 sos writes)"),
         Column("status", "str", "ok, mismatch, or unreadable (no digest could be read from the file)"),
-        Column("expected", "str", "the digest the .sha256 file states"),
-        Column("actual", "str", "the SHA-256 of the tarball's bytes"),
+        Column("expected", "str", "the digest the .sha256 (.md5) file states"),
+        Column("actual", "str", "the SHA-256 (MD5) of the tarball's bytes"),
         Column("reason", "str", "why unreadable, or a note (the file names another tarball)"),
     ),
     "input_issue": (

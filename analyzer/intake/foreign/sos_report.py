@@ -602,8 +602,8 @@ def _facts(
         facts["collected_at"] = local.strftime("%Y-%m-%dT%H:%M:%S")
         problems.append(
             f"collection time {local:%Y-%m-%d %H:%M:%S} is the manifest's start_time, the host's local "
-            "time, whose zone the report does not give (no date --utc, no command start times): it is "
-            "read as UTC and may be off by the host's offset from UTC"
+            "time; its zone is unknown (the report has no date --utc and no command start times), so it "
+            "is read as UTC and may be off by the host's offset from UTC"
         )
     version = manifest.get("version")
     if not (isinstance(version, str) and version):
