@@ -3,8 +3,11 @@
 sos packs one host's report as ``sosreport-<host>[-<case>]-<date>-<random>.tar.xz`` (``.tar.gz`` with
 ``--compression-type gzip``): one top directory holding the host's copied files at their own paths
 (``proc/...``, ``etc/...``), each plugin's command outputs in ``sos_commands/<plugin>/<name>``, its own
-logs in ``sos_logs/`` and, since sos 4.0, ``sos_reports/manifest.json``.  sos 4.x's tarfile writer adds
-``version.txt``, ``sos_reports`` and ``sos_logs`` first, then the whole tree in sorted order.
+logs in ``sos_logs/`` and, since sos 4.0, ``sos_reports/manifest.json``.  Later sos 4.x's tarfile
+writer adds ``version.txt``, ``sos_reports`` and ``sos_logs`` first, then the whole tree in sorted
+order; Debian's sos 4.0 writes the whole tree sorted (``sos_commands/`` before ``sos_reports/``).  Beside
+the report sos writes its digest, ``<report>.md5`` (sos 4.0's default; Debian) or ``.sha256`` (Red
+Hat), checked by discovery (:mod:`analyzer.intake.bundle`).
 
 The manifest (``components.report.plugins.<plugin>.commands``) lists every command a plugin ran:
 ``exec`` (the command line), ``filepath`` (``sos_commands/<plugin>/<name>``; null when the command
@@ -17,13 +20,21 @@ after its command (:func:`mangle`).
 
 Read here (kind: plugin, command):
 
-- ``nvidia-smi-q``: nvidia, ``nvidia-smi -q``; ``nvidia-smi-nvlink``: ``nvidia-smi nvlink -s`` (both
-  since sos 4.3); ``nvidia-smi-csv``: ``nvidia-smi --query-gpu=... --format=csv`` (ten fields since
-  sos 4.3, eight before; the command line goes with it);
-- ``dmesg``: kernel, ``dmesg -T``, else ``dmesg``;
+- ``nvidia-smi-q``: nvidia, ``nvidia-smi -q``; ``nvidia-smi-nvlink``: ``nvidia-smi nvlink -s`` with
+  ``nvidia-smi nvlink -e`` (the error counters) appended, so the parser merges each link's counters
+  into its status row (all since sos 4.3); ``nvidia-smi-csv``: ``nvidia-smi --query-gpu=...
+  --format=csv`` (ten fields since sos 4.3, eight before; the command line goes with it).  A driver
+  that is not loaded makes each answer "couldn't communicate with the NVIDIA driver" (exit 9), read
+  as that probe's failure (``gpu.smi.unreachable``); the plugin runs only where ``nvidia-smi`` is
+  installed (or is forced: then exit 127, not installed, a coverage fact);
+- ``dmesg``: kernel, ``dmesg -T``, else ``dmesg``; and logs, ``journalctl --no-pager [--catalog]
+  --boot -1`` (the previous boot's journal, ``cmd/dmesg-boot-1.txt``: its events are of boot -1);
+  the journal of the running boot and the whole journal repeat ``dmesg`` and are not read;
 - ``df``: filesys, ``df -al -x autofs`` and ``df -aliT -x autofs`` (sos 3.5-4.7.1: ``df -ali -x
   autofs``; sos < 3.5: ``df -al``, ``df -ali``);
-  ``mounts``: ``mount -l``, else the copied ``proc/mounts``;
+  ``mounts``: the copied ``proc/mounts`` (the kernel's own table, as our collector reads it; sos keeps
+  it behind links: ``proc/mounts -> self/mounts``, ``proc/self -> <sos's pid>``, followed inside the
+  report), else ``mount -l``, else ``etc/mtab`` (``-> ../proc/self/mounts``);
 - ``lfs-df``: lustre, ``lfs df`` and ``lfs df -i``;
 - ``efa-ports``: infiniband, ``ibstat``, else ``ibv_devinfo -v``;
 - ``uptime``: host (sos < 3.6: general), ``uptime``; ``cpu-governor``: processor, ``cpupower frequency-info``, else
@@ -33,7 +44,9 @@ Read here (kind: plugin, command):
   else the tarball's name; ``kernel`` from ``uname -a``; ``instance_id``, ``instance_type`` and
   ``az_id`` from the aws plugin (sos >= 4.10.1; IMDS ``placement/availability-zone-id``);
   ``collected_at`` from the manifest's first command start (epoch seconds), else ``date --utc``
-  (date plugin; sos < 3.6: the general plugin's ``date`` when it printed UTC); ``collector_version`` from the manifest's ``version``, else ``version.txt``.
+  (date plugin; sos < 3.6: the general plugin's ``date`` when it printed UTC), else the manifest's
+  own ``start_time`` (sos 4.0-4.2: the host's local time, zone unknown: written without a zone and
+  said in a problem); ``collector_version`` from the manifest's ``version``, else ``version.txt``.
 
 A command that failed is written with its exit code (a timeout, 124, keeps its partial output); one
 with no output file is a manifest row with its exit code and no file (127: not installed).  A kind
@@ -43,10 +56,14 @@ report`` with why.
 
 Recognised by its layout: one top directory holding ``sos_reports/manifest.json``, or both
 ``sos_commands/`` and ``sos_logs/`` (an extracted report, a directory holding them, is read too).
-Members are read with :func:`analyzer.intake.safe_read.iter_tar` (no links, no ``..``, the size, count
-and ratio caps).  sos keeps the host's symlinks and adds its own (``hostname``, ``uname`` at the top),
-so a refused link matters only where it stands for an output read here: such a member, and any member
-with an unsafe name, is an unread input with its reason, and is never written.
+Members are read in one pass with :func:`analyzer.intake.safe_read.iter_tar` (no ``..``, the size,
+count and ratio caps; a link read as the file its chain resolves to inside the report).  sos keeps the
+host's symlinks and adds its own (``hostname``, ``uname`` at the top); a link that leads out of the
+report, is absolute or ends in a loop or in nothing is refused, and is named as an unread input only
+where it stands for an output read here (most are links to what sos did not copy); every other refused
+member (an unsafe name, one over the caps, the member a compression bomb stopped in) is named.  A bomb
+that stops the stream before the layout showed still leaves a ``sosreport-*`` tarball whose top
+directory holds ``sos_commands/`` recognised, so the member it stopped in is named.
 """
 
 from __future__ import annotations
