@@ -225,6 +225,15 @@ def test_eks_tarball_whose_member_decodes_to_a_gib(tmp_path: Path) -> None:
     assert any("implausible" in p and "var_log/messages" in p for p in converted.problems), converted.problems
 
 
+def test_telling_an_eks_tarball_with_a_bomb_by_its_layout_is_bounded(tmp_path: Path) -> None:
+    """The EKS reader's look at the headers (detect) walks the stream past the bomb's 1 GiB member in
+    bounded steps: it ends in seconds and still knows the layout by the members seen before the cut."""
+    path = _eks_tarball(tmp_path / "eks_i-0c0c0c0c0c0c0c0c0_2026-01-05_0800-UTC_0.7.8.tar.gz", b"", True)
+    start = time.monotonic()
+    assert eks_log_collector.detect(path)
+    assert time.monotonic() - start < SECONDS
+
+
 def test_bug_report_of_appended_gzip_members_nested_in_an_eks_tarball(tmp_path: Path) -> None:
     """``gzip -c >>`` writes one member per section: a real report's header member, then a thousand
     members of 1 MiB of zeros; decoding stops at the cap, the report's own sections are kept."""

@@ -35,7 +35,7 @@ from pathlib import Path
 import analyzer.intake.foreign.boots as boots
 import analyzer.intake.foreign.nvidia_bug_report as nbr
 from analyzer.intake.foreign.layout import Absent, Converted, NodeLayout, Output, write_node
-from analyzer.intake.safe_read import Limits, Refusal, iter_tar, safe_member_name
+from analyzer.intake.safe_read import Limits, Refusal, iter_tar, open_tar, safe_member_name
 
 SOURCE = "eks-log-collector"
 NOT_CARRIED_NOTE = "not carried by the EKS log collector"
@@ -102,7 +102,7 @@ def detect(path: Path) -> bool:
     signature = False
     seen = 0
     try:
-        with tarfile.open(path, mode="r|*") as archive:
+        with open_tar(path) as archive:
             for n, info in enumerate(archive):
                 if n > _MAX_PEEK:
                     break
