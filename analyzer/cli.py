@@ -615,7 +615,7 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, field
             raise UsageProblem(f"could not recognise the format of {file}; name it with --kind (see --list)")
     elif kind not in parsers.KINDS:
         raise UsageProblem(f"unknown kind {kind!r}; see 'hptriage parse --list'")
-    if too_long := parsers.long_line(text):
+    if kind not in parsers.WHOLE_FILE_KINDS and (too_long := parsers.long_line(text)):
         raise UsageProblem(f"{file}: not parsed: line {too_long[0]} is {too_long[1]} characters long")
     if fields and kind != "nvidia-smi-csv":
         raise UsageProblem(f"--fields applies to headerless CSV output, not to kind {kind!r}")
@@ -769,10 +769,12 @@ def _write_csv(tables: dict[str, list[dict[str, Any]]]) -> None:
 
 
 def _read_input(file: Path) -> str:
+    import parsers
+
     try:
         if str(file) == "-":
-            return sys.stdin.buffer.read().decode("utf-8", errors="replace")
-        return file.read_bytes().decode("utf-8", errors="replace")
+            return parsers.text_of(sys.stdin.buffer.read())
+        return parsers.text_of(file.read_bytes())
     except OSError as exc:
         raise UsageProblem(f"cannot read {file}: {exc.strerror}") from exc
 

@@ -67,6 +67,8 @@ KINDS: tuple[str, ...] = (
     "iostat",
     "nccl-tests",
     "job-log",
+    "flight-recorder",
+    "nccl-ras",
     "cloudwatch",
     "placement",
     "dcgm-mndiag",
@@ -76,10 +78,26 @@ KINDS: tuple[str, ...] = (
 #: Kinds whose output speaks for the cluster (or names its hosts itself): in a cluster's extra/ folder
 #: their rows carry no node.  Any other kind found there is one node's output and is analyzed under the
 #: file's name as its node.
-CLUSTER_KINDS = frozenset({"nccl-tests", "job-log", "cloudwatch", "placement", "lfs-df", "dcgm-mndiag"})
+CLUSTER_KINDS = frozenset(
+    {
+        "nccl-tests",
+        "job-log",
+        "flight-recorder",
+        "nccl-ras",
+        "cloudwatch",
+        "placement",
+        "lfs-df",
+        "dcgm-mndiag",
+    }
+)
+
+#: Kinds read as one document rather than by lines (a flight-recorder dump is a pickle, or JSON on one
+#: line): the line-length guard of :func:`long_line` does not apply; their parser caps the size itself.
+WHOLE_FILE_KINDS = frozenset({"flight-recorder"})
 
 __all__ = [
     "CLUSTER_KINDS",
+    "WHOLE_FILE_KINDS",
     "KINDS",
     "CollectorError",
     "NoData",
@@ -94,6 +112,7 @@ __all__ = [
     "detect_kind",
     "module_for",
     "parse",
+    "text_of",
 ]
 
 
@@ -156,13 +175,26 @@ def detect_kind(text: str) -> str | None:
 
     best: tuple[int, str] | None = None
     sample = text[:65536]
-    if clean_head(text).prefix:
+    if sample[:1] != "\x80" and clean_head(text).prefix:  # a pickle's bytes (text_of) are not cleaned
         sample = unprefixed(sample)
     for kind in available_kinds():
         score = module_for(kind).detect(sample)
         if score > 0 and (best is None or score > best[0]):
             best = (score, kind)
     return best[1] if best else None
+
+
+def text_of(data: bytes) -> str:
+    """The text a parser is given of a file's bytes: UTF-8 with undecodable bytes replaced, except a
+    pickle (a flight-recorder dump), which is handed over byte for byte as Latin-1 (its parser encodes
+    it back; parsers/flight_recorder.py never loads it with pickle.load).
+
+    >>> text_of(b"ok \\xff"), text_of(b"\\x80\\x02}q\\x00.")[:3]
+    ('ok \\ufffd', '\\x80\\x02}')
+    """
+    from parsers._base import is_pickle
+
+    return data.decode("latin-1") if is_pickle(data) else data.decode("utf-8", errors="replace")
 
 
 def parse(kind: str, text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:

@@ -196,6 +196,16 @@ def long_line(text: str, limit: int = MAX_LINE_CHARS) -> tuple[int, int] | None:
         start, no = end + 1, no + 1
 
 
+def is_pickle(data: bytes) -> bool:
+    """Bytes that begin as a pickle of protocol 2 to 5 do (PROTO, then the protocol): how a PyTorch
+    flight-recorder dump begins (``torch::jit::Pickler`` writes protocol 2).
+
+    >>> is_pickle(b"\\x80\\x02}q\\x00"), is_pickle(b"\\x80abc"), is_pickle(b"{}")
+    (True, False, False)
+    """
+    return len(data) >= 3 and data[0] == 0x80 and 2 <= data[1] <= 5
+
+
 def require_text(text: str) -> None:
     """Raise NoData for empty input and CollectorError for a tool error message.
 

@@ -138,7 +138,7 @@ class Toolbox:
                     )
             if file.stat().st_size > MAX_PARSE_BYTES:
                 raise ToolProblem(f"{path} is over {MAX_PARSE_BYTES // 1024**2} MiB: not parsed")
-            text = file.read_bytes().decode("utf-8", errors="replace")
+            text = parsers.text_of(file.read_bytes())
             detected = kind is None
             if kind is None:
                 kind = parsers.detect_kind(text)
@@ -152,7 +152,7 @@ class Toolbox:
                 raise ToolProblem(
                     f"unknown kind {kind!r}" + (f"; did you mean {', '.join(near)}?" if near else "")
                 )
-            if too_long := parsers.long_line(text):
+            if kind not in parsers.WHOLE_FILE_KINDS and (too_long := parsers.long_line(text)):
                 raise ToolProblem(f"{path}: not parsed: line {too_long[0]} is {too_long[1]} characters long")
             try:
                 result = parsers.parse(kind, text, filename=str(file))

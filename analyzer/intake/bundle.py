@@ -371,7 +371,7 @@ def content_kind(path: Path) -> str | None:
             head = fh.read(LOOSE_SNIFF_BYTES)
     except OSError:
         return None
-    text = head.decode("utf-8", errors="replace")
+    text = parsers.text_of(head)
     return parsers.detect_kind(text) if text.strip() else None
 
 

@@ -341,7 +341,7 @@ class _NodeReader:
 
     def _parse(self, name: str, kind: str, kind_source: str, text: str, size: int) -> None:
         source_file = self.source_file(name)
-        if too_long := long_line(text):
+        if kind not in parsers.WHOLE_FILE_KINDS and (too_long := long_line(text)):
             self._file(name, kind, kind_source, size, "failed", 0)
             self.problem(
                 name,
@@ -411,7 +411,7 @@ class _NodeReader:
                 name,
                 kind,
                 f"line not understood: {issue.reason}",
-                self.line_in_source(name, issue.line_no),
+                self.line_in_source(name, issue.line_no) if issue.line_no else None,  # 0: no line (a dump)
                 issue.line,
             )
         if result.issues_dropped:
@@ -538,8 +538,10 @@ def parse_origins(text: str) -> dict[str, tuple[str, int]]:
 
 
 def _text(data: bytes) -> str:
-    """Decode bundle bytes: UTF-8, with undecodable bytes replaced (never an exception)."""
-    return data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    """Decode bundle bytes: UTF-8, with undecodable bytes replaced (never an exception); a pickle (a
+    flight-recorder dump) byte for byte (``parsers.text_of``)."""
+    text = parsers.text_of(data)
+    return text if text[:1] == "\x80" else text.replace("\r\n", "\n")
 
 
 #: A file name's word and the kind it names, tried before every detector runs (an extra/ folder holds

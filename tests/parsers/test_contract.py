@@ -434,6 +434,44 @@ CONTRACTS: dict[str, Contract] = {
             cells={("job_log_event", 2, "seq_num"): 808, ("job_log_event", 2, "ran_for_ms"): None},
         ),
     ),
+    "flight-recorder": Contract(
+        tool_errors={"cat: /tmp/nccl_trace_rank_3: No such file or directory\n": "No such file or directory"},
+        garbage={
+            "hello world\nthis is not a dump\n": "not a flight-recorder dump",
+            '{"version": "2.5", "weights": [1, 2]}\n': "not a flight-recorder dump",
+        },
+        spoiled=Spoiled(
+            # the tutorial's dump with its entry's sequence id spoiled: the entry is kept, its id unknown
+            _replaced(
+                "flight-recorder",
+                "derived-tutorial-v2.5-json-form.txt",
+                '"collective_seq_id":1,',
+                '"collective_seq_id":"one",',
+            ),
+            issues=(
+                {"line_no": 0, "reason": "no file name: the dump's rank is unknown"},
+                {"line_no": 0, "reason": "entry 1: collective_seq_id not understood"},
+            ),
+            rows={"fr_dump": 1, "fr_entry": 1},
+            cells={("fr_entry", 0, "collective_seq_id"): None, ("fr_entry", 0, "op"): "all_reduce"},
+        ),
+    ),
+    "nccl-ras": Contract(
+        tool_errors={"bash: ncclras: command not found\n": ""},
+        garbage={"hello world\nthis is not a RAS report\n": "expected NCCL RAS output"},
+        spoiled=Spoiled(
+            # a rank line of the MISMATCH block mangled: the other rank and the counts still read
+            _replaced(
+                "nccl-ras",
+                "nccl-1911-mismatch-allgather-counts.txt",
+                "  Rank 12 -- GPU 4 managed by process 323032 on node 10.137.190.124",
+                "  Rank 12 -- GPU 4 managed by proc",
+            ),
+            issues=({"line_no": 28, "reason": "not a line of the NCCL RAS report"},),
+            rows={"ras_report": 1, "ras_comm": 1, "ras_count": 2, "ras_peer": 1},
+            cells={("ras_peer", 0, "rank"): 13},
+        ),
+    ),
 }
 
 KINDS = list(parsers.KINDS)
