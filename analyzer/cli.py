@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # imported where used: the CLI starts without the analysis st
 
     from analyzer.intake.load import LoadSummary
     from analyzer.judge.settings import Settings
+    from analyzer.model.plan import Plan
     from analyzer.model.report_data import ReportData
 
 EXIT_CODES_HELP = """\b
@@ -144,6 +145,30 @@ class _Output(click.Path):
         if why:
             raise UsageProblem(f"cannot write {label} {path}: {why}")
         return path
+
+
+class _Duration(click.ParamType):
+    """A duration in hours: ``24h``, ``90m``, ``2d``, ``3600s`` or a plain number of hours; ``off`` is None
+    (not checked)."""
+
+    name = "DURATION"
+    _UNITS = {"s": 1 / 3600, "m": 1 / 60, "h": 1.0, "d": 24.0}
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float | None:
+        if value is None or isinstance(value, float):
+            return value
+        text = str(value).strip().lower()
+        if text in ("off", "none", "no"):
+            return None
+        unit = text[-1] if text and text[-1] in self._UNITS else "h"
+        number = text[:-1] if text and text[-1] in self._UNITS else text
+        try:
+            hours = float(number) * self._UNITS[unit]
+        except ValueError:
+            self.fail(f"{value!r} is no duration: give 24h, 90m, 2d or off", param, ctx)
+        if hours <= 0:
+            self.fail(f"{value!r}: give a duration above 0, or off", param, ctx)
+        return hours
 
 
 def unwritable(path: Path, folder: bool = False, beside: bool = False) -> str | None:
@@ -351,6 +376,36 @@ def cli(ctx: click.Context, debug: bool) -> None:
     show_default=True,
     help="Findings shown in full in the summary (--format summary).",
 )
+@click.option(
+    "--plan",
+    "plan_out",
+    type=_Output(),
+    help="Write the remediation plan (JSON, docs/plan.schema.json) and add it to every report: which nodes"
+    " to reboot, replace or test and why, as HyperPod requests, Slurm reasons and EKS labels to review"
+    " (hptriage runs none of it; docs/plan.md).",
+)
+@click.option(
+    "--plan-max-age",
+    type=_Duration(),
+    help="Evidence older than this takes no disruptive action in the plan: 24h, 90m, 2d, or off"
+    " (default: [plan] max_age_hours, 24 h).",
+)
+@click.option(
+    "--plan-max-share",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="The most of a cluster or an instance group one wave of the plan takes down, as a fraction"
+    " (default: [plan] max_share, 0.1); more is split into waves.",
+)
+@click.option(
+    "--plan-history",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A history store (hptriage ingest --db): a fault back after a reboot is a replace, one back"
+    " after several a reboot loop.",
+)
+@click.option(
+    "--plan-cluster",
+    help="The HyperPod cluster name or ARN the plan's requests name, where meta.env names none.",
+)
 @click.pass_context
 def analyze(
     ctx: click.Context,
@@ -369,24 +424,44 @@ def analyze(
     verbose: bool,
     fmt: str,
     top: int,
+    plan_out: Path | None,
+    plan_max_age: float | None,
+    plan_max_share: float | None,
+    plan_history: Path | None,
+    plan_cluster: str | None,
 ) -> None:
     """Analyze node bundles, cluster bundles or directories of them.
 
     \b
     Example:
       hptriage analyze /fsx/hptriage/2026-12-02 --json findings.json --db triage.duckdb
+      hptriage analyze /fsx/hptriage/2026-12-02 --plan plan.json --md report.md
     """
-    outputs = {"--json": json_out, "--html": html_out, "--pdf": pdf_out, "--md": md_out, "--db": db_path}
+    outputs = {
+        "--json": json_out, "--html": html_out, "--pdf": pdf_out, "--md": md_out, "--db": db_path,
+        "--plan": plan_out,
+    }  # fmt: skip
     _distinct_outputs(paths, outputs)
+    source = click.get_current_context().get_parameter_source
+    given = [f"--plan-{o}" for o in ("max-age", "max-share", "history", "cluster")
+             if source(f"plan_{o.replace('-', '_')}") == click.core.ParameterSource.COMMANDLINE]  # fmt: skip
+    if given and plan_out is None:
+        raise UsageProblem(f"{', '.join(given)} shape the plan: give --plan FILE to write one")
     with _user_errors(ctx, outputs=outputs):
         if pdf_out:  # a missing Pango is said before the analysis, not after it
             from reports.render import pdf_problem
 
             if problem := pdf_problem():
                 raise UsageProblem(problem)
+        settings = _settings(config)
         data = _run_analysis(
-            list(paths), db_path, jobs, _settings(config), charts=bool(html_out or pdf_out), quiet=quiet
+            list(paths), db_path, jobs, settings, charts=bool(html_out or pdf_out), quiet=quiet
         )
+        if plan_out:
+            data.plan = _plan(data, settings, plan_max_age, plan_max_share, plan_history, plan_cluster)
+            from reports.plan_json import dumps as plan_dumps
+
+            _write(plan_out, plan_dumps(data.plan))
         if json_out:
             from reports.findings_json import dumps
 
@@ -422,6 +497,33 @@ def analyze(
     assert data.verdict is not None  # ReportData computes it when it is not given
     if data.verdict.unread_inputs:
         ctx.exit(EXIT_UNREAD_INPUT)
+
+
+def _plan(
+    data: ReportData,
+    settings: Settings,
+    max_age: float | None,
+    max_share: float | None,
+    history_db: Path | None,
+    cluster: str | None,
+) -> Plan:
+    """The remediation plan of an analysis; the options the user gave win over [plan] in the thresholds."""
+    from analyzer.plan.build import build, options
+
+    source = click.get_current_context().get_parameter_source("plan_max_age")
+    hours: float | None | str = max_age if source == click.core.ParameterSource.COMMANDLINE else "default"
+    history = None
+    if history_db is not None:
+        from analyzer.history.repeats import earlier_findings
+
+        con = _open_store(history_db)
+        try:
+            history = earlier_findings(con, data.nodes)
+        finally:
+            con.close()
+    return build(
+        data, options(settings, max_age_hours=hours, max_share=max_share, cluster_name=cluster), history
+    )
 
 
 @contextlib.contextmanager

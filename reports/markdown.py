@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from analyzer import __version__
+from analyzer.model.plan import Plan
 from analyzer.model.records import Finding, Route, Severity
 from analyzer.model.report_data import ReportData
 from analyzer.model.routes import by_route, concerns_of_rule, node_routes, owners, route_text, shared
@@ -81,6 +82,8 @@ def render(data: ReportData) -> str:
         "Rules that failed to run",
         [f"`{e['rule']}` ({_cell(e['title'])}): {_cell(e['reason'])}" for e in v.rule_errors],
     )
+    if data.plan is not None:
+        out += _plan(data.plan)
     out += _concerns(data.findings, data.rule_titles)
     out += _not_examined(v.not_examined)
     problems = data.problems
@@ -91,6 +94,57 @@ def render(data: ReportData) -> str:
         ]
         out += _listed("Parse problems", rows)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _plan(plan: Plan) -> list[str]:
+    """The remediation plan: the warnings at its top, a row per node with its action and why, the held-back
+    actions, the cluster fixes, and per wave the HyperPod request bodies, Slurm and EKS commands."""
+    import json
+
+    out = ["## Remediation plan", "", f"**{plan.read_only}**", ""]
+    out += [f"- ⚠ {_cell(w)}" for w in plan.warnings] + ([""] if plan.warnings else [])
+    if plan.actions:
+        out += ["| node | action | wave | why | rests on |", "|---|---|---|---|---|"]
+        for a in plan.actions[:MAX_ROWS]:
+            why = a.why + (
+                f" (held back: {a.held_back['action']}: {a.held_back['why']})" if a.held_back else ""
+            )
+            rests = "; ".join(
+                f"{f.severity} `{f.rule}`"
+                + (
+                    f" `{f.evidence[0]['file']}:{f.evidence[0]['line']}`"
+                    if f.evidence and f.evidence[0].get("file")
+                    else ""
+                )
+                for f in a.findings[:3]
+            )
+            out.append(
+                f"| {_cell(a.node)} | **{a.action}** | {a.wave or ''} | {_cell(why)} | {_cell(rests)} |"
+            )
+        if len(plan.actions) > MAX_ROWS:
+            out.append(f"\n… and {len(plan.actions) - MAX_ROWS} more nodes (see the plan's JSON).")
+        out.append("")
+    else:
+        out += ["No node needs an action.", ""]
+    if plan.cluster_actions:
+        out += ["Cluster-wide fixes (one each, not a node action per node):", ""]
+        out += [
+            f"- **{c.action}** `{c.rule}` on {len(c.nodes) or 'the cluster'} node(s): {_cell(c.step)}"
+            for c in plan.cluster_actions
+        ]
+        out.append("")
+    for wave in plan.waves:
+        out += [f"### Wave {wave['wave']}: {', '.join(wave['nodes'])}", ""]
+        bodies = {k: v for k, v in (wave.get("hyperpod") or {}).items() if v}
+        if bodies:
+            out += ["HyperPod requests:", "", "```json", json.dumps(bodies, indent=2), "```", ""]
+        commands = list(wave.get("slurm") or []) + list(wave.get("eks") or [])
+        if commands:
+            out += ["Slurm and EKS forms:", "", "```sh", *commands, "```", ""]
+    missing = plan.hyperpod.get("nodes_without_instance_id") or []
+    if missing:
+        out += [f"Not in the HyperPod requests (no instance id): {', '.join(m['node'] for m in missing)}", ""]
+    return out
 
 
 def _concerns(findings: list[Finding], titles: dict[str, str]) -> list[str]:

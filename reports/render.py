@@ -360,7 +360,29 @@ def context(data: ReportData) -> dict[str, Any]:
         "per_rule_open": PER_RULE_OPEN,
         "versions": data.charts.get("versions"),
         "problem_files": len({p.get("file") for p in data.problems}),
+        "plan": data.plan,
+        "plan_waves": _plan_waves(data),
     }
+
+
+def _plan_waves(data: ReportData) -> list[dict[str, Any]]:
+    """The plan's waves for the HTML: nodes, the HyperPod request bodies as JSON text, the commands."""
+    import json
+
+    if data.plan is None:
+        return []
+    out = []
+    for wave in data.plan.waves:
+        bodies = {k: v for k, v in (wave.get("hyperpod") or {}).items() if v}
+        out.append(
+            {
+                "wave": wave["wave"],
+                "nodes": wave["nodes"],
+                "hyperpod_json": json.dumps(bodies, indent=2) if bodies else "",
+                "commands": list(wave.get("slurm") or []) + list(wave.get("eks") or []),
+            }
+        )
+    return out
 
 
 def clusters(nodes: list[dict[str, Any]]) -> list[str]:

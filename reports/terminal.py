@@ -18,6 +18,7 @@ from typing import TextIO
 
 import click
 
+from analyzer.model.plan import Plan
 from analyzer.model.records import Finding, Outcome, Route, Severity
 from analyzer.model.report_data import ReportData
 from analyzer.model.routes import concerns_of_rule, node_routes, owners, route_text
@@ -99,6 +100,9 @@ def render(data: ReportData, verbose: bool = False, columns: int | None = None) 
         _outcome_lines(out, [o for o in data.outcomes if section_of(o.rule) == key], data, verbose)
     out.plain("")
     _verdict(out, data, verbose)
+    if data.plan is not None:
+        out.plain("")
+        _plan(out, data.plan, verbose)
     return "\n".join(out.lines) + "\n"
 
 
@@ -268,6 +272,42 @@ def _verdict(out: _Writer, data: ReportData, verbose: bool) -> None:
         out.add(f"{len(failed)} file(s) with parse problems: {_named(failed, None if verbose else NAMED)}")
     else:
         out.add("0 files with parse problems")
+
+
+def _plan(out: _Writer, plan: Plan, verbose: bool) -> None:
+    """The remediation plan: what the top says, each node's action with why, the cluster fixes, the waves
+    and the Slurm commands (the HyperPod request bodies and EKS labels are in the plan's JSON)."""
+    out.plain(paint("Remediation plan", "bold"))
+    out.add(plan.read_only)
+    for w in plan.warnings:
+        out.add(w, tag="[PLAN]", colour="yellow")
+    counts = plan.counts()
+    out.add(
+        "Nodes: "
+        + (", ".join(f"{n} {a}" for a, n in counts.items()) or "none needs an action")
+        + (f"; {len(plan.nodes_without_action)} need nothing" if plan.nodes_without_action else "")
+    )
+    shown = plan.actions if verbose else plan.actions[:MAX_LINES_PER_SECTION]
+    for a in shown:
+        wave = f" (wave {a.wave})" if a.wave else ""
+        colour = "red" if a.disruptive else "yellow" if a.action == "investigate" else "blue"
+        out.add(f"{a.action}{wave}: {a.node} — {a.why}", tag="[PLAN]", colour=colour)
+        if a.held_back:
+            out.add(f"held back: {a.held_back['action']} — {a.held_back['why']}", indent=6)
+        for f in a.findings[: None if verbose else 3]:
+            ev = f.evidence[0] if f.evidence else {}
+            where = f" [{ev.get('file')}:{ev.get('line')}]" if ev.get("file") else ""
+            out.add(f"{f.severity} {f.rule} → {f.action}{where}", indent=8)
+    if len(shown) < len(plan.actions):
+        out.add(f"... and {len(plan.actions) - len(shown)} more node(s): see -v or the plan's JSON")
+    for c in plan.cluster_actions:
+        out.add(f"{c.action}: {c.rule} on {len(c.nodes) or 'the cluster'} node(s) — {c.step}", tag="[PLAN]",
+                colour="blue")  # fmt: skip
+    for s in plan.slurm:
+        out.add(f"wave {s['wave']} (Slurm): {s['command']}", indent=4)
+    calls = {k: len(v) for k, v in plan.hyperpod.items() if k != "nodes_without_instance_id" and v}
+    if calls:
+        out.add("HyperPod requests (in the plan's JSON): " + ", ".join(f"{n} {k}" for k, n in calls.items()))
 
 
 def write(

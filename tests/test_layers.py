@@ -12,6 +12,7 @@ The order, bottom first (docs/architecture.md draws it):
     analyzer.history      ingest (through the pipeline), queries, diff, Parquet export
     analyzer.fleet        ingest into a Parquet dataset, read by local processes or on Ray
     analyzer.redact       redaction of bundles and inputs
+    analyzer.plan         the remediation plan of an analysis (per-rule actions, guardrails, HyperPod forms)
     analyzer.docgen       generators of the docs pages that match the code
     reports               renderers of the model (and of the history model)
     analyzer.assistants   the front end for assistants: agent skill, summary document, MCP tools
@@ -39,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("analyzer.model",),
     ("analyzer.pipeline",),
     ("analyzer.history", "analyzer.redact", "analyzer.fleet"),
+    ("analyzer.plan",),
     ("analyzer.docgen",),
     ("reports",),
     ("analyzer.assistants",),

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import inspect
 
+from analyzer.judge.findings import Severity
 from analyzer.judge.rules import load_rules
 from analyzer.judge.settings import load_settings
 from analyzer.model.sections import SECTIONS, section_of
+from analyzer.plan.catalog import WHERE, catalog
 from parsers._kernel_catalog import FAMILIES, NOISE, SIGNATURES
 
 
@@ -117,6 +119,7 @@ def render() -> str:
                     if rule.peers
                     else []
                 ),
+                *plan_action(rule.id, rule.severity.value),
                 "Needs: "
                 + ", ".join(f"`{t}`" for t in rule.requires)
                 + (
@@ -139,6 +142,30 @@ def render() -> str:
                 out += [doc, ""]
     out += kernel_catalog()
     return "\n".join(out) + "\n"
+
+
+def plan_action(rule: str, worst: str) -> list[str]:
+    """The rule's remediation action (analyzer/plan/actions.toml), as ``analyze --plan`` takes it."""
+    entry = catalog().get(rule)
+    if entry is None:
+        return [f"Plan action: none catalogued in `{WHERE}`: every finding is `investigate`.", ""]
+    below = [
+        f"{sev} `{entry.at(sev, worst)}`"
+        for sev in ("warning", "info")
+        if Severity(sev).rank > Severity(worst).rank
+    ]
+    text = f"Plan action: `{entry.action}` at {worst}"
+    if entry.then:
+        text += f", `{entry.then}` when the same fault is back after a reboot"
+    if entry.hardware:
+        text += " (the finding says the hardware is gone: no reboot first)"
+    if below:
+        text += "; below: " + ", ".join(below)
+    text += f". Why: {entry.why}."
+    if entry.refined:
+        text += f" Refined by the finding: {entry.refined}."
+    text += f" Source: {entry.source}."
+    return [text, ""]
 
 
 def _cell(text: str) -> str:

@@ -10,6 +10,7 @@ from analyzer.judge.coverage import COLLECTION_FAILED, NOT_CARRIED, SKIPPED_BY_C
 from analyzer.judge.engine import RuleModule
 from analyzer.judge.findings import Finding, Outcome
 from analyzer.judge.settings import Settings, load_settings
+from analyzer.model.plan import Plan
 from analyzer.model.verdict import CORE_INPUTS, RuleScope, Verdict, compute
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ class ReportData:
     charts: dict[str, Any] = field(default_factory=dict)  # chart data, gathered only for HTML/PDF
     #: how the inputs were read: duplicates, node-name conflicts, checksums, extras, files not parsed
     inputs: dict[str, Any] = field(default_factory=dict)
+    #: the remediation plan, where one was asked for (analyze --plan: analyzer.plan.build)
+    plan: Plan | None = None
 
     def __post_init__(self) -> None:
         if self.verdict is None:
@@ -53,7 +56,8 @@ def gather(
         """
         SELECT n.node, n.bundle_id, n.hostname, n.instance_type, n.instance_id, n.availability_zone,
                n.cluster, coalesce(json_extract_string(n.meta_json, '$.cluster') <> '', false) AS cluster_in_meta,
-               strftime(n.collected_at, '%Y-%m-%dT%H:%M:%SZ') AS collected_at, n.source,
+               strftime(n.collected_at, '%Y-%m-%dT%H:%M:%SZ') AS collected_at, n.source, n.instance_group,
+               (SELECT max(u.uptime_s) FROM host_uptime u WHERE u.bundle_id = n.bundle_id) AS uptime_s,
                (SELECT count(*) FROM gpu g WHERE g.bundle_id = n.bundle_id) AS gpus,
                (SELECT count(*) FROM file f WHERE f.bundle_id = n.bundle_id AND f.status = 'parsed') AS files_parsed,
                (SELECT count(*) FROM parse_problems p WHERE p.bundle_id = n.bundle_id) AS problems
