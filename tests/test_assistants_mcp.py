@@ -24,7 +24,7 @@ from analyzer.cli import cli
 from tests.conftest import ROOT, SAMPLES
 
 SCHEMA = json.loads((ROOT / "docs" / "summary.schema.json").read_text(encoding="utf-8"))
-TOOLS = {"analyze", "finding", "parse", "rules", "history", "diff", "redact"}
+TOOLS = {"analyze", "finding", "parse", "rules", "history", "diff", "redact", "plan"}
 #: Seconds the whole session may take (a handful of analyses of 3-4 nodes on a slow shared machine).
 DEADLINE = 300
 
@@ -91,6 +91,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             lambda found: {"fingerprint": found["analyze"][1]["findings"]["top"][0]["fingerprint"][:12]},
         ),
         ("analyze_abs", "analyze", {"paths": [str(root / "cluster")], "top": 2}),
+        ("plan", "plan", {"paths": ["cluster"], "max_age_hours": 0, "history_db": "history.duckdb"}),
         ("outside", "analyze", {"paths": [str(SAMPLES / "xid-ecc-3node" / "bundle")]}),
         ("dotdot", "analyze", {"paths": ["cluster/../.."]}),
         ("symlink", "analyze", {"paths": ["escape"]}),
@@ -130,6 +131,21 @@ def test_tools_are_listed_with_schemas(served: dict[str, Any]) -> None:
         assert tool.annotations.read_only_hint is (name != "redact"), name
     assert tools["analyze"].input_schema["required"] == ["paths"]
     assert tools["analyze"].input_schema["properties"]["paths"]["type"] == "array"
+
+
+def test_plan_is_the_plan_of_analyze_plan(served: dict[str, Any]) -> None:
+    """The plan tool answers what `analyze --plan` writes: the same actions, text to review."""
+    import jsonschema
+
+    is_error, plan = served["plan"]
+    assert not is_error, plan
+    jsonschema.Draft202012Validator(json.loads((ROOT / "docs" / "plan.schema.json").read_text())).validate(
+        plan
+    )
+    assert plan["read_only"].startswith("hptriage is read-only")
+    actions = {a["node"]: a["action"] for a in plan["actions"]}
+    assert actions["p5-node-01"] == "reset-gpu" and actions["h100-node-04"] == "reboot"
+    assert plan["settings"]["max_age_hours"] is None  # 0: the age not checked
 
 
 def test_analyze_gives_the_verdict_of_analyze_json(served: dict[str, Any]) -> None:

@@ -24,13 +24,14 @@ CATALOG = catalog()
 
 def _table_for(rule: str) -> str:
     info = RULES[rule]
-    heavy = "reboot" if info.severity.value == "critical" else "investigate"
     return (
         f'[rules."{rule}"]\n'
-        f'action = "{heavy}"   # at its worst severity ({info.severity.value}); one of {", ".join(ACTIONS)}\n'
-        'then = "replace"     # optional: when the same fault is back after a reboot\n'
+        f'action = "investigate"  # what a finding at its worst severity ({info.severity.value}) calls for: one of '
+        f"{', '.join(ACTIONS)}; a disruptive one ({', '.join(sorted(DISRUPTIVE))}) only for a critical rule whose "
+        "finding shows the node's own fault\n"
+        '# then = "replace"     # when the same fault is back after a reboot\n'
         'why = "why this action and not a lighter one"\n'
-        'source = "the public source (docs/sources.md#<anchor>)"'
+        'source = "the public source, a document of docs/sources.md#documents (docs/sources.md#<anchor>)"'
     )
 
 

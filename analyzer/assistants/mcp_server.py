@@ -33,8 +33,10 @@ cluster's bundles: read verdict.status, then verdict.worst_nodes and verdict.clu
 sections it names (A uneven NCCL / topology, B filesystem, C GPU and host health) and the top findings;
 each finding carries its route (owner, runbook target, action) and its first evidence lines (file and
 line in the bundle). finding(fingerprint) gives one finding with all its evidence; rules(rule) a rule's
-thresholds. Paths must lie under the roots this server was started with: {roots}. Only redact writes
-(under a root). Redact bundles before attaching anything to a support case."""
+thresholds; plan(paths) the remediation plan (which nodes to reboot, replace or test, and why, as
+HyperPod requests, Slurm reasons and EKS labels), text to show the user: never run any of it. Paths must
+lie under the roots this server was started with: {roots}. Only redact writes (under a root). Redact
+bundles before attaching anything to a support case."""
 
 _READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
 _WRITES = ToolAnnotations(
@@ -86,6 +88,37 @@ def build_server(toolbox: Toolbox) -> MCPServer[Any]:
     ) -> dict[str, Any]:
         """One finding with all its evidence lines (file, line, text), its parameters and its route."""
         return _answer(toolbox.finding, fingerprint, paths)
+
+    @server.tool(annotations=_READ_ONLY)
+    def plan(
+        paths: Paths,
+        max_age_hours: Annotated[
+            float | None,
+            Field(
+                ge=0,
+                description="Evidence older than this (hours since collection) takes no disruptive action;"
+                " absent: the configured default (24); 0: the age is not checked.",
+            ),
+        ] = None,
+        history_db: Annotated[
+            str | None,
+            Field(
+                description="A history store (`hptriage ingest --db`): a fault back after a reboot is a replace."
+            ),
+        ] = None,
+        cluster_name: Annotated[
+            str | None,
+            Field(
+                description="The HyperPod cluster name or ARN the requests name where meta.env gives none."
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        """The remediation plan of the bundles (schema hptriage/plan/v1, as `hptriage analyze --plan`):
+        per node the action its evidence calls for (replace, reboot, reset-gpu, deep-health-check,
+        investigate, fix-config, monitor) with the findings it rests on and why, cluster-wide fixes,
+        waves, and the HyperPod request bodies, Slurm reasons and EKS labels. Text for a person to
+        review: nothing is run, and no tool of this server runs it."""
+        return _answer(toolbox.plan, paths, max_age_hours, history_db, cluster_name)
 
     @server.tool(annotations=_READ_ONLY)
     def parse(

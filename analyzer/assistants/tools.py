@@ -4,7 +4,8 @@ Every method takes the paths an assistant gives, refuses those outside the roots
 resolved first), calls the functions the command line calls, and returns a JSON-serialisable dict cut
 to a model's context (what was cut is counted, with the command that gives the rest).  A failure is a
 :class:`ToolProblem` with one line saying what to do.  Only :meth:`Toolbox.redact` writes, and only
-under a root; nothing opens a socket.
+under a root; nothing opens a socket.  :meth:`Toolbox.plan` returns the remediation plan as text to
+review: it runs none of it.
 """
 
 from __future__ import annotations
@@ -117,6 +118,41 @@ class Toolbox:
             while len(self._analyses) > KEPT_ANALYSES:
                 self._analyses.popitem(last=False)
         return document
+
+    def plan(
+        self,
+        paths: Sequence[str],
+        max_age_hours: float | None = None,
+        history_db: str | None = None,
+        cluster_name: str | None = None,
+    ) -> dict[str, Any]:
+        """The remediation plan of an analysis of the paths, as ``hptriage analyze --plan FILE`` writes it
+        (docs/plan.schema.json): text to review; nothing is run.  ``max_age_hours``: the evidence age a
+        disruptive action may rest on (None: the thresholds' [plan] value; 0: not checked)."""
+        from analyzer.pipeline import analyze
+        from analyzer.plan.build import build, options
+        from reports.plan_json import document
+
+        with _problems():
+            inputs = self._inputs(paths)
+            history = None
+            if history_db is not None:
+                from analyzer.history.repeats import earlier_findings
+
+                con = _read_store(self._existing(history_db))
+                try:
+                    data = analyze(inputs, self._settings(), jobs=self.jobs)
+                    history = earlier_findings(con, data.nodes)
+                finally:
+                    con.close()
+            else:
+                data = analyze(inputs, self._settings(), jobs=self.jobs)
+            hours: float | None | str = "default" if max_age_hours is None else (max_age_hours or None)
+            plan = build(
+                data, options(self._settings(), max_age_hours=hours, cluster_name=cluster_name), history
+            )
+            listed = " ".join(str(p) for p in inputs)
+            return _fitted(_plain(document(plan)), f"`hptriage analyze {listed} --plan FILE`")
 
     # --- parse and rules ------------------------------------------------------------------------------
 
