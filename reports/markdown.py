@@ -18,6 +18,7 @@ from analyzer.model.records import Finding, Route, Severity
 from analyzer.model.report_data import ReportData
 from analyzer.model.routes import by_route, concerns_of_rule, node_routes, owners, route_text, shared
 from analyzer.model.sections import SECTIONS, section_of
+from analyzer.model.timeline import words
 
 #: Findings of one rule written out in full; the rest are counted (every route keeps one example).
 PER_RULE = 10
@@ -85,6 +86,7 @@ def render(data: ReportData) -> str:
     if data.plan is not None:
         out += _plan(data.plan)
     out += _concerns(data.findings, data.rule_titles)
+    out += _timeline(data)
     out += _not_examined(v.not_examined)
     problems = data.problems
     if problems:
@@ -233,6 +235,14 @@ def _of_rule(findings: list[Finding], rule: str) -> str:
 
 def _route(route: Route) -> str:
     return _cell(route_text(route))
+
+
+def _timeline(data: ReportData) -> list[str]:
+    """The first events of the incident in words (analyzer.model.timeline.words)."""
+    if data.timeline is None:
+        return []
+    lines = words(data.timeline)
+    return ["## Timeline", "", _cell(lines[0]), "", *[f"- {_cell(line)}" for line in lines[1:]], ""]
 
 
 def _not_examined(rows: list[dict[str, Any]]) -> list[str]:

@@ -360,6 +360,7 @@ def context(data: ReportData) -> dict[str, Any]:
         "per_rule_open": PER_RULE_OPEN,
         "versions": data.charts.get("versions"),
         "problem_files": len({p.get("file") for p in data.problems}),
+        "timeline": _timeline(data),
         "plan": data.plan,
         "plan_waves": _plan_waves(data),
     }
@@ -383,6 +384,13 @@ def _plan_waves(data: ReportData) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def _timeline(data: ReportData) -> dict[str, Any] | None:
+    """The cluster timeline's chart data and SVG (reports/timeline.py), where charts were gathered."""
+    from reports import timeline
+
+    return timeline.context(data.charts.get("timeline"))
 
 
 def clusters(nodes: list[dict[str, Any]]) -> list[str]:

@@ -23,6 +23,7 @@ from analyzer.model.records import Finding, Outcome, Route, Severity
 from analyzer.model.report_data import ReportData
 from analyzer.model.routes import concerns_of_rule, node_routes, owners, route_text
 from analyzer.model.sections import SECTIONS, section_of
+from analyzer.model.timeline import words
 
 #: Concern lines per section before the rest is counted (unless --verbose).
 MAX_LINES_PER_SECTION = 25
@@ -99,6 +100,7 @@ def render(data: ReportData, verbose: bool = False, columns: int | None = None) 
         _findings_lines(out, by_section.get(key, []), data.rule_titles, verbose)
         _outcome_lines(out, [o for o in data.outcomes if section_of(o.rule) == key], data, verbose)
     out.plain("")
+    _timeline(out, data)
     _verdict(out, data, verbose)
     if data.plan is not None:
         out.plain("")
@@ -213,6 +215,17 @@ def _named(items: list[str], limit: int | None) -> str:
     if limit is None or len(items) <= limit:
         return ", ".join(items)
     return ", ".join(items[:limit]) + f" and {len(items) - limit} more"
+
+
+def _timeline(out: _Writer, data: ReportData) -> None:
+    """The first events of the incident in words: time, node, event, source and its clock
+    (analyzer.model.timeline.words)."""
+    if data.timeline is None:
+        return
+    out.plain(paint("Timeline", "bold"))
+    for line in words(data.timeline):
+        out.add(line)
+    out.plain("")
 
 
 def _verdict(out: _Writer, data: ReportData, verbose: bool) -> None:

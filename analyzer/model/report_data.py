@@ -11,6 +11,7 @@ from analyzer.judge.engine import RuleModule
 from analyzer.judge.findings import Finding, Outcome
 from analyzer.judge.settings import Settings, load_settings
 from analyzer.model.plan import Plan
+from analyzer.model.timeline import Timeline
 from analyzer.model.verdict import CORE_INPUTS, RuleScope, Verdict, compute
 
 if TYPE_CHECKING:
@@ -35,6 +36,8 @@ class ReportData:
     inputs: dict[str, Any] = field(default_factory=dict)
     #: the remediation plan, where one was asked for (analyze --plan: analyzer.plan.build)
     plan: Plan | None = None
+    #: every node's dated events on one UTC axis and the incident's first event (analyzer.model.timeline)
+    timeline: Timeline | None = None
 
     def __post_init__(self) -> None:
         if self.verdict is None:
@@ -98,10 +101,14 @@ def gather(
             "not_parsed": summary.not_parsed,
         },
     )
+    from analyzer.model import timeline
+
+    data.timeline = timeline.gather(con, settings)
     if charts:
         from analyzer.model.chart_data import collect
 
         data.charts = collect(con, settings, findings)
+        data.charts["timeline"] = timeline.chart(data.timeline)
     return data
 
 

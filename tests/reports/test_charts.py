@@ -117,7 +117,9 @@ def test_sick_nodes_are_kept_when_the_grid_is_cut() -> None:
 
 def test_sample_report_grids(rendered: dict[str, Path]) -> None:
     html = rendered["html"].read_text(encoding="utf-8")
-    assert html.count("<svg") == 1, "only the temperature grid varies, so only it is drawn"
+    charts, timeline = html.split('<h2 id="timeline">', 1)
+    assert charts.count("<svg") == 1, "only the temperature grid varies, so only it is drawn"
+    assert timeline.count("<svg") == 1, "and the cluster timeline"
     # xid-ecc-3node: p5-node-01 GPU 3 has the uncorrectable ECC errors and its Xid 48
     assert 'id="gpu_temp-marked-p5-node-01-GPU_3"' in html
     text = _text(html)

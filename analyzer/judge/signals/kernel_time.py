@@ -123,6 +123,11 @@ class KernelClock:
         )
         return cls.of({r["bundle_id"]: (r["collected_at"], r["uptime_s"], r["source"]) for r in rows})
 
+    def clock_of(self, bundle_id: str | None) -> tuple[datetime, float, str] | None:
+        """The bundle's (collected_at UTC, uptime_s then, uptime source) that :meth:`at` converts with;
+        None when the bundle lacks either."""
+        return self._boots.get(bundle_id or "")
+
     def at(self, bundle_id: str | None, stamp: Mapping[str, Any] | None) -> KernelTime:
         """The time of one event's stamp (a :func:`stamp_sql` struct) in that bundle."""
         stamp = stamp or {}
