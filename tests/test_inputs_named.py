@@ -176,7 +176,7 @@ def test_a_job_log_in_a_cluster_extra_folder_is_read(tmp_path: Path) -> None:
     assert run.code == 0 and run.unread == {}, run.unread
     hangs = [f for f in run.doc["findings"] if f["params"].get("code") == "WATCHDOG_TIMEOUT"]
     assert [(f["rule"], f["severity"], f["params"]["seq_num"]) for f in hangs] == [
-        ("nccl.log.errors", "critical", 808)
+        ("nccl.collective.hung", "critical", 808)
     ]
     assert hangs[0]["evidence"][0]["file"] == "extra/slurm-48213.err"
     assert "SeqNum 808" in run.md and "SeqNum 808" in run.stdout
@@ -199,7 +199,7 @@ def test_a_job_log_added_to_a_node_bundle_is_read(tmp_path: Path) -> None:
     run = _analyze(tmp_path, cluster)
     assert not [p for p in run.unread if "p5-node-01" in p], run.unread
     rules = {(f["rule"], f["params"].get("code")) for f in run.doc["findings"]}
-    assert ("nccl.log.errors", "WATCHDOG_TIMEOUT") in rules and (
+    assert ("nccl.collective.hung", "WATCHDOG_TIMEOUT") in rules and (
         "gpu.cuda.error",
         "cudaErrorECCUncorrectable",
     ) in rules

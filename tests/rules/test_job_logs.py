@@ -1,4 +1,4 @@
-"""Training job logs judged: PyTorch's NCCL watchdog timeouts (nccl.log.errors, one finding per hung job,
+"""Training job logs judged: PyTorch's NCCL watchdog timeouts (nccl.collective.hung, one finding per hung job,
 the lagging ranks named first), NCCL's and PyTorch's NCCL errors (nccl.log.errors) and CUDA errors
 (gpu.cuda.error), with ranks mapped to hosts and hosts to nodes.
 
@@ -34,7 +34,7 @@ def cluster(tmp_path: Path, *logs: str, hostnames: dict[str, str] | None = None)
 
 
 def hang(res: Result) -> list:  # type: ignore[type-arg]
-    return [f for f in res.of("nccl.log.errors") if f.params["code"] == "WATCHDOG_TIMEOUT"]
+    return [f for f in res.of("nccl.collective.hung") if f.params["code"] == "WATCHDOG_TIMEOUT"]
 
 
 def test_a_watchdog_timeout_on_every_rank_is_a_critical_finding_of_the_job(tmp_path: Path) -> None:
@@ -52,7 +52,7 @@ def test_a_watchdog_timeout_on_every_rank_is_a_critical_finding_of_the_job(tmp_p
     )
     assert [r["rank"] for r in p["ranks"]] == [1, 0, 2] and p["lagging"] == []
     assert p["began"] == "06-26 06:14:44"  # 06:24:44.173 minus 600.061 s, rank 2's (the earliest start)
-    assert "ALLREDUCE SeqNum 808 in PG 0 (default_pg) after 600 s on 3 rank(s)" in found.message
+    assert "ALLREDUCE SeqNum 808 in PG 0 (default_pg) (timeout 600 s) (job log, extra)" in found.message
     assert found.route.owner == "nccl-network"
     assert found.evidence[0].file == "extra/slurm-48213.err" and found.evidence[0].line == 2
     assert "Watchdog caught collective operation timeout" in (found.evidence[0].text or "")
@@ -69,12 +69,12 @@ def test_the_rank_that_completed_fewer_collectives_is_named_first(tmp_path: Path
     assert [(r["rank"], r["last_completed"]) for r in found.params["lagging"]] == [(2, 806)]
     assert found.params["ranks"][0]["rank"] == 2  # the lagging rank first
     assert (
-        "lagging: rank 2 (timed out on SeqNum 807, last completed 806), the others completed 807"
+        "stopped first: rank 2 timed out on SeqNum 807 having completed 806, behind the others"
         in found.message
     )
     assert found.evidence[0].line == 6 and found.evidence[1].line == 7  # its watchdog line, its status line
     # the log names no host: the route says to find rank 2's
-    assert found.route.owner == "nccl-network" and found.route.action.startswith("rank 2 completed fewer")
+    assert found.route.owner == "nccl-network" and found.route.action.startswith("rank 2 stopped first")
 
 
 def test_equal_enqueued_counts_are_no_lag_and_the_lowest_enqueued_is_never_lag(tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_a_rank_is_mapped_to_its_host_and_node_by_ncc_init_lines(tmp_path: Path)
     assert "rank 3 on babel-0-31 (p5-node-02)" in found.message
     assert found.params["nodes"] == ["p5-node-02"] and found.node is None  # no lag: not the node's fault
     assert (found.params["collective"], found.params["timeout_ms"]) == ("BROADCAST", 1800000)
-    assert "p5-node-02" in res.outcomes["nccl.log.errors"].nodes_checked
+    assert "p5-node-02" in res.outcomes["nccl.collective.hung"].nodes_checked
 
 
 def test_the_heartbeat_monitor_is_a_warning(tmp_path: Path) -> None:

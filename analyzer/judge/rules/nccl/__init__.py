@@ -3,6 +3,7 @@
 RULES: tuple[str, ...] = (
     "tcp_fallback",
     "log_errors",
+    "collective_hung",
     "test_wrong",
     "busbw_below_expected",
     "pair_outlier",
