@@ -287,6 +287,22 @@ def test_a_node_whose_gpu_state_was_not_examined_is_investigate(tmp_path: Path) 
     assert "p5-node-01" not in {m["node"] for m in plan.hyperpod["nodes_without_instance_id"]}
 
 
+def test_an_xid_repeated_in_one_boot_is_reset_first(tmp_path: Path) -> None:
+    """p5-node-01's real Xid 48 line three times in one boot (an hour apart): the Xid catalog's recurrence
+    points at the hardware (the Xid 48 RMA flow), but no reset is seen between them: reset first."""
+    cluster = tmp_path / "cluster"
+    shutil.copytree(SAMPLES / "xid-ecc-3node" / "bundle", cluster)
+    node = cluster / "p5-node-01"
+    text = (node / "cmd" / "dmesg.txt").read_text()
+    first = text.splitlines(True)[0]
+    again = "".join(first.replace("[430954.", f"[{430954 + 3600 * k}.") for k in (1, 2))
+    _add_probe(node, "cmd/dmesg.txt", "dmesg", "TZ=UTC dmesg -T", text + again)
+    p1 = _by_node(_plan(_analyze(cluster)))["p5-node-01"]
+    assert p1.action == "reset-gpu"
+    assert p1.held_back is not None and p1.held_back["action"] == "replace"
+    assert p1.held_back["guardrail"] == "reboot-first" and "recurred 3 times" in p1.held_back["why"]
+
+
 # --- history: an earlier boot of the bundle, earlier snapshots of a store --------------------------------
 
 
@@ -334,6 +350,13 @@ def test_a_fault_back_after_a_reboot_is_a_replace(tmp_path: Path) -> None:
     assert p3.forms["slurm"].endswith('reason="Action:Replace"')
     looped = _by_node(_plan(_analyze(_earlier_boots(tmp_path, 2))))["p5-node-03"]
     assert looped.action == "replace" and looped.loop and "reboot loop" in looped.why
+    # fallen off twice in this boot: a GPU off the bus answers again only after a reset, so it fell again
+    # after one (the Xid catalog's CONTACT_SUPPORT on recurrence)
+    cluster = _earlier_boots(tmp_path / "twice", 0)
+    _add_probe(cluster / "p5-node-03", "cmd/dmesg.txt", "dmesg", "dmesg --decode --time-format iso",
+               XID79 + XID79.splitlines(True)[1].replace("04:18:56", "06:02:11"))  # fmt: skip
+    twice = _by_node(_plan(_analyze(cluster)))["p5-node-03"]
+    assert twice.action == "replace" and "fell off the bus 2 times in this boot" in twice.why
     # fallen off only before the last reboot, fine since: watched, not taken down
     gone = _by_node(_plan(_analyze(_earlier_boots(tmp_path, 1, now=False))))["p5-node-03"]
     assert gone.action == "monitor" and not gone.disruptive

@@ -202,6 +202,13 @@ def _node_action(
             episodes += stored
             said += notes
             reboots = max(reboots, stored_reboots)
+            if d.recurred == "back" and not reboots:
+                # a GPU off the bus logs no second Xid 79 until a reset brought it back: it fell again after one
+                count = f.params.get("count")
+                said.append(f"it fell off the bus {count} times in this boot, back in between after a reset")
+                episodes.append({"fault": _fault_text(d.fault), "where": "this boot of the bundle",
+                                 "rebooted_since": None})  # fmt: skip
+                reboots = 1
             if reboots:
                 action = d.then
                 why = f"{why}; the same fault is back after a reboot ({'; '.join(said)}): a reboot does not clear it"
@@ -247,6 +254,20 @@ def _node_action(
     if final:
         f, d, action, why = max(final, key=lambda x: (weight(x[2]), -x[0].severity.rank))
         node.action, node.why = action, why
+        repeated = [
+            x[0]
+            for x in final
+            if x[1].recurred == "repeated" and x[2] in DISRUPTIVE and x[0].fingerprint not in escalated
+        ]
+        if repeated and action != "replace":
+            r = repeated[0]
+            node.held_back = {
+                "action": "replace",
+                "guardrail": "reboot-first",
+                "why": f"Xid {r.params.get('xid')} recurred {r.params.get('count')} times on the GPU in this boot and "
+                f"NVIDIA's investigatory action ({r.params.get('investigatory')}) points at the hardware, but no "
+                "reset is seen between them: reset first, replace when it is back after the reset",
+            }
         # reboot before replace: a replace rests on the hardware's own verdict or on the history
         if action == "replace" and f.fingerprint not in escalated and not hardware_gone(f, d):
             node.held_back = {
@@ -569,7 +590,7 @@ def _warnings(plan: Plan, nodes: Mapping[str, Mapping[str, Any]], opts: PlanOpti
     disruptive = plan.disruptive
     held = [a for a in plan.actions if a.held_back and a.held_back["action"] in DISRUPTIVE]
     for guardrail, said in (
-        ("stale-evidence", "held back for stale evidence"),
+        ("stale-evidence", "held back for stale evidence (--plan-max-age; off reviews an old incident)"),
         ("gpu-state-not-examined", "held back: their GPU state was not examined"),
     ):
         nodes_held = [a.node for a in held if a.held_back and a.held_back.get("guardrail") == guardrail]
@@ -577,7 +598,7 @@ def _warnings(plan: Plan, nodes: Mapping[str, Mapping[str, Any]], opts: PlanOpti
             more = f" and {len(nodes_held) - 8} more" if len(nodes_held) > 8 else ""
             plan.warnings.append(
                 f"{len(nodes_held)} node(s) {said} ({', '.join(nodes_held[:8])}{more}): collect them again "
-                "before any disruptive action."
+                "before any disruptive action (their held_back says what the evidence asked for)."
             )
     if not disruptive:
         return

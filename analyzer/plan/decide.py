@@ -44,6 +44,10 @@ class Decision:
     fault: tuple[Any, ...]
     #: the earlier boots (-1, -2 ...) a finding logged only before the last reboot is of; () otherwise
     earlier_boots: tuple[int, ...] = ()
+    #: the fault recurred in this boot where NVIDIA's investigatory action is the hardware's (an Xid the
+    #: catalog escalates on recurrence): "back" when it came back in between (a GPU off the bus answers
+    #: again only after a reset), "repeated" when no reset is seen between; "" otherwise
+    recurred: str = ""
 
 
 Refinement = tuple[str, str] | None  # (action, why) or None: the catalog's own
@@ -88,7 +92,21 @@ def decide(f: Finding, entry: RuleAction | None = None) -> Decision:
         hardware=entry.hardware and action == "replace",
         fault=fault_of(f, entry),
         earlier_boots=boots,
+        recurred=_recurred(f, action, boots),
     )
+
+
+#: Xid investigatory buckets that name the hardware when the Xid recurs (analyzer/judge/xid_catalog.py)
+_HARDWARE_INVESTIGATION = ("CONTACT_SUPPORT", "WORKFLOW_XID_48")
+
+
+def _recurred(f: Finding, action: str, boots: tuple[int, ...]) -> str:
+    """Whether the finding says its fault recurred in this boot (the Xid catalog's recurrence)."""
+    if boots or action not in DISRUPTIVE or f.params.get("recurring") is not True:
+        return ""
+    if f.params.get("investigatory") not in _HARDWARE_INVESTIGATION:
+        return ""
+    return "back" if f.rule == "gpu.xid.fallen_off_bus" else "repeated"
 
 
 def _worst(f: Finding, entry: RuleAction) -> str:  # noqa: ARG001 - one signature for every lookup
