@@ -41,6 +41,45 @@ def make_tar(src_dir: Path, dest: Path, arcname: str | None = None) -> Path:
     return dest
 
 
+# --- under CI (.ci/run sets HPTRIAGE_CI=1) a skip is a failure unless declared optional: tests/skips.py
+
+#: modules skipped whole at collection under CI (each fails the session at its end)
+_SKIPPED_MODULES: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from tests import skips
+
+    config.addinivalue_line("markers", skips.MARKER_HELP)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    from tests import skips
+
+    outcome = yield
+    skips.failed_under_ci(item, outcome.get_result())
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    from tests import skips
+
+    if skips.under_ci() and report.skipped:
+        _SKIPPED_MODULES.append(f"{report.nodeid}: {skips.skip_reason(report)}")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _SKIPPED_MODULES:
+        terminalreporter.write_sep("=", "skipped whole under CI (HPTRIAGE_CI=1): failed", red=True)
+        for line in _SKIPPED_MODULES:
+            terminalreporter.write_line(line)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _SKIPPED_MODULES and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 # --- "tested" means run and asserted: see tests/rule_record.py and tests/rules/test_every_rule_asserted.py
 
 LAST = "test_every_rule_asserted.py"

@@ -262,6 +262,10 @@ def test_install_with_no_index_and_pip_settings_set_aside(
     assert written.read_bytes() == (top / "collector.sh").read_bytes()
 
 
+@pytest.mark.optional(
+    "a container may refuse user, mount and network namespaces whatever is installed",
+    skips="no network namespace here",
+)
 def test_install_in_a_network_namespace_with_no_network(
     installs: dict[str, Install | str], tmp_path: Path, checkout_findings: dict
 ) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 import parsers
 from parsers import df
+from tests.skips import cases
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "df"
 ALL = sorted(p.name for p in FIXTURES.glob("*.txt"))
@@ -165,10 +166,8 @@ JC_CANNOT = {
 }
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", cases(ALL, JC_CANNOT))
 def test_agrees_with_jc(name: str) -> None:
-    if name in JC_CANNOT:
-        pytest.skip(JC_CANNOT[name])
     jc = pytest.importorskip("jc")
     text = load(name)
     theirs = jc.parse("df", text, quiet=True)

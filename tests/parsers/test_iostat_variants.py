@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from parsers import iostat
+from tests.skips import cases
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "iostat"
 ALL = sorted(p.name for p in FIXTURES.iterdir() if p.suffix in (".txt", ".out"))
@@ -43,7 +44,7 @@ def our_key(jc_key: str) -> str:
     return jc_key.replace("percent_", "pct_")
 
 
-@pytest.mark.parametrize("name", [n for n in ALL if n not in JC_CANNOT])
+@pytest.mark.parametrize("name", cases(ALL, JC_CANNOT))
 def test_every_value_jc_reports_is_ours(name: str) -> None:
     jc = pytest.importorskip("jc")
     text = load(name)
