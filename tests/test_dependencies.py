@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("analyzer", "parsers", "reports")
 #: Distribution name -> the module it is imported as, where the two differ.
-IMPORT_NAME = {"python-hostlist": "hostlist"}
+IMPORT_NAME = {"python-hostlist": "hostlist", "pyyaml": "yaml"}
 
 
 def _declared() -> dict[str, str]:
@@ -54,3 +54,55 @@ def test_every_dependency_says_why() -> None:
     block = text.split("dependencies = [", 1)[1].split("]", 1)[0]
     rows = [r for r in block.splitlines() if r.strip().startswith('"')]
     assert rows and all("#" in r for r in rows), "every dependency line carries a one-line reason"
+
+
+#: modules tests import that come with a declared package as part of its own interface
+COMES_WITH = {
+    "anyio": "mcp",  # the SDK's client runs on anyio: its sessions are entered under anyio.run
+    "markupsafe": "jinja2",  # jinja2's Markup, the escaped string its templates are given
+}
+#: folders of tests/ run outside pytest, whose tools the test extra does not install
+NOT_RUN_BY_PYTEST = ("fuzz",)
+
+
+def _test_imports() -> dict[str, str]:
+    """Each third-party module the tests import (or ``pytest.importorskip``), with a file that does."""
+    local = set(PACKAGES) | {"tests", "__future__"}
+    local |= {p.stem for folder in ("scripts", "benchmarks") for p in (ROOT / folder).glob("*.py")}
+    found: dict[str, str] = {}
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.relative_to(ROOT / "tests").parts[0] in NOT_RUN_BY_PYTEST:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "importorskip"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
+                names = [str(node.args[0].value)]
+            for name in names:
+                top = name.split(".")[0]
+                if top not in local and top not in sys.stdlib_module_names:
+                    found.setdefault(top, path.relative_to(ROOT).as_posix())
+    return found
+
+
+def test_every_module_a_test_imports_is_declared() -> None:
+    """A test's import is declared (runtime, an extra, or the test extra): a module that comes only with
+    some other package's dependencies would skip its test, or fail it, where that package changes."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    names = [re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0].strip().lower() for d in extras["test"]]
+    declared = set(_declared()) | {IMPORT_NAME.get(n, n.replace("-", "_")) for n in names} | set(COMES_WITH)
+    undeclared = {m: path for m, path in _test_imports().items() if m not in declared}
+    assert not undeclared, f"imported by tests but declared nowhere in pyproject.toml: {undeclared}"
