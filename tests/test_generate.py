@@ -88,7 +88,8 @@ def test_findings_match_those_before_the_fast_path(tmp_path: Path) -> None:
     """The analysis made fast gives the findings the analyzer gave before (on the same generated cluster:
     tests/fixtures/generated/mixed-16-seed0-findings.json, the commit in its analyzer_commit), field for
     field, with parallel workers (vectorised kernel-log prefilter, per-batch loading).  A change meant to
-    change results regenerates it with ``python scripts/regenerate_fixtures.py`` and says why."""
+    change results rewrites it with ``python scripts/regenerate_fixtures.py --write findings`` after
+    reading the diff it prints, and says why."""
     golden = json.loads((ROOT / "tests/fixtures/generated/mixed-16-seed0-findings.json").read_text())
     cluster = tmp_path / "cluster"
     generate.generate(cluster, **golden["generated"])

@@ -3,8 +3,8 @@
 The pairs are discovered, not listed: each ``tests/fixtures/<kind>/<name>.txt|.out`` of a kind in
 ``parsers.KINDS`` must have ``<name>.json`` beside it, holding what ``hptriage parse FILE --kind KIND
 --format json`` prints of it (tests/fixture_pairs.py says exactly what).  A new fixture without its
-``.json`` fails here: write it with ``python scripts/regenerate_fixtures.py pairs`` and review it by
-eye.  A parser change that changes a parse fails here too: regenerate, and read the diff.  The
+``.json`` fails here: see it with ``python scripts/regenerate_fixtures.py pairs:KIND``, read it, and
+write it with ``--write pairs:KIND``.  A parser change that changes a parse fails here too: regenerate, and read the diff.  The
 hand-written tests of each kind (tests/parsers/test_<kind>*.py) state the edge cases in words.
 """
 
@@ -18,7 +18,7 @@ import parsers
 from tests.fixture_pairs import FIXTURES, dumps, expected_path, pair_inputs, parse_as_cli
 
 PAIRS = pair_inputs()
-REGENERATE = "python scripts/regenerate_fixtures.py pairs"
+REGENERATE = "python scripts/regenerate_fixtures.py pairs:{kind} (then --write pairs:{kind})"
 
 
 @pytest.mark.parametrize(("kind", "path"), PAIRS, ids=[f"{k}/{p.name}" for k, p in PAIRS])
