@@ -1,7 +1,7 @@
 """Check, or rewrite after review, the test fixtures written from the code's own output.
 
-    .venv/bin/python scripts/regenerate_fixtures.py                    # check all: print each diff, write nothing
-    .venv/bin/python scripts/regenerate_fixtures.py pairs:dmesg        # check the dmesg pairs only
+    .venv/bin/python scripts/regenerate_fixtures.py               # check all: print each diff, write nothing
+    .venv/bin/python scripts/regenerate_fixtures.py pairs:dmesg   # check the dmesg pairs only
     .venv/bin/python scripts/regenerate_fixtures.py --write pairs:dmesg results:fsx-saturated
 
 Without ``--write`` nothing is written: the script prints the unified diff of every file it would change

@@ -72,6 +72,7 @@ def failed_under_ci(item: pytest.Item, report: pytest.TestReport) -> bool:
     report.longrepr = (
         f"skipped under CI ({CI_VARIABLE}=1): {skip_reason(report)}\n"
         "A skip under CI is a lost check: install what the test needs (.ci/system-packages, the test "
-        "extra), or, if the skip loses no check, mark the test @pytest.mark.optional('why', skips='reason') (tests/skips.py)."
+        "extra), or, if the skip loses no check, mark the test "
+        "@pytest.mark.optional('why', skips='words of its reason') (tests/skips.py)."
     )
     return True

@@ -83,9 +83,8 @@ def unmet(expect: dict[str, Any], result: dict[str, Any]) -> list[str]:
         want = wanted.get(node, {s: [] for s in SEVERITIES})
         for severity in SEVERITIES:
             if got[severity] != set(want[severity]):
-                problems.append(
-                    f"{node or 'no node'}: {severity} {sorted(got[severity])}, expected {sorted(want[severity])}"
-                )
+                found, expected = sorted(got[severity]), sorted(want[severity])
+                problems.append(f"{node or 'no node'}: {severity} {found}, expected {expected}")
     return problems
 
 
