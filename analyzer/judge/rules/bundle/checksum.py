@@ -29,7 +29,7 @@ RULE = RuleInfo(
         "hyperpod-issue-report",
         "re-copy the bundle from the node (or re-collect it); analyze one bundle per node",
     ),
-    passed="every .sha256 or .md5 matches its tarball; one bundle per node",
+    passed="every digest matches its tarball; one bundle per node",
     severity_reason=(
         "A tarball whose .sha256 does not match, or a node claimed by two bundles, means the analysis may "
         "not reflect what was collected, so its findings are no evidence for a support case; an unreadable "

@@ -33,7 +33,7 @@ RULE = RuleInfo(
     severity=Severity.CRITICAL,
     requires=("node",),
     requires_any=("job_log_event", "fr_dump", "ras_peer"),
-    passed="no hung collective in the job logs, flight-recorder dumps or NCCL RAS reports",
+    passed="no hung collective in job logs, dumps or RAS reports",
     route=Route(
         "nccl-network",
         "hyperpod-nccl error-patterns-quick-ref",

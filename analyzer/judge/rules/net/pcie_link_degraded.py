@@ -26,7 +26,7 @@ RULE = RuleInfo(
     severity=Severity.WARNING,
     requires=("node",),
     requires_any=("pci_device.link_width",),
-    passed="every network adapter's PCIe link at its full width and speed",
+    passed="every network adapter's PCIe link at full width and speed",
     route=Route("node-hardware", "hyperpod-node-debugger § G", "reboot; reseat or replace if it persists"),
     severity_reason=(
         "A network adapter whose PCIe link trained narrower or slower than its maximum caps the node's "
