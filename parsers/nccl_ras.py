@@ -33,7 +33,8 @@ their time.  Lines of other text are skipped; in a file of RAS output alone they
 Schema
 ------
 ``ras_report`` (one row per report): ``line`` int; ``format`` str — text, json or monitor;
-``nccl_version`` str; ``nodes`` int, ``processes`` int, ``gpus`` int — the job summary's totals;
+``nccl_version`` str, ``cuda_version`` str — as the version line prints them (the JSON's
+``cuda_runtime_version``); ``nodes`` int, ``processes`` int, ``gpus`` int — the job summary's totals;
 ``collect_s`` float — how long the communicators' data took (``Communicators... (2.05s)``);
 ``timeouts`` int — RAS's own communication timeouts while gathering; ``time`` str — the JSON's
 ``timestamp`` as printed.
@@ -100,7 +101,7 @@ def _cols(spec: str) -> tuple[Column, ...]:
 
 
 SCHEMA = {
-    "ras_report": _cols("line:int format:str nccl_version:str nodes:int processes:int gpus:int collect_s:float "
+    "ras_report": _cols("line:int format:str nccl_version:str cuda_version:str nodes:int processes:int gpus:int collect_s:float "
                         "timeouts:int time:str"),
     "ras_comm": _cols("line:int group:int comms:int nodes:int ranks_per_node:str ranks_per_comm:int "
                       "ranks_in_group:int status:str errors:str comm_hash:str"),
@@ -109,7 +110,7 @@ SCHEMA = {
     "ras_count": _cols("line:int comm:str comm_hash:str operation:str count:int ranks:int"),
 }  # fmt: skip
 
-_VERSION = re.compile(r"^NCCL version (\S+) compiled with CUDA")
+_VERSION = re.compile(r"^NCCL version (\S+) compiled with CUDA(?:\s+(\S+))?")
 _TOTALS = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
 _TOTALS3 = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\d+)\s*$")
 _COMMS = re.compile(r"^Communicators\.\.\.\s*\((\d+(?:\.\d+)?)s\)")
@@ -207,7 +208,7 @@ def read(text: str, *, strict: bool) -> ParseResult:
         ):
             report = _new_report(result, no, "monitor" if monitor else "text")
         if version and report is not None:
-            report["nccl_version"] = version[1]
+            report["nccl_version"], report["cuda_version"] = version[1], version[2]
         if report is None:  # no report begun: in a file of RAS output alone, any line of RAS's begins one
             if not strict:
                 continue
@@ -222,6 +223,11 @@ def read(text: str, *, strict: bool) -> ParseResult:
         if not _line(line, no, raw, report, state, result) and strict:
             result.issue(no, raw, "not a line of the NCCL RAS report")
     return result
+
+
+def _text(value: Any) -> str | None:
+    """A JSON value as text (a number as printed), None for none."""
+    return None if value is None else str(value)
 
 
 def _new_report(result: ParseResult, no: int, fmt: str) -> dict[str, Any]:
@@ -347,6 +353,7 @@ def _json(text: str) -> ParseResult:
     ras: dict[str, Any] = doc["ras"] if isinstance(doc.get("ras"), dict) else {}
     result.add("ras_report", {
         "line": text.count("\n", 0, start) + 1, "format": "json", "nccl_version": doc.get("nccl_version"),
+        "cuda_version": _text(doc.get("cuda_runtime_version")),
         "nodes": None, "processes": None, "gpus": None, "collect_s": ras.get("collection_time_sec"),
         "timeouts": ras.get("timeouts_count"), "time": doc.get("timestamp"),
     })  # fmt: skip

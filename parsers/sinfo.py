@@ -130,6 +130,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             result.issue(no, raw[no - 1], f"not a row of {layout or 'sinfo (no header line seen)'}")
             continue
         names, fields = rows
+        if layout == "sinfo" and not _limit_read(line):
+            result.issue(no, raw[no - 1], "time limit not understood (the row is kept)")
         try:
             nodes = _expand(names)
         except ValueError as exc:
@@ -162,6 +164,15 @@ def _partition_row(line: str) -> tuple[str, dict[str, Any]] | None:
         "unavailable": base in UNAVAILABLE,
         "partition": m["partition"].rstrip("*"),
     }
+
+
+#: sinfo's TIMELIMIT: infinite, n/a, or [days-]hours:minutes:seconds and its shorter forms (sinfo(1))
+_LIMIT = re.compile(r"(?i:infinite|unlimited|n/a)|(?:\d+-)?\d+(?::\d+){0,2}")
+
+
+def _limit_read(line: str) -> bool:
+    m = _PARTITION_ROW.match(line)
+    return m is not None and _LIMIT.fullmatch(m["limit"]) is not None
 
 
 def _reason_row(line: str, columns: tuple[int, int, int]) -> tuple[str, dict[str, Any]] | None:
