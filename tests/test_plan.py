@@ -201,6 +201,7 @@ def test_generated_mixed_cluster(mixed: tuple[ReportData, dict[str, Any]]) -> No
     checked = {i for b in plan.hyperpod["StartClusterHealthCheck"] for c in b["DeepHealthCheckConfigurations"]
                for i in c["InstanceIds"]}  # fmt: skip
     assert checked == {ids[n] for n in faults["nccl.pair.slow"]}
+    assert any("<instance-group-name>" in w for w in plan.warnings)  # the generator writes no group
     assert all(b["ClusterName"] == "<cluster-name>" for b in plan.hyperpod["BatchRebootClusterNodes"])
     named = _plan(data, cluster_name="arn:aws:sagemaker:us-east-1:123456789012:cluster/abcdef123456")
     assert {b["ClusterName"] for b in named.hyperpod["BatchRebootClusterNodes"]} == {

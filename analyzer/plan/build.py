@@ -614,6 +614,13 @@ def _warnings(plan: Plan, nodes: Mapping[str, Mapping[str, Any]], opts: PlanOpti
             f"The HyperPod requests name the cluster {forms.UNKNOWN_CLUSTER}: meta.env names none; give "
             "--plan-cluster NAME (the requests are refused until it is filled in)."
         )
+    groups = {c["InstanceGroupName"] for b in plan.hyperpod.get("StartClusterHealthCheck") or []
+              for c in b["DeepHealthCheckConfigurations"]}  # fmt: skip
+    if forms.UNKNOWN_GROUP in groups:
+        plan.warnings.append(
+            f"The deep health check requests name the instance group {forms.UNKNOWN_GROUP}: meta.env names "
+            "none; fill in each node's group (aws sagemaker list-cluster-nodes) before sending them."
+        )
     if any(a.action == "replace" for a in disruptive):
         plan.warnings.append(REPLACE_WARNING)
     if any(a.loop for a in plan.actions):
