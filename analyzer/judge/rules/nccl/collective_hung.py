@@ -44,7 +44,7 @@ RULE = RuleInfo(
         "Critical: a collective that never completes stops the whole job until the watchdog kills it "
         "(TORCH_NCCL timeout, 10 min by default), and the rank that stopped first points at the node to drain. "
         "Source: PyTorch ProcessGroupNCCL's watchdog and flight recorder (fr_trace's 'not all ranks joining "
-        "collective'); NCCL's RAS guide (INCOMPLETE, DEAD)."
+        "collective'); NVIDIA's NCCL RAS documentation (INCOMPLETE, DEAD)."
     ),
 )
 
