@@ -17,14 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyzer.history.export import SCHEMA_FILE
+from analyzer.history.export import PARTITIONS, SCHEMA_FILE, save_schema_doc, schema_doc, table_entry
 from analyzer.history.ingest import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
-
-PARTITIONS = ("cluster", "collection_date")
 
 
 class DatasetError(Exception):
@@ -185,17 +183,13 @@ def scan(root: Path, table: str) -> str:
 def write_schema_doc(con: duckdb.DuckDBPyConnection, root: Path) -> dict[str, Any]:
     """Write ``_hptriage_schema.json`` (the document ``export`` writes) for what the dataset holds now,
     every file counted (see :func:`update_schema_doc` for what an ingest does)."""
-    doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "format": "parquet, hive partitions",
-        "tables": {},
-    }
+    doc = schema_doc({})
     for table in tables_in(root):
         query = scan(root, table)
         rows = con.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0]
         columns = {r[0]: r[1] for r in con.execute(f"DESCRIBE ({query})").fetchall()}
-        doc["tables"][table] = {"rows": rows, "columns": columns, "partitioned_by": list(PARTITIONS)}
-    return _save(root, doc)
+        doc["tables"][table] = table_entry(rows, columns)
+    return save_schema_doc(root, doc)
 
 
 def update_schema_doc(root: Path, added: dict[str, int], samples: dict[str, str]) -> dict[str, Any]:
@@ -205,19 +199,16 @@ def update_schema_doc(root: Path, added: dict[str, int], samples: dict[str, str]
     import duckdb
 
     path = root / SCHEMA_FILE
-    doc: dict[str, Any]
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        held = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        doc = {}
-    doc.setdefault("tables", {})
-    doc.update(schema_version=SCHEMA_VERSION, format="parquet, hive partitions")
+        held = {}
+    tables = held.get("tables") if isinstance(held, dict) else None
+    doc = schema_doc(tables if isinstance(tables, dict) else {})
     con = duckdb.connect(":memory:")
     try:
         for table, sample in sorted(samples.items()):
-            entry = doc["tables"].setdefault(
-                table, {"rows": 0, "columns": {}, "partitioned_by": list(PARTITIONS)}
-            )
+            entry = doc["tables"].setdefault(table, table_entry(0, {}))
             query = f"SELECT * FROM read_parquet('{_sql(sample)}', hive_partitioning = true)"
             for name, kind in (r[:2] for r in con.execute(f"DESCRIBE ({query})").fetchall()):
                 entry["columns"].setdefault(name, kind)
@@ -227,15 +218,7 @@ def update_schema_doc(root: Path, added: dict[str, int], samples: dict[str, str]
         if table in doc["tables"]:
             doc["tables"][table]["rows"] = max(0, doc["tables"][table]["rows"] + delta)
     doc["tables"] = {t: doc["tables"][t] for t in sorted(doc["tables"]) if doc["tables"][t]["rows"] > 0}
-    return _save(root, doc)
-
-
-def _save(root: Path, doc: dict[str, Any]) -> dict[str, Any]:
-    root.mkdir(parents=True, exist_ok=True)
-    scratch = root / (SCHEMA_FILE + ".part")
-    scratch.write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
-    scratch.replace(root / SCHEMA_FILE)
-    return doc
+    return save_schema_doc(root, doc)
 
 
 def _sql(text: str) -> str:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import duckdb
 
 SCHEMA_FILE = "_hptriage_schema.json"
+PARTITIONS = ("cluster", "collection_date")
 _BY_BUNDLE = """
     SELECT t.*{exclude}, coalesce(nullif(b.cluster, ''), nullif(s.cluster, ''), 'unknown') AS cluster,
            strftime(coalesce(b.collected_at, s.collected_at, b.ingested_at), '%Y-%m-%d') AS collection_date
@@ -41,11 +42,7 @@ def export(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     tables = [r[0] for r in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY table_name").fetchall()]  # fmt: skip
-    doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "format": "parquet, hive partitions",
-        "tables": {},
-    }
+    doc = schema_doc({})
     for table in tables:
         if table == "store_meta":
             continue
@@ -61,18 +58,36 @@ def export(con: duckdb.DuckDBPyConnection, out: Path) -> dict[str, Any]:
         else:  # bundle, snapshot: their own columns say
             query = _own(table, columns)
         rows = con.execute(f"SELECT count(*) FROM ({query})").fetchall()[0][0]
-        doc["tables"][table] = {
-            "rows": rows,
-            "columns": _types(con, query),
-            "partitioned_by": ["cluster", "collection_date"],
-        }
+        doc["tables"][table] = table_entry(rows, _types(con, query))
         if rows:
             target = out / table
             con.execute(
                 f"COPY ({query}) TO '{_sql(target)}' (FORMAT PARQUET, PARTITION_BY (cluster, collection_date),"
                 " OVERWRITE_OR_IGNORE true)"
             )
-    (out / SCHEMA_FILE).write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    return save_schema_doc(out, doc)
+
+
+def schema_doc(tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The schema document of a Parquet dataset (``DIR/_hptriage_schema.json``): the store schema
+    version, the format and each table's entry (:func:`table_entry`).  The one shape ``export`` and a
+    fleet ingest (:mod:`analyzer.fleet.dataset`) both write."""
+    return {"schema_version": SCHEMA_VERSION, "format": "parquet, hive partitions", "tables": tables}
+
+
+def table_entry(rows: int, columns: dict[str, str]) -> dict[str, Any]:
+    """One table's entry in the schema document: its row count, its columns and types (as DuckDB
+    names them) and the hive partition columns."""
+    return {"rows": rows, "columns": columns, "partitioned_by": list(PARTITIONS)}
+
+
+def save_schema_doc(root: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    """Write ``doc`` as ``root/_hptriage_schema.json`` (whole or not at all: a reader never sees half a
+    document); returns it."""
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = root / (SCHEMA_FILE + ".part")
+    scratch.write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+    scratch.replace(root / SCHEMA_FILE)
     return doc
 
 
@@ -92,4 +107,12 @@ def _sql(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-__all__ = ["SCHEMA_FILE", "STORE_TABLES", "export"]
+__all__ = [
+    "PARTITIONS",
+    "SCHEMA_FILE",
+    "STORE_TABLES",
+    "export",
+    "save_schema_doc",
+    "schema_doc",
+    "table_entry",
+]
