@@ -388,7 +388,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
     "--plan-max-age",
     type=_Duration(),
     help="Evidence older than this takes no disruptive action in the plan: 24h, 90m, 2d, or off"
-    " (default: [plan] max_age_hours, 24 h).",
+    " (default: [plan] max_age_hours, 7 days).",
 )
 @click.option(
     "--plan-max-share",

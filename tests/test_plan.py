@@ -260,14 +260,14 @@ def test_a_plan_over_the_share_runs_in_waves(thirty: ReportData) -> None:
 
 
 def test_stale_evidence_takes_no_node_down(samples: dict[str, ReportData]) -> None:
-    plan = _plan(samples["xid-ecc-3node"], as_of=COLLECTED + timedelta(days=5))
+    plan = _plan(samples["xid-ecc-3node"], as_of=COLLECTED + timedelta(days=8))
     assert not plan.disruptive and plan.hyperpod["BatchRebootClusterNodes"] == [] and plan.slurm == []
     held = {a.node: a.held_back for a in plan.actions if a.held_back}
     assert {n: h["action"] for n, h in held.items()} == {"h100-node-04": "reboot", "p5-node-01": "reset-gpu"}
     assert {h["guardrail"] for h in held.values()} == {"stale-evidence"}
     assert any("stale evidence" in w for w in plan.warnings)
     # an age limit set off: the evidence stands
-    assert {a.node for a in _plan(samples["xid-ecc-3node"], as_of=COLLECTED + timedelta(days=5),
+    assert {a.node for a in _plan(samples["xid-ecc-3node"], as_of=COLLECTED + timedelta(days=8),
                                    max_age_hours=None).disruptive} == {"h100-node-04", "p5-node-01"}  # fmt: skip
 
 
