@@ -97,7 +97,7 @@ def build_server(toolbox: Toolbox) -> MCPServer[Any]:
             Field(
                 ge=0,
                 description="Evidence older than this (hours since collection) takes no disruptive action;"
-                " absent: the configured default (24); 0: the age is not checked.",
+                " absent: the configured default (168, a week); 0: the age is not checked.",
             ),
         ] = None,
         history_db: Annotated[
