@@ -464,7 +464,7 @@ def long_row(entity: str | None, section: str, key: str, value: str, line: int |
     }
 
 
-# -- text taken out of PDFs: tables that lost their newlines, headers wrapped ----------------------
+# -- text taken out of PDFs: tables that lost their newlines -------------------------------------
 
 
 def split_flat_table(line: str, header: re.Pattern[str], *, min_cells: int = 5) -> list[str] | None:
@@ -503,29 +503,3 @@ def split_flat_table(line: str, header: re.Pattern[str], *, min_cells: int = 5) 
 
 def _is_use(token: str) -> bool:
     return token == "-" or (token.endswith("%") and token[:-1].isdigit())
-
-
-def rewrap_csv_header(lines: list[str], sep: str = ",", *, most: int = 4) -> tuple[str, int]:
-    """A CSV header hard-wrapped over several lines (text taken out of a PDF, a narrow terminal) joined
-    back, by the row under it: pieces are joined until the header has as many fields as that row.  A
-    piece that starts with ``[`` or ``(`` (a unit) or follows a separator joins with a blank, any other
-    joins without one (a field cut in its middle: ``memory.to`` + ``tal [MiB]``).  Returns the header
-    and how many lines it took; ``(lines[0], 1)`` when no join up to ``most`` lines makes the counts agree.
-
-    >>> rewrap_csv_header(["index, name, memory.to", "tal [MiB], memory.used", "[MiB]",
-    ...                    "0, NVIDIA H100 80GB HBM3, 81559 MiB, 0 MiB"])
-    ('index, name, memory.total [MiB], memory.used [MiB]', 3)
-    >>> rewrap_csv_header(["index, name", "0, NVIDIA A100"])
-    ('index, name', 1)
-    """
-    if not lines:
-        return "", 0
-    header = lines[0]
-    for taken in range(1, min(most, len(lines) - 1) + 1):
-        row = lines[taken]
-        if header.count(sep) == row.count(sep) and header.count(sep):
-            return header, taken
-        piece = row.strip()
-        glue = " " if piece[:1] in "[(" or header.rstrip().endswith(sep) else ""
-        header = header.rstrip() + glue + piece
-    return lines[0], 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 import parsers
-from parsers._text import clean_lines, common_prefix, rewrap_csv_header, split_flat_table, unprefixed
+from parsers._text import clean_lines, common_prefix, split_flat_table, unprefixed
 from tests.conftest import fixture_text
 
 #: kind, real fixture (tests/fixtures/<kind>/), table
@@ -114,12 +114,20 @@ def test_a_flat_line_that_is_not_a_table_stays_one_line() -> None:
 
 
 def test_csv_header_wrapped_mid_field_is_joined() -> None:
+    # the real capture with its header hard-wrapped (a PDF's text): in the middle of a field, then also
+    # right after a separator; the parse gives the rows of the real file
     text = fixture_text("nvidia-smi-csv", sorted_csv())
-    lines = text.splitlines()
-    header, row = lines[0], lines[1]
-    cut = len(header) // 2
-    wrapped = [header[:cut], header[cut:], row]
-    assert rewrap_csv_header(wrapped) == (header, 2)
+    header, *rest = text.splitlines(True)
+    original = parsers.parse("nvidia-smi-csv", text)
+    assert _values(original, "gpu_query")
+    mid = header.index(".", header.index(",") + 1) + 2  # inside the second or a later field
+    after_sep = header.index(",", mid) + 1
+    for cuts in ([mid], [mid, after_sep]):
+        pieces = [header[a:b] for a, b in zip([0, *cuts], [*cuts, len(header)], strict=True)]
+        wrapped = "\n".join(p.rstrip("\n") for p in pieces) + "\n" + "".join(rest)
+        again = parsers.parse("nvidia-smi-csv", wrapped)
+        moved = [{**row, "line": row["line"] + len(cuts)} for row in _values(original, "gpu_query")]
+        assert _values(again, "gpu_query") == moved, cuts  # each row one line further down per cut
 
 
 def sorted_csv() -> str:
