@@ -77,6 +77,11 @@ Schema
   current boot (``dmesg``, ``journalctl -k``, ``journalctl -b``/``-b 0``), -1, -2 ... an earlier one
   (``journalctl -b -1``, ``--boot=-2``); 0 for a bundle's ``cmd/dmesg.txt`` without a command; null when
   unknown (a syslog file, a journal of every boot, a pasted log)
+- ``signature`` str — the id of the catalog signature the line matched (``parsers/kernel_signatures.toml``),
+  null for an event read outside the catalog
+- ``device`` str — the device the line names (block device, file system, Lustre target, NIC) where the
+  signature captures one; for ``kernel_error`` (a line at error level no signature claims) the driver or
+  device the message starts with
 
 Examples
 --------

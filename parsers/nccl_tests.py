@@ -70,12 +70,13 @@ old output), ``pid`` int, ``host`` str, ``device`` int, ``bus_id`` str (``dddd:b
 PCI address, else as printed, e.g. ``0x10``), ``gpu_name`` str.
 
 ``nccl_result`` (one row per size): ``line`` int, ``run`` int, ``size_bytes`` int, ``count`` int, ``dtype``
-str, ``redop`` str (null when the layout has none), ``root`` int (null on the old layout); for
-out-of-place (``oop_``) and in-place (``ip_``): ``time_us`` float, µs; ``algbw_gbps`` / ``busbw_gbps``
-float, GB/s; ``wrong`` int (``#wrong``; null for ``N/A`` and on the old layouts); ``error`` float (old
-layouts only); ``extra`` str — JSON object of cells after the two sides, under their header names
-(``colN`` when unnamed), else null; ``prefix`` str — text before the row that no launcher pattern took
-off, as printed (``[1,0]<stdout>:`` mangled, an unknown tag), else null.
+str, ``redop`` str (null when the layout has none), ``root`` int (null on the old layout); out-of-place
+and in-place: ``oop_time_us``, ``ip_time_us`` float, µs; ``oop_algbw_gbps``, ``oop_busbw_gbps``,
+``ip_algbw_gbps``, ``ip_busbw_gbps`` float, GB/s; ``oop_wrong``, ``ip_wrong`` int (``#wrong``; null for
+``N/A`` and on the old layouts); ``oop_error``, ``ip_error`` float (old layouts only); ``extra`` str —
+JSON object of cells after the two sides, under their header names (``colN`` when unnamed), else null;
+``prefix`` str — text before the row that no launcher pattern took off, as printed (``[1,0]<stdout>:``
+mangled, an unknown tag), else null.
 
 ``nccl_log_event`` (NCCL WARN lines, error lines, and the first INFO line of each informative kind per
 host and run): ``line`` int, ``run`` int, ``host`` str (the log line's host, else a pdsh/kubectl tag),
