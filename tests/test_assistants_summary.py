@@ -96,7 +96,7 @@ def test_xid_cluster_summary_names_the_planted_faults(analyzed: Any) -> None:
     assert ("gpu.count.low", "h100-node-04") in critical and ("gpu.xid", "p5-node-01") in critical
     sections = {s["section"]: s for s in summary["sections"]}
     assert set(sections) == {"A", "C"} and sections["A"]["rules"] == ["version.drift"]
-    assert summary["rules"]["fail"] == 4
+    assert summary["rules"]["fail"] == 5
 
 
 def test_fsx_summary_carries_cluster_wide_causes_and_gaps(analyzed: Any) -> None:
