@@ -11,7 +11,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -142,7 +141,8 @@ def judge(
     """Run the rules; with several parts (clusters, folders), over each part's rows alone, so that no
     rule compares nodes, pools nccl-tests runs or counts a placement across them.  The findings of all
     parts are kept; each rule's outcomes are merged (error, then fail, then pass, then skipped)."""
-    from analyzer.judge.engine import TOO_FEW_PEERS, run_rules
+    from analyzer.judge.engine import merge_outcomes, run_rules
+    from analyzer.judge.findings import finding_order
 
     scopes = [p["bundle_ids"] for p in parts if p["bundle_ids"]]
     if len(scopes) <= 1:
@@ -155,7 +155,7 @@ def judge(
         ).fetchall()
     ]
     findings: list[Finding] = []
-    outcomes: dict[str, list[Outcome]] = {}
+    outcomes: list[Outcome] = []
     schemas: list[str] = []
     try:
         for n, ids in enumerate(scopes):
@@ -172,34 +172,13 @@ def judge(
             con.execute(f"SET search_path = '{schema},main'")
             found, judged = run_rules(con, modules, settings)
             findings += found
-            for o in judged:
-                outcomes.setdefault(o.rule, []).append(o)
+            outcomes += judged
     finally:
         con.execute("RESET search_path")
         for schema in schemas:
             con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-    rank = {"error": 0, "fail": 1, "pass": 2, "skipped": 3}
-    merged = []
-    for outs in outcomes.values():
-        best = min(outs, key=lambda o: rank.get(o.outcome, len(rank)))
-        # a part that had too few peers to compare keeps its why beside the parts that were judged
-        reasons = sorted(
-            {
-                o.reason
-                for o in outs
-                if o.reason and (o.outcome == best.outcome or o.reason.startswith(TOO_FEW_PEERS))
-            }
-        )
-        merged.append(
-            replace(
-                best,
-                findings=sum(o.findings for o in outs),
-                reason="; ".join(reasons) or None,
-                nodes_without_data=sorted({n for o in outs for n in o.nodes_without_data}),
-                nodes_checked=sorted({n for o in outs for n in o.nodes_checked}),
-            )
-        )
-    findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))
+    merged = merge_outcomes(outcomes)
+    findings.sort(key=finding_order)
     con.execute("DELETE FROM rule_outcome")
     con.executemany(
         "INSERT INTO rule_outcome VALUES (?, ?, ?, ?)",

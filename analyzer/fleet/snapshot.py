@@ -37,8 +37,6 @@ if TYPE_CHECKING:
 
 #: How a driver judges snapshots: a map of judge_part over the parts (in order).
 MapParts = Callable[[Callable[[Any], Any], list[Any]], list[Any]]
-#: How outcomes of one rule over several inputs combine (as analyze combines a cluster's folders).
-_RANK = {"error": 0, "fail": 1, "pass": 2, "skipped": 3}
 
 
 @dataclass
@@ -256,7 +254,8 @@ class _Part:
         import pyarrow.compute as pc
 
         from analyzer.fleet.read_input import arrow
-        from analyzer.judge.engine import run_rules
+        from analyzer.judge.engine import merge_outcomes, run_rules
+        from analyzer.judge.findings import Outcome
         from analyzer.store.tables import connect
 
         con = connect(None)
@@ -292,13 +291,15 @@ class _Part:
             for t in self.group.findings
         ]
         findings = concat_tables([cross_rows, *local], like=cross_rows)
-        outcomes = _merge_outcomes(
-            [
-                {"rule": o.rule, "outcome": o.outcome, "findings": o.findings, "reason": o.reason}
-                for o in judged
-            ]
-            + [o for o in local_outcomes if o["rule"] not in again]
-        )
+        local_judged = [
+            Outcome(o["rule"], o["outcome"], o["findings"] or 0, o["reason"])
+            for o in local_outcomes
+            if o["rule"] not in again
+        ]
+        outcomes = [
+            {"rule": o.rule, "outcome": o.outcome, "findings": o.findings, "reason": o.reason}
+            for o in merge_outcomes([*judged, *local_judged])
+        ]
         return findings, outcomes
 
     def _write_snapshot(
@@ -404,19 +405,3 @@ def _load_facts(con: duckdb.DuckDBPyConnection, root: Path, places: dict[str, tu
         got = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
         columns = ", ".join(f'"{c}"' for c in sorted(have & got - {"collection_date"}))
         con.execute(f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM {scan}')
-
-
-def _merge_outcomes(outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One outcome per rule: the worst (error, fail, pass, skipped), findings summed, reasons joined."""
-    by_rule: dict[str, list[dict[str, Any]]] = {}
-    for o in outcomes:
-        by_rule.setdefault(o["rule"], []).append(o)
-    merged = []
-    for rule, outs in by_rule.items():
-        best = min(outs, key=lambda o: _RANK.get(o["outcome"], len(_RANK)))
-        reasons = sorted({o["reason"] for o in outs if o["outcome"] == best["outcome"] and o["reason"]})
-        merged.append({
-            "rule": rule, "outcome": best["outcome"], "findings": sum(o["findings"] or 0 for o in outs),
-            "reason": "; ".join(reasons) or None,
-        })  # fmt: skip
-    return merged

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import string
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from analyzer.judge.findings import Evidence, Finding, Outcome, Route, Severity
+from analyzer.judge.findings import Evidence, Finding, Outcome, Route, Severity, finding_order
 from analyzer.judge.settings import Settings, load_settings
 
 if TYPE_CHECKING:
@@ -303,10 +303,45 @@ def run_rules(
                 nodes_checked=sorted(checked),
             )
         )
-    findings.sort(key=lambda f: (f.severity.rank, f.node or "", f.gpu if f.gpu is not None else -1, f.rule))
+    findings.sort(key=finding_order)
     _fill_evidence_text(con, findings)
     _store(con, findings, outcomes)
     return findings, outcomes
+
+
+#: the outcome that wins when one rule was judged several times (over parts, by workers): worst first
+OUTCOME_RANK = {"error": 0, "fail": 1, "pass": 2, "skipped": 3}
+
+
+def merge_outcomes(outcomes: Iterable[Outcome]) -> list[Outcome]:
+    """One outcome per rule (in the order rules first appear) from the outcomes of several runs of the
+    rules (a pipeline's parts, a fleet's workers and its snapshot): the worst (error, then fail, then
+    pass, then skipped), its findings the sum of all, its reason those of the outcomes as bad as it, and
+    the why of any run that had too few peers to compare (kept beside the runs that were judged); the
+    nodes checked and not examined are those of every run."""
+    by_rule: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        by_rule.setdefault(o.rule, []).append(o)
+    merged = []
+    for outs in by_rule.values():
+        best = min(outs, key=lambda o: OUTCOME_RANK.get(o.outcome, len(OUTCOME_RANK)))
+        reasons = sorted(
+            {
+                o.reason
+                for o in outs
+                if o.reason and (o.outcome == best.outcome or o.reason.startswith(TOO_FEW_PEERS))
+            }
+        )
+        merged.append(
+            replace(
+                best,
+                findings=sum(o.findings for o in outs),
+                reason="; ".join(reasons) or None,
+                nodes_without_data=sorted({n for o in outs for n in o.nodes_without_data}),
+                nodes_checked=sorted({n for o in outs for n in o.nodes_checked}),
+            )
+        )
+    return merged
 
 
 def error_reason(exc: BaseException) -> str:

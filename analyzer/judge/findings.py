@@ -99,6 +99,13 @@ class Finding:
         }
 
 
+def finding_order(finding: Finding) -> tuple[int, str, int, str]:
+    """The one order of findings, wherever they are listed: worst first, then by node (cluster-wide
+    findings first), GPU and rule.  ``findings.sort(key=finding_order)``."""
+    gpu = finding.gpu if finding.gpu is not None else -1
+    return (finding.severity.rank, finding.node or "", gpu, finding.rule)
+
+
 @dataclass
 class Outcome:
     """How one rule ended over the whole analysis, and which nodes it checked or could not examine."""
