@@ -27,8 +27,9 @@ conditions and the other scalar metadata/spec keys); JSON with a
 ``Nodes`` array of ``{"Name", "InstanceId", "Topology": {labels}}`` (aws-ofi-nccl's label dump);
 ``kubectl get nodes --show-labels``; ``kubectl describe node`` (one or several nodes: Name, Roles,
 Labels, Annotations with values wrapped onto the next line, Taints, CreationTimestamp,
-Unschedulable, Addresses, Capacity, Allocatable, System Info, ProviderID; the Lease, Conditions,
-Non-terminated Pods, Allocated resources and Events tables are not placement and are skipped);
+Unschedulable, Addresses, Capacity, Allocatable, System Info, ProviderID; its Conditions table into
+``node_condition``; the Lease, Non-terminated Pods, Allocated resources and Events tables are not
+placement and are skipped);
 Slurm ``topology.conf`` and ``scontrol show topology`` (tree, block, AggregatedBlock and ring
 entries; ``#`` comments, blank lines, ``\\`` line continuations, several entries on one line;
 ``BlockSizes=`` kept on every block row).  Slurm hostlists are expanded: ``ip-10-1-[2-4,7]`` gives
@@ -55,6 +56,21 @@ Schema
   instance; so each node of a ``kind: List`` or a multi-node describe keeps its own facts and
   lines; null for IMDS
 - ``host`` str — launcher tag of the line (pdsh host, srun rank, pod), else null
+
+``node_condition`` (one row per Kubernetes node condition: the ``Conditions:`` table of ``kubectl
+describe node``, or ``status.conditions`` of the node JSON; the kubelet's Ready, MemoryPressure,
+DiskPressure, PIDPressure, NetworkUnavailable, and any a node-problem-detector or monitoring agent
+adds, KernelDeadlock, ReadonlyFilesystem, AcceleratedHardwareReady):
+
+- ``line`` int — line of the condition's row (JSON: of its type)
+- ``node_name`` str — the Kubernetes node (``Name:``, ``metadata.name``)
+- ``type`` str — the condition's type as printed
+- ``status`` str — True, False or Unknown as printed
+- ``last_heartbeat_time`` str — LastHeartbeatTime as printed, null when the row does not carry it
+- ``last_transition_time`` str — LastTransitionTime as printed, null when not carried
+- ``reason`` str — the condition's reason (one word), null when not carried
+- ``message`` str — the condition's message, null when empty
+- ``host`` str — launcher tag of the line, else null
 
 ``topology_member`` (one row per node a switch or block lists; one row with a null node for a
 switch that lists only switches):
@@ -107,7 +123,7 @@ INFO = ParserInfo(
         "kubectl describe node",
         "aws ec2 describe-instance-topology",
     ),
-    tables=("placement_fact", "topology_member"),
+    tables=("placement_fact", "node_condition", "topology_member"),
     versions_seen=(
         "IMDSv2",
         "EKS 1.33/1.34 (Karpenter, NFD labels, trn1 Neuron capacity)",
@@ -126,6 +142,17 @@ SCHEMA = {
         Column(
             "node_name", "str", "node the fact belongs to (Kubernetes name, EC2 InstanceId; null for IMDS)"
         ),
+        Column("host", "str", "launcher tag of the line"),
+    ),
+    "node_condition": (
+        Column("line", "int", "line of the condition's row"),
+        Column("node_name", "str", "the Kubernetes node"),
+        Column("type", "str", "condition type as printed (Ready, MemoryPressure, KernelDeadlock, ...)"),
+        Column("status", "str", "True, False or Unknown"),
+        Column("last_heartbeat_time", "str", "LastHeartbeatTime as printed"),
+        Column("last_transition_time", "str", "LastTransitionTime as printed"),
+        Column("reason", "str", "the condition's reason"),
+        Column("message", "str", "the condition's message"),
         Column("host", "str", "launcher tag of the line"),
     ),
     "topology_member": (
@@ -299,11 +326,19 @@ _SECTIONS = {
     "Addresses": "k8s-address",
     "System Info": "k8s-node-info",
 }
-_SKIPPED = frozenset({"Lease", "Conditions", "Non-terminated Pods", "Allocated resources", "Events"})
+_SKIPPED = frozenset({"Lease", "Non-terminated Pods", "Allocated resources", "Events"})
 _KNOWN = frozenset(
     {"Name", "Roles", "Labels", "Taints", "CreationTimestamp", "Unschedulable", "ProviderID", "PodCIDR"}
-    | {"PodCIDRs", *_SECTIONS, *_SKIPPED}
+    | {"PodCIDRs", "Conditions", *_SECTIONS, *_SKIPPED}
 )
+#: kubectl's time as describe prints it: "Thu, 18 Dec 2025 01:29:49 +0000"
+_DESCRIBE_TIME = r"[A-Z][a-z]{2}, \d{1,2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} [+-]\d{4}"
+_CONDITION = re.compile(
+    rf"^(?P<type>[A-Za-z][\w.\-/]*)\s+(?P<status>True|False|Unknown)"
+    rf"(?:\s+(?P<beat>{_DESCRIBE_TIME})\s+(?P<moved>{_DESCRIBE_TIME})(?:\s+(?P<reason>\S+)(?:\s+(?P<message>.*))?)?)?\s*$"
+)
+_OLD_ANNOTATION = re.compile(r"^([\w.\-/]+)=(.*)$")  # kubectl before 1.6 printed "key=value"
+_CONDITION_HEAD = re.compile(r"^(?:Type\s+Status\b|-{4}\s+-{6})")
 
 
 def _describe(lines: list[str], hosts: list[str | None], facts: _Facts) -> None:
@@ -335,6 +370,9 @@ def _describe(lines: list[str], hosts: list[str | None], facts: _Facts) -> None:
             elif section not in _SKIPPED and value and value != "<none>":
                 facts.add(no, section, value, "k8s-node", node, host)
             continue
+        if section == "Conditions":
+            last = _condition(facts.result, s, no, line, node, host, last)
+            continue
         if not section or section in _SKIPPED:
             continue  # a command echo before the first field, or a table that is not placement
         if section == "Annotations" and last is not None and not _ITEM.match(s):
@@ -344,6 +382,43 @@ def _describe(lines: list[str], hosts: list[str | None], facts: _Facts) -> None:
             last = _describe_item(facts, section, s, no, line, node, host)
         elif _LOOKS_LIKE_DATA.search(s):
             facts.result.issue(no, line, f"line under {section or 'no field'} not read")
+
+
+def _condition(
+    result: ParseResult,
+    s: str,
+    no: int,
+    line: str,
+    node: str | None,
+    host: str | None,
+    last: dict[str, Any] | None,
+) -> dict[str, Any] | None:
+    """One row of the describe's Conditions table; a line that is no row continues the message above it
+    (a message holding a line break), or, with no row above, is named as not read."""
+    if _CONDITION_HEAD.match(s):
+        return None
+    m = _CONDITION.match(s)
+    if m is None:
+        if last is not None:
+            last["message"] = f"{last['message'] or ''} {s}".strip()
+            return last
+        result.issue(no, line, "line under Conditions is no condition row")
+        return None
+    if m.group("beat") is None:
+        result.issue(no, line, "condition row without its times, reason and message: type and status kept")
+    row = {
+        "line": no,
+        "node_name": node,
+        "type": m.group("type"),
+        "status": m.group("status"),
+        "last_heartbeat_time": m.group("beat"),
+        "last_transition_time": m.group("moved"),
+        "reason": m.group("reason"),
+        "message": (m.group("message") or "").strip() or None,
+        "host": host,
+    }
+    result.add("node_condition", row)
+    return row
 
 
 def _describe_item(
@@ -360,6 +435,8 @@ def _describe_item(
     if section == "Taints":
         return facts.add(no, "taint", s, "k8s-taint", node, host)
     m = _ITEM.match(s)
+    if m is None and section == "Annotations" and (eq := _OLD_ANNOTATION.match(s)):
+        return facts.add(no, eq.group(1), eq.group(2), "k8s-annotation", node, host)  # kubectl <= 1.5
     if m is None:
         facts.result.issue(no, line, f"{section} line is not 'key: value'")
         return None
@@ -506,8 +583,16 @@ def _k8s_node(item: dict[str, Any], meta: dict[str, Any], line_at: Callable[...,
                       addr.get("address"), "k8s-address", node)  # fmt: skip
     for cond in status.get("conditions") or []:
         if isinstance(cond, dict) and cond.get("type"):
-            facts.add(line_at("status", "conditions", str(cond["type"])), cond["type"], cond.get("status"),
-                      "k8s-condition", node)  # fmt: skip
+            at = line_at("status", "conditions", str(cond["type"]))
+            facts.add(at, cond["type"], cond.get("status"), "k8s-condition", node)
+            facts.result.add("node_condition", {
+                "line": at, "node_name": node, "type": str(cond["type"]),
+                "status": None if cond.get("status") is None else str(cond["status"]),
+                **{col: (str(cond[key]) if cond.get(key) not in (None, "") else None) for col, key in (
+                    ("last_heartbeat_time", "lastHeartbeatTime"), ("last_transition_time", "lastTransitionTime"),
+                    ("reason", "reason"), ("message", "message"))},
+                "host": None,
+            })  # fmt: skip
     for section, part in (
         ("metadata", meta),
         ("spec", spec),

@@ -111,8 +111,11 @@ def test_kern_log_gives_the_boots_before_the_running_one(tmp_path: Path) -> None
     ).fetchone() == (1,)
 
 
-def _kubectl_tarball(path: Path, iid: str) -> None:
+def _kubectl_tarball(path: Path, iid: str, edit: dict[str, str] | None = None) -> bytes:
     text = DESCRIBE.read_text(encoding="utf-8")
+    for old, new in (edit or {}).items():
+        assert old in text, old
+        text = text.replace(old, new)
     text = text.replace(
         "Name:               ip-10-0-5-152.ap-northeast-2.compute.internal",
         f"Name:               hyperpod-{iid}",
@@ -131,6 +134,7 @@ def _kubectl_tarball(path: Path, iid: str) -> None:
         info = tarfile.TarInfo(hp.NODES_DESCRIBE)
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
+    return data
 
 
 def test_kubectl_describe_nodes_gives_each_node_its_health_label(tmp_path: Path) -> None:
@@ -146,6 +150,29 @@ def test_kubectl_describe_nodes_gives_each_node_its_health_label(tmp_path: Path)
     assert [(f["rule"], f["node"]) for f in zipped["findings"] if f["rule"] == "host.deep_health.failed"] == [
         ("host.deep_health.failed", WELL[2])
     ]
+
+
+def test_a_nodes_kubernetes_conditions_are_judged_with_their_reason(tmp_path: Path) -> None:
+    # the describe's Ready row given the words the kubelet's node controller writes when the kubelet
+    # stops posting (the real kubectl 1.5 describe of tests/fixtures/placement/vmware-k8s-describe-node-
+    # ready-unknown-tabs-conditions.txt): Ready Unknown, NodeStatusUnknown
+    ready = "  Ready            True    Thu, 18 Dec 2025 01:29:49 +0000   Thu, 18 Dec 2025 01:29:17 +0000   KubeletReady                 kubelet is posting ready status"  # noqa: E501
+    stopped = ready.replace("True   ", "Unknown").replace(
+        "KubeletReady                 kubelet is posting ready status",
+        "NodeStatusUnknown            Kubelet stopped posting node status.",
+    )
+    root = _report(tmp_path)
+    data = _kubectl_tarball(root / hp.KUBECTL, WELL[1], {ready: stopped})
+    line = data.decode().splitlines().index(stopped) + 1
+    code, report, output = analyze_json(tmp_path, root)
+    (finding,) = [f for f in report["findings"] if f["rule"] == "host.k8s.condition"]
+    assert (finding["node"], finding["severity"]) == (WELL[2], "critical")
+    assert finding["params"]["condition"] == "Ready" and finding["params"]["reason"] == "NodeStatusUnknown"
+    assert finding["evidence"][0]["file"] == f"{WELL[2]}/{hp.KUBECTL}!{hp.NODES_DESCRIBE}"
+    assert finding["evidence"][0]["line"] == line
+    # the instance the describe does not name has no conditions: not examined, never passed
+    (outcome,) = [o for o in report["rules"] if o["rule"] == "host.k8s.condition"]
+    assert outcome["nodes_checked"] == [WELL[2]] and SICK[2] in outcome["nodes_without_data"]
 
 
 def test_an_eks_nodes_messages_gives_its_earlier_boots(tmp_path: Path) -> None:

@@ -137,7 +137,7 @@ def full_files() -> dict[str, tuple[str, str]]:
         "cmd/uptime.txt": ("uptime", fixture("uptime", "handwritten-proc-uptime.txt")),
         "cmd/placement.txt": (
             "placement",
-            fixture("placement", "eks-p4d-describe-node-labels-karpenter-nfd.txt"),
+            fixture("placement", "training-on-eks-p4d-describe-node-full-prompt-fence-cut-tail.txt"),
         ),
     }
 

@@ -12,4 +12,5 @@ RULES: tuple[str, ...] = (
     "deep_health_failed",
     "shm_stale_nccl",
     "slurm_unavailable",
+    "k8s_condition",
 )
