@@ -1,32 +1,12 @@
-"""The report sections a rule belongs to: analysis, so every renderer (and the rules doc) reads it here."""
+"""The report sections a rule belongs to, for every renderer (and the rules doc).  An area is declared
+once, with its section, in :data:`analyzer.judge.rules.AREAS`; this module only hands that on.
+"""
 
 from __future__ import annotations
 
-#: Report sections, in report order.
-SECTIONS: dict[str, str] = {
-    "A": "A. Uneven NCCL / topology",
-    "B": "B. Filesystem",
-    "C": "C. GPU and host health",
-}
+from analyzer.judge.rules import AREAS, SECTIONS, section_of
 
 #: Rule area (first part of the rule id) -> report section.
-AREA_SECTION: dict[str, str] = {
-    "nccl": "A",
-    "straggler": "A",
-    "net": "A",
-    "placement": "A",
-    "version": "A",
-    "fs": "B",
-    "gpu": "C",
-    "host": "C",
-    "bundle": "C",
-}
+AREA_SECTION: dict[str, str] = AREAS
 
-
-def section_of(rule_id: str) -> str:
-    """The section key of a rule id; an area no section names (a plugin's) goes to C.
-
-    >>> section_of("fs.iowait.high"), section_of("gpu.xid"), section_of("acme.custom")
-    ('B', 'C', 'C')
-    """
-    return AREA_SECTION.get(rule_id.split(".", 1)[0], "C")
+__all__ = ["AREA_SECTION", "SECTIONS", "section_of"]

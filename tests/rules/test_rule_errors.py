@@ -46,14 +46,18 @@ def _raises(ctx: Context) -> Iterable[Finding]:
 MISSING_TABLE = _module(
     "acme_missing_table",
     RuleInfo(
-        "acme.missing.table", "Needs a table no parser makes", Severity.WARNING, ("no_such_table",), ROUTE
+        "host.acme_missing.table",
+        "Needs a table no parser makes",
+        Severity.WARNING,
+        ("no_such_table",),
+        ROUTE,
     ),
     _never_called,
 )
 MISSING_COLUMN = _module(
     "acme_missing_column",
     RuleInfo(
-        "acme.missing.column",
+        "host.acme_missing.column",
         "Needs a column the node table lacks",
         Severity.WARNING,
         ("gpu",),
@@ -64,10 +68,10 @@ MISSING_COLUMN = _module(
 )
 RAISES = _module(
     "acme_raises",
-    RuleInfo("acme.check.raises", "A check that raises", Severity.CRITICAL, ("kernel_event",), ROUTE),
+    RuleInfo("host.acme_check.raises", "A check that raises", Severity.CRITICAL, ("kernel_event",), ROUTE),
     _raises,
 )
-BROKEN = {"acme.missing.table", "acme.missing.column", "acme.check.raises"}
+BROKEN = {"host.acme_missing.table", "host.acme_missing.column", "host.acme_check.raises"}
 
 
 @pytest.fixture(scope="module")
@@ -97,11 +101,11 @@ def _errors(data: ReportData) -> dict[str, str]:
 def test_broken_rules_end_error_with_the_reason(data: ReportData) -> None:
     errors = _errors(data)
     assert set(errors) == BROKEN
-    assert errors["acme.missing.table"].startswith("CatalogException: ")
-    assert "no_such_table" in errors["acme.missing.table"]
-    assert errors["acme.missing.column"].startswith("BinderException: ")
-    assert "no_such_column" in errors["acme.missing.column"]
-    assert errors["acme.check.raises"] == "RuntimeError: boom in check"
+    assert errors["host.acme_missing.table"].startswith("CatalogException: ")
+    assert "no_such_table" in errors["host.acme_missing.table"]
+    assert errors["host.acme_missing.column"].startswith("BinderException: ")
+    assert "no_such_column" in errors["host.acme_missing.column"]
+    assert errors["host.acme_check.raises"] == "RuntimeError: boom in check"
     assert all("\n" not in reason and "LINE 1" not in reason for reason in errors.values())
 
 
@@ -143,7 +147,7 @@ def test_every_report_names_the_broken_rules(data: ReportData) -> None:
         assert "Needs a table no parser makes" in report
     # the sections carry them as concerns too
     section_c = text.split("C. GPU and host health", 1)[1].split("\nVerdict\n", 1)[0]
-    assert "[CONCERN] rule error: A check that raises (acme.check.raises) failed to run;" in section_c
+    assert "[CONCERN] rule error: A check that raises (host.acme_check.raises) failed to run;" in section_c
     doc = findings_json.document(data)
     assert doc["verdict"]["status"] == "incomplete"
     errors = {r["rule"]: r["reason"] for r in doc["rules"] if r["outcome"] == "error"}
