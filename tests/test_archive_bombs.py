@@ -245,6 +245,10 @@ def test_bug_report_of_appended_gzip_members_nested_in_an_eks_tarball(tmp_path: 
     assert took < SECONDS, f"{took:.1f} s"
     problems = " ".join(p["error"] for p in report.get("parse_problems", []))
     assert "the rest was not read" in problems, (code, output, problems)
+    # the member decoding stopped in is named as an unread member of the report, as other readers do
+    (member,) = [p for p in _unread(report) if "nvidia-bug-report.log.gz!gzip member " in p]
+    assert "decoding stopped there" in _unread(report)[member] and code == 5
+    assert int(member.rsplit(" ", 1)[1]) > 1  # the report's own first member was read
     nested = tmp_path / "nested"
     nested.mkdir()
     path = _eks_tarball(nested / "eks_i-0c0c0c0c0c0c0c0c0_2026-01-05_0800-UTC_0.7.8.tar.gz", bomb, False)
@@ -252,3 +256,6 @@ def test_bug_report_of_appended_gzip_members_nested_in_an_eks_tarball(tmp_path: 
     assert took < SECONDS, f"{took:.1f} s"
     problems = " ".join(p["error"] for p in report.get("parse_problems", []))
     assert "the rest was not read" in problems, (code, output, problems)
+    assert [p for p in _unread(report) if f"{path.name}!gpu/nvidia-bug-report.log.gz!gzip member " in p], (
+        _unread(report)
+    )

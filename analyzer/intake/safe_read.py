@@ -660,11 +660,15 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _GZ_CHUNK = 1024 * 1024
 
 
-def gunzip_members(fh: BinaryIO, size: int, limits: Limits) -> tuple[bytes, list[str]]:
+def gunzip_members(
+    fh: BinaryIO, size: int, limits: Limits, unread: list[Refusal] | None = None
+) -> tuple[bytes, list[str]]:
     """The decoded bytes of every whole gzip member of a stream of ``size`` compressed bytes (``gzip -c
     >>`` appends one member per write), and the problems met: a cut last member (a killed run) or a
     damaged one is left out, decoding stops at the per-file cap and the expansion ratio, in bounded
-    steps so a bomb never expands in one call.  Raises ValueError when no member decodes whole."""
+    steps so a bomb never expands in one call.  Raises ValueError when no member decodes whole.
+    A cap stops decoding inside a member: with ``unread``, that member is added to it
+    (``gzip member N``, with the cap), so a caller names it as an unread member of its input."""
     problems: list[str] = []
     kept: list[bytes] = []  # members decoded whole
     current: list[bytes] = []  # the member being decoded
@@ -690,11 +694,15 @@ def gunzip_members(fh: BinaryIO, size: int, limits: Limits) -> tuple[bytes, list
             problems.append(f"gzip member {members + 1} is damaged ({exc}); the rest was not read")
             break
         total += len(out)
+        cap = ""
         if total > limits.max_file_bytes:
-            problems.append(f"decoded text over the {limits.max_file_bytes}-byte cap; the rest was not read")
-            break
-        if total > limits.ratio_floor_bytes and total > limits.max_ratio * size:
-            problems.append(f"expands more than {limits.max_ratio:g} times; the rest was not read")
+            cap = f"decoded text over the {limits.max_file_bytes}-byte cap"
+        elif total > limits.ratio_floor_bytes and total > limits.max_ratio * size:
+            cap = f"expands more than {limits.max_ratio:g} times"
+        if cap:
+            problems.append(f"{cap} in gzip member {members + 1}; the rest was not read")
+            if unread is not None:
+                unread.append(Refusal(f"gzip member {members + 1}", f"{cap}; decoding stopped there"))
             break
         current.append(out)
         if not d.eof:

@@ -152,6 +152,7 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
             problems.append(f"{BUG_REPORT}: {report}")
         else:
             problems.extend(f"{BUG_REPORT}: {p}" for p in report.problems)
+            refusals.extend(Refusal(f"{BUG_REPORT}!{r.path}", r.reason) for r in report.unread)
             layout.facts.update({f"bug_report_{k}": v for k, v in report.facts.items()})
             report.beside(layout, SOURCE)
     elif not any(r.path == BUG_REPORT for r in refusals):

@@ -313,7 +313,8 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
             report.problems.extend(kubectl_nodes(layouts, report.nodes_describe, report.kubectl_where))
     else:
         layouts = [
-            _old_node(name, files, limits, report.problems) for name, files in sorted(report.hosts.items())
+            _old_node(name, files, limits, report.problems, report.refusals)
+            for name, files in sorted(report.hosts.items())
         ]
         _share_sinfo(layouts)
     nodes: list[Path] = []
@@ -514,7 +515,9 @@ def _current_nodes(report: _Report, limits: Limits) -> list[NodeLayout]:
         if iid:
             seen.add(iid)
         layouts.append(
-            _current_node(name, files, inner, group, iid, common, summary, limits, report.problems)
+            _current_node(
+                name, files, inner, group, iid, common, summary, limits, report.problems, report.refusals
+            )
         )
     for iid, result in by_iid.items():
         if iid in seen:
@@ -546,6 +549,7 @@ def _current_node(
     summary: dict[str, Any],
     limits: Limits,
     problems: list[str],
+    unread: list[Refusal],
 ) -> NodeLayout:
     facts = {k: v for k, v in common.items() if v}
     for key, member in (
@@ -572,7 +576,7 @@ def _current_node(
     for output in mounts:
         if output.kind == "mounts":
             layout.add(output)
-    _outputs(layout, files, CURRENT_OUTPUTS, CURRENT_BUG_REPORTS, limits, problems, name)
+    _outputs(layout, files, CURRENT_OUTPUTS, CURRENT_BUG_REPORTS, limits, problems, name, unread)
     for member in sorted(files):
         if _COMMAND.match(member):
             text = files[member].decode("utf-8", "replace")
@@ -585,10 +589,12 @@ def _current_node(
     return layout
 
 
-def _old_node(host: str, files: dict[str, bytes], limits: Limits, problems: list[str]) -> NodeLayout:
+def _old_node(
+    host: str, files: dict[str, bytes], limits: Limits, problems: list[str], unread: list[Refusal]
+) -> NodeLayout:
     role, _, name = host.partition("/")
     layout = NodeLayout(name, SOURCE, host, {"hostname": name, "hyperpod_role": role})
-    _outputs(layout, files, OLD_OUTPUTS, OLD_BUG_REPORTS, limits, problems, host)
+    _outputs(layout, files, OLD_OUTPUTS, OLD_BUG_REPORTS, limits, problems, host, unread)
     return layout
 
 
@@ -600,8 +606,10 @@ def _outputs(
     limits: Limits,
     problems: list[str],
     where: str,
+    unread: list[Refusal],
 ) -> None:
-    """The node's outputs, one per kind, and the kinds it lacks with why."""
+    """The node's outputs, one per kind, and the kinds it lacks with why; the gzip member of its bug
+    report a cap stopped decoding in goes to ``unread`` (``<where>!<report>!gzip member N``)."""
     for member, kind, command in outputs:
         if member in files and not layout.has(kind):
             text = files[member].decode("utf-8", "replace")
@@ -615,6 +623,7 @@ def _outputs(
         else:
             read_bug = True
             problems.extend(f"{where}/{bug}: {p}" for p in content.problems)
+            unread.extend(Refusal(f"{_origin(where, bug)}!{r.path}", r.reason) for r in content.unread)
             for key, value in content.facts.items():
                 layout.facts[f"bug_report_{key}"] = value
             if "collected_at" not in layout.facts and content.facts.get("collected_at"):

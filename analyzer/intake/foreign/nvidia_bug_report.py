@@ -46,7 +46,7 @@ from typing import BinaryIO
 
 import analyzer.intake.foreign.boots as boots
 from analyzer.intake.foreign.layout import Absent, Converted, NodeLayout, Output, write_node
-from analyzer.intake.safe_read import Limits, gunzip_members
+from analyzer.intake.safe_read import Limits, Refusal, gunzip_members
 
 SOURCE = "nvidia-bug-report"
 #: the names such reports go by (a file named so but holding something else is refused with that reason)
@@ -108,20 +108,23 @@ def detect(path: Path) -> bool:
     return looks_like(raw)
 
 
-def decode(path: Path, limits: Limits) -> tuple[str, list[str]]:
-    """The report's text and the problems met reading it (a cut member, a cap reached).
+def decode(path: Path, limits: Limits, unread: list[Refusal] | None = None) -> tuple[str, list[str]]:
+    """The report's text and the problems met reading it (a cut member, a cap reached); with ``unread``,
+    the gzip member a cap stopped decoding in (``gzip member N``) is added to it.
     Raises OSError when the file cannot be read, ValueError when nothing of it decodes."""
     size = path.stat().st_size
     with open(path, "rb") as fh:
-        return decode_stream(fh, size, limits)
+        return decode_stream(fh, size, limits, unread)
 
 
-def decode_bytes(data: bytes, limits: Limits) -> tuple[str, list[str]]:
+def decode_bytes(data: bytes, limits: Limits, unread: list[Refusal] | None = None) -> tuple[str, list[str]]:
     """:func:`decode` of a report held in memory (a member of an archive)."""
-    return decode_stream(io.BytesIO(data), len(data), limits)
+    return decode_stream(io.BytesIO(data), len(data), limits, unread)
 
 
-def decode_stream(fh: BinaryIO, size: int, limits: Limits) -> tuple[str, list[str]]:
+def decode_stream(
+    fh: BinaryIO, size: int, limits: Limits, unread: list[Refusal] | None = None
+) -> tuple[str, list[str]]:
     """:func:`decode` of an open binary stream of ``size`` bytes, read from its start."""
     first = fh.read(2)
     fh.seek(0)
@@ -129,7 +132,7 @@ def decode_stream(fh: BinaryIO, size: int, limits: Limits) -> tuple[str, list[st
         if size > limits.max_file_bytes:
             raise ValueError(f"{size} bytes, over the {limits.max_file_bytes}-byte cap per file")
         return fh.read().decode("utf-8", "replace"), []
-    data, problems = gunzip_members(fh, size, limits)
+    data, problems = gunzip_members(fh, size, limits, unread)
     return data.decode("utf-8", "replace"), problems
 
 
@@ -677,6 +680,8 @@ class ReportContent:
     problems: list[str] = field(default_factory=list)
     #: kinds the script skipped or failed to collect (nvidia-smi not found, --safe-mode), with its reason
     absent: list[Absent] = field(default_factory=list)
+    #: the gzip member a cap stopped decoding in (``gzip member N``): an unread member of the report
+    unread: list[Refusal] = field(default_factory=list)
 
     def beside(self, layout: NodeLayout, note: str) -> None:
         """Add to ``layout`` (the node of an input that holds this report, with outputs of its own)
@@ -814,25 +819,28 @@ def locate(text: str, outputs: list[Output], origin: str) -> None:
 def read_bytes(data: bytes, limits: Limits, origin: str = "") -> ReportContent | str:
     """:func:`read_text` of a report held in memory, plain or gzipped (a member of another archive);
     decoding problems are among the content's problems."""
+    unread: list[Refusal] = []
     try:
-        text, problems = decode_bytes(data, limits)
+        text, problems = decode_bytes(data, limits, unread)
     except ValueError as exc:
         return f"nvidia-bug-report not readable: {exc}"
     content = read_text(text, origin)
     if isinstance(content, ReportContent):
         content.problems[:0] = problems
+        content.unread = unread
     return content
 
 
 def convert(path: Path, dest: Path, limits: Limits) -> Converted:
     """Write the report at ``path`` as a node bundle under ``dest`` (a new private work directory)."""
+    unread: list[Refusal] = []  # the gzip member a cap stopped in: an unread member of the report
     try:
-        text, problems = decode(path, limits)
+        text, problems = decode(path, limits, unread)
     except (OSError, ValueError) as exc:
         return Converted(reason=f"nvidia-bug-report not readable: {exc}")
     content = read_text(text, origin=path.name)
     if isinstance(content, str):
-        return Converted(problems=problems, reason=content)
+        return Converted(problems=problems, reason=content, refusals=unread)
     layout = NodeLayout(
         node=content.facts.get("hostname") or _name_of(path),
         source=SOURCE,
@@ -842,7 +850,9 @@ def convert(path: Path, dest: Path, limits: Limits) -> Converted:
         absent=list(content.absent),
     )
     layout.not_carried(NOT_CARRIED + ("nvidia-smi-nvlink", "fabricmanager"), NOT_CARRIED_NOTE)
-    return Converted([write_node(dest / "node", layout)], problems=problems + content.problems)
+    return Converted(
+        [write_node(dest / "node", layout)], problems=problems + content.problems, refusals=unread
+    )
 
 
 def _name_of(path: Path) -> str:
