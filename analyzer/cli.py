@@ -758,83 +758,72 @@ def _may_be_foreign(path: Path) -> bool:
 
 
 def _parse_foreign(source: str, file: Path, fmt: str) -> None:
-    """``parse`` of an input another tool wrote: each file it is laid out as, parsed as analyze would,
-    every record tagged with its node, kind and file; what could not be read goes to stderr."""
-    import parsers
+    """``parse`` of an input another tool wrote: each file it is laid out as, read by the node reader
+    analyze uses (its limits and guards), every record tagged with its node, kind and file; what could
+    not be read goes to stderr."""
     from analyzer.intake import foreign
-    from analyzer.intake.foreign.layout import ORIGINS
-    from analyzer.intake.meta import parse_manifest, parse_meta
-    from analyzer.intake.read_node import parse_origins
+    from analyzer.intake.bundle import NodeSource
+    from analyzer.intake.read_node import ParsedFile, read_extra, read_node
     from analyzer.intake.safe_read import Limits
 
+    tables: dict[str, list[dict[str, Any]]] = {}
+
+    def keep(node: str, parsed: ParsedFile, where: str) -> None:
+        assert parsed.result is not None
+        for table, records in parsed.result.tables.items():
+            tables.setdefault(table, []).extend(
+                {"node": node, "kind": parsed.kind, "file": where}
+                | {k: v for k, v in r.items() if k != "source_file"}
+                for r in records
+            )
+
     with tempfile.TemporaryDirectory(prefix="hptriage-parse-") as work:
-        converted = foreign.convert(source, file, Path(work) / "input", Limits())
+        limits = Limits()
+        converted = foreign.convert(source, file, Path(work) / "input", limits)
         for r in converted.refusals:
             click.echo(f"{file}!{r.path}: not read: {r.reason}", err=True)
         for problem in converted.problems:
             click.echo(f"{file}: {problem}", err=True)
         if not converted.nodes and not converted.extras:
             raise UsageProblem(f"{file}: {source}, but nothing hptriage reads in it: {converted.reason}")
-        tables: dict[str, list[dict[str, Any]]] = {}
         absent: dict[tuple[str, str], list[str]] = {}  # (node, why) -> kinds
         for node_dir in converted.nodes:
-            node = parse_meta((node_dir / "meta.env").read_text(encoding="utf-8")).values.get("node", "")
-            rows, _ = parse_manifest((node_dir / "manifest.tsv").read_text(encoding="utf-8"))
-            origins_file = node_dir / ORIGINS
-            origins = (
-                parse_origins(origins_file.read_text(encoding="utf-8")) if origins_file.is_file() else {}
-            )
-            for path, row in sorted(rows.items()):
-                target = node_dir / path
-                if not target.is_file():
-                    absent.setdefault((node, row.note or "no output"), []).append(str(row.kind))
-                    continue
-                command = row.command if row.command not in (None, "", "-") else None
-                text = target.read_bytes().decode("utf-8", "replace")
+            files: list[ParsedFile] = []
+            data = read_node(NodeSource(node_dir, False, str(file)), limits, parsed=files)
+            node = data.node
+            for probe in data.probes:
+                if not probe["present"]:
+                    absent.setdefault((node, probe["note"] or "no output"), []).append(str(probe["kind"]))
+            for parsed in sorted(files, key=lambda p: p.path):
                 # named as the user knows it: their file and its lines (origins.tsv), else the output
                 # the conversion took from their input, said to be so
-                origin, first = origins.get(path, ("", 1))
-                where = _users_file(file, origin) if origin else f"{file} ('{command or row.kind}' output)"
-                try:
-                    result = parsers.parse(str(row.kind), text, command=command, filename=path)
-                except parsers.NoData:
+                origin, first = parsed.origin or ("", 1)
+                where = (
+                    _users_file(file, origin)
+                    if origin
+                    else f"{file} ('{parsed.command or parsed.kind}' output)"
+                )
+                if parsed.error is not None:
+                    click.echo(f"{where}: {node}: not parsed as {parsed.kind}: {parsed.error}", err=True)
                     continue
-                except parsers.ParserFailure as exc:
-                    click.echo(f"{where}: {node}: not parsed as {row.kind}: {exc}", err=True)
+                if parsed.result is None:  # no data
                     continue
-                for issue in result.issues:
+                for issue in parsed.result.issues:
                     at = f":{issue.line_no + first - 1}" if origin and issue.line_no else ""
                     conversion = "" if origin else f" (line {issue.line_no} of what the conversion took)"
                     click.echo(f"{where}{at}: line not understood: {issue.reason}{conversion}", err=True)
-                if result.issues_dropped:
-                    click.echo(
-                        f"{where}: {result.issues_dropped} more lines not understood (not listed)", err=True
-                    )
-                for table, records in result.tables.items():
-                    if origin and first > 1:
-                        for record in records:  # lines of the user's file, as analyze cites them
-                            for key, value in record.items():
-                                if (key == "line" or key.endswith("_line")) and isinstance(value, int):
-                                    record[key] = value + first - 1
-                    tables.setdefault(table, []).extend(
-                        {"node": node, "kind": row.kind, "file": where, **r} for r in records
-                    )
+                if parsed.result.issues_dropped:
+                    dropped = parsed.result.issues_dropped
+                    click.echo(f"{where}: {dropped} more lines not understood (not listed)", err=True)
+                keep(node, parsed, where)
         for (node, why), kinds in sorted(absent.items()):
             click.echo(f"{file}: {node}: {why}: {', '.join(sorted(kinds))}", err=True)
         for extra in converted.extras:
-            for target in sorted(p for p in extra.iterdir() if p.is_file()):
-                text = target.read_bytes().decode("utf-8", "replace")
-                kind = parsers.detect_kind(text)
-                if kind is None:
-                    continue
-                try:
-                    result = parsers.parse(kind, text, filename=target.name)
-                except parsers.ParserFailure:
-                    continue
-                for table, records in result.tables.items():
-                    tables.setdefault(table, []).extend(
-                        {"node": "", "kind": kind, "file": f"extra/{target.name}", **r} for r in records
-                    )
+            files = []
+            read_extra(extra, str(file), "parse", limits, parsed=files)
+            for parsed in sorted(files, key=lambda p: p.path):
+                if parsed.result is not None:
+                    keep("", parsed, parsed.path)
     click.echo(f"{file}: {source}", err=True)
     if fmt == "json":
         records = [{"table": t, **row} for t, rows in tables.items() for row in rows]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from analyzer.cli import cli
@@ -111,3 +112,51 @@ def test_bug_reports_in_per_node_folders_are_one_cluster(tmp_path: Path) -> None
     xids = [f["node"] for f in report["findings"] if f["rule"] == "gpu.xid.fallen_off_bus"]
     assert xids == ["gpu-node-b"]
     assert report["verdict"]["worst_nodes"][0]["node"] == "gpu-node-b"
+
+
+def test_parse_and_analyze_read_a_report_alike(tmp_path: Path) -> None:
+    """``parse`` of another tool's input reads it with the node reader analyze uses: the records it
+    prints are the rows analyze stores (the same kernel events and GPUs, at the same lines of the
+    user's file), and a file the reader refuses is refused by both."""
+    import duckdb
+
+    from analyzer.judge.settings import load_settings
+    from analyzer.pipeline import analyze
+
+    result = CliRunner().invoke(cli, ["parse", str(FIXTURE)])
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.stdout)
+    db = tmp_path / "a.duckdb"
+    analyze([FIXTURE], load_settings(), db_path=db, jobs=1)
+    con = duckdb.connect(str(db), read_only=True)
+    for table, columns in (("kernel_event", "line, raw, event_type"), ("gpu", "line, pci")):
+        stored = sorted(con.execute(f"SELECT node, {columns} FROM {table}").fetchall(), key=repr)
+        printed = sorted(
+            (
+                tuple([r["node"], *(r[c.strip()] for c in columns.split(","))])
+                for r in records
+                if r["table"] == table
+            ),
+            key=repr,
+        )
+        assert stored and printed == stored, table
+    con.close()
+
+
+def test_parse_of_a_report_keeps_the_readers_guards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A converted output with a line longer than any tool prints is not parsed by parse either (the
+    reader's guard, which parse's own copy of the reading code lacked): said on stderr, no record."""
+    import analyzer.intake.read_node as read_node
+
+    text = FIXTURE.read_text()
+    header_end = text.index("\n", text.index("dmesg:")) + 1
+    report = tmp_path / "nvidia-bug-report.log"
+    report.write_text(text[:header_end] + "[    1.000000] " + "x" * 400 + "\n" + text[header_end:])
+    real = read_node.long_line
+    monkeypatch.setattr(read_node, "long_line", lambda t, limit=300: real(t, limit))  # a smaller cap
+    result = CliRunner().invoke(cli, ["parse", str(report)])
+    assert result.exit_code == 0, result.output
+    records = json.loads(result.stdout)
+    assert not [r for r in records if r["kind"] == "dmesg"]
+    assert f"{HOST}: not parsed as dmesg: line " in result.stderr
+    assert "characters long (no tool prints that)" in result.stderr

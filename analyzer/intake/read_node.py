@@ -26,7 +26,7 @@ from analyzer.intake.meta import ManifestRow, Meta, parse_manifest, parse_meta
 from analyzer.intake.records import UnreadInput
 from analyzer.intake.safe_read import Limits, Refusal, iter_dir, iter_tar
 from analyzer.store.tables import rows_to_arrow
-from parsers._base import CollectorError, NoData, ParseError, long_line
+from parsers._base import CollectorError, NoData, ParseError, ParseResult, long_line
 from parsers.probe_answers import family_of, read_answers
 
 #: Characters of a probe's stdout / stderr searched for failure answers (they come first).
@@ -82,8 +82,30 @@ class NodeData:
         self.tables, self.parts, self.part_nodes = {}, {}, {}
 
 
-def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None) -> NodeData:
-    """Read a node bundle (directory or tarball) into rows."""
+@dataclass
+class ParsedFile:
+    """One file of a bundle as its parser gave it (``hptriage parse`` of another tool's input prints
+    these): its path in the bundle, its kind and the probe's command line, where it came from (origins.tsv:
+    the input's file and first line there, else None), and the parse (rows with their lines in the
+    input's file and their ``source_file``), or why there is none (``error``)."""
+
+    path: str
+    kind: str
+    command: str | None
+    origin: tuple[str, int] | None
+    result: ParseResult | None = None
+    error: str | None = None
+
+
+def read_node(
+    source: NodeSource,
+    limits: Limits,
+    cluster_id: str | None = None,
+    *,
+    parsed: list[ParsedFile] | None = None,
+) -> NodeData:
+    """Read a node bundle (directory or tarball) into rows; with ``parsed``, each file's parse is
+    also appended there as its parser gave it."""
     refusals: list[Refusal] = []
     errors: list[str] = []
     members = (
@@ -92,6 +114,7 @@ def read_node(source: NodeSource, limits: Limits, cluster_id: str | None = None)
         else iter_dir(source.location, limits, refusals, errors)
     )
     reader = _NodeReader(source)
+    reader.parsed = parsed
     for name, data in members:
         if source.is_tar and reader.top is None:
             reader.top = name.partition("/")[0] if "/" in name else None
@@ -124,16 +147,20 @@ def read_extra(
     part: int = 0,
     parts: int = 1,
     prefix: str = "extra",
+    *,
+    parsed: list[ParsedFile] | None = None,
 ) -> NodeData:
     """Read a cluster-wide extra/ directory: every file recognised by content, node unknown.
 
     Its files are named ``<prefix>/<file>`` (source_file): ``extra/...``, or ``<folder>/extra/...``
     when several extra/ folders are analyzed together, so two files of one name never collide.
     With ``parts`` > 1 this reads one share of the files (``part`` of ``parts``, by a hash of the name),
-    so workers can share a large folder; refused members and errors are reported by part 0 alone."""
+    so workers can share a large folder; refused members and errors are reported by part 0 alone.
+    With ``parsed``, each file's parse is also appended there (:class:`ParsedFile`)."""
     source = NodeSource(path, False, display)
     reader = _NodeReader(source, cluster_id=cluster_id)
     reader.prefix = prefix
+    reader.parsed = parsed
     refusals: list[Refusal] = []
     errors: list[str] = []
 
@@ -181,6 +208,8 @@ class _NodeReader:
         node = None if cluster_id else source.location.name
         self.data = NodeData(bundle_id=cluster_id or "", node=node or "", display=source.display)
         self.cluster_wide = bool(cluster_id)  # an extra/ folder: no node of its own
+        #: where each file's parse is also kept, as its parser gave it (read_node's ``parsed``)
+        self.parsed: list[ParsedFile] | None = None
         self.prefix = "extra"  # an extra/ folder's files are read as '<prefix>/<name>'
         if cluster_id:
             self.data.node = ""
@@ -341,18 +370,21 @@ class _NodeReader:
 
     def _parse(self, name: str, kind: str, kind_source: str, text: str, size: int) -> None:
         source_file = self.source_file(name)
+        probe = (self.manifest or {}).get(name)
+        command = probe.command if probe is not None and probe.command not in (None, "", "-") else None
+        kept: ParsedFile | None = None
+        if self.parsed is not None:
+            kept = ParsedFile(name, kind, command, self.origins.get(name))
+            self.parsed.append(kept)
         if kind not in parsers.WHOLE_FILE_KINDS and (too_long := long_line(text)):
             self._file(name, kind, kind_source, size, "failed", 0)
-            self.problem(
-                name,
-                kind,
-                f"not parsed: line {too_long[0]} is {too_long[1]} characters long (no tool prints that)",
-            )
+            why = f"line {too_long[0]} is {too_long[1]} characters long (no tool prints that)"
+            self.problem(name, kind, f"not parsed: {why}")
+            if kept is not None:
+                kept.error = why
             return
         try:
             module = parsers.module_for(kind)
-            probe = (self.manifest or {}).get(name)
-            command = probe.command if probe is not None and probe.command not in (None, "", "-") else None
             # the command line tells the layout (csv,noheader fields), else the file's name (df-H.txt)
             result = parsers.parse(kind, text, command=command, filename=name)
             tables = result.tables
@@ -371,15 +403,23 @@ class _NodeReader:
         except CollectorError as exc:
             self._file(name, kind, kind_source, size, "tool-error", 0)
             self.problem(name, kind, f"the tool reported an error instead of output: {exc}")
+            if kept is not None:
+                kept.error = str(exc)
             return
         except ParseError as exc:
             self._file(name, kind, kind_source, size, "failed", 0)
             self.problem(name, kind, f"not parsed: {exc}")
+            if kept is not None:
+                kept.error = str(exc)
             return
         except Exception as exc:  # a parser bug must not lose the rest of the bundle
             self._file(name, kind, kind_source, size, "failed", 0)
             self.problem(name, kind, f"parser error ({type(exc).__name__}): {exc}")
+            if kept is not None:
+                kept.error = f"parser error ({type(exc).__name__}): {exc}"
             return
+        if kept is not None:
+            kept.result = result
         lines: list[str] | None = result.lines  # split only when a row cites a line
         n_rows = 0
         for table, rows in tables.items():
