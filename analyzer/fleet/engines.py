@@ -227,11 +227,15 @@ def _uri_name(path: str, remote: list[str]) -> str:
 
 
 def _sidecar(path: str) -> bytes | None:
-    try:
-        with open(path + ".sha256", "rb") as fh:
-            return fh.read(4096)
-    except OSError:
-        return None
+    """The digest file beside a tarball: ``.sha256``, else sos's ``.md5`` (read_input tells them by
+    their text)."""
+    for suffix in (".sha256", ".md5"):
+        try:
+            with open(path + suffix, "rb") as fh:
+                return fh.read(4096)
+        except OSError:
+            continue
+    return None
 
 
 # --- the driver ------------------------------------------------------------------------------------

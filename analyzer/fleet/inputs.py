@@ -5,7 +5,8 @@ An item is a file (a node bundle tarball, a foreign input such as an nvidia-bug-
 archive, a cluster tarball) or a directory read as one input (an unpacked node bundle, one with a
 meta.env; a cluster's ``extra/`` folder; a folder another tool wrote, recognised by its content).  A
 ``<tarball>.sha256`` travels with its tarball.  The folder an item lies in is the cluster folder its
-snapshot is grouped by, as when the folder is analyzed.
+snapshot is grouped by, as when the folder is analyzed.  A digest file (``<tarball>.sha256``, or the
+``.md5`` a sos report writes) travels with its tarball and is checked as analyze checks it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from analyzer.intake.safe_read import Limits
 
 CHECKSUM_SUFFIX = ".sha256"
+#: the digest files producers write beside a tarball, as analyze reads them (analyzer.intake.bundle)
+DIGEST_SUFFIXES = (CHECKSUM_SUFFIX, ".md5")
 #: How deep below a given folder inputs are looked for (as discovery does).
 MAX_DEPTH = 4
 
@@ -83,12 +86,10 @@ def _walk(
     if folder is None and parent is not None and depth >= 2 and _alone(path, parent[1]):
         outer = _parent(parent[0]) or "."
     if path.is_file():
-        if path.name.endswith(CHECKSUM_SUFFIX) and depth > 0:
+        if _travels(path) and depth > 0:
             return  # travels with its tarball
-        checksum = path.with_name(path.name + CHECKSUM_SUFFIX)
-        listing.items.append(
-            Item(shown, False, holder, shown + CHECKSUM_SUFFIX if checksum.is_file() else None, outer)
-        )
+        digest = next((s for s in DIGEST_SUFFIXES if path.with_name(path.name + s).is_file()), None)
+        listing.items.append(Item(shown, False, holder, shown + digest if digest else None, outer))
         return
     if (path / "meta.env").is_file() or foreign.detect(path) is not None or node_parts(path):
         listing.items.append(Item(shown, True, holder, None, outer))  # node_parts: meta.env missing
@@ -113,8 +114,16 @@ def _walk(
             listing.items.append(Item(child_shown, True, folder or here))
         elif child.is_dir() or child.is_symlink() or _may_be_input(child):
             _walk(child, child_shown, listing, depth + 1, folder, (here, path))
-        elif not child.name.endswith(CHECKSUM_SUFFIX):
+        elif not _travels(child):
             listing.skipped.append((child_shown, loose_file_reason(child)))
+
+
+def _travels(path: Path) -> bool:
+    """A digest file that goes with its tarball: any ``.sha256`` (as before), and a ``.md5`` (sos's)
+    beside its tarball, as analyze's discovery tells them (analyzer.intake.bundle)."""
+    from analyzer.intake.bundle import _checksum_of_tarball
+
+    return path.name.endswith(CHECKSUM_SUFFIX) or _checksum_of_tarball(path)
 
 
 def _is_extra(child: Path) -> bool:

@@ -65,6 +65,19 @@ def read_input(
 Member = tuple[str, "bytes | Mapping[str, bytes]", "bytes | None"]
 
 
+def _digest_suffix(checksum: bytes) -> str:
+    """The name a digest file's text is written under beside its tarball, for discovery to check it as
+    analyze does: ``.md5`` for an MD5 digest (sos's: a bare 32-digit hex, ``md5sum``'s or BSD's
+    ``MD5 (x) = ...`` line), else ``.sha256``.
+
+    >>> _digest_suffix(b"0123456789abcdef0123456789abcdef\\n"), _digest_suffix(b"ab" * 32 + b"  x.tar.gz\\n")
+    ('.md5', '.sha256')
+    """
+    first = checksum.strip().split(maxsplit=1)[0].lstrip(b"\\") if checksum.strip() else b""
+    md5 = len(first) == 32 and all(c in b"0123456789abcdefABCDEF" for c in first)
+    return ".md5" if md5 or checksum.lstrip().startswith(b"MD5") else _CHECKSUM_SUFFIX
+
+
 def read_inputs(
     parent: str,
     members: Sequence[Member],
@@ -103,7 +116,7 @@ def read_inputs(
                 continue
             (folder / _safe(base)).write_bytes(data)
             if checksum is not None:
-                (folder / (_safe(base) + _CHECKSUM_SUFFIX)).write_bytes(checksum)
+                (folder / (_safe(base) + _digest_suffix(checksum))).write_bytes(checksum)
         found = discover([folder], work / "discover", limits)
         _place(found, str(folder), given, place or Place(parent), work / "discover")
         plan = make_plan(found, limits)
