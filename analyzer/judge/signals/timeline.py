@@ -280,10 +280,17 @@ class Timeline:
     lookback_s: float = LOOKBACK_S
     gap_s: float = GAP_S
 
+    _sorted: tuple[int, list[Event]] = field(default=(-1, []), repr=False, compare=False)
+
     @property
     def placed(self) -> list[Event]:
-        """The events with a UTC time, by time (then file and line)."""
-        return sorted((e for e in self.events if e.utc is not None), key=_order)
+        """The events with a UTC time, by time (then file and line); sorted once per list of events."""
+        if self._sorted[0] != len(self.events):
+            self._sorted = (
+                len(self.events),
+                sorted((e for e in self.events if e.utc is not None), key=_order),
+            )
+        return self._sorted[1]
 
     @property
     def unplaced(self) -> list[Event]:
@@ -356,19 +363,21 @@ _KERNEL = f"""
 """
 
 
-def _commands(ctx: Context) -> dict[tuple[str, str], str]:
-    """(bundle_id, path in bundle) -> the manifest's command, for the kernel logs."""
-    return {
-        (r["bundle_id"], r["path"]): r["command"]
-        for r in ctx.rows(
-            "SELECT bundle_id, path, command FROM probe WHERE kind = 'dmesg' AND command IS NOT NULL"
-        )
-    }
+def _commands(ctx: Context) -> dict[str, list[tuple[str, str]]]:
+    """bundle_id -> (path in bundle, the manifest's command) of its kernel logs."""
+    out: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for r in ctx.rows(
+        "SELECT bundle_id, path, command FROM probe WHERE kind = 'dmesg' AND command IS NOT NULL"
+    ):
+        out[r["bundle_id"]].append((r["path"], r["command"]))
+    return out
 
 
-def _command_of(commands: Mapping[tuple[str, str], str], bundle_id: str, source_file: str) -> str | None:
-    for (bid, path), command in commands.items():
-        if bid == bundle_id and (source_file == path or source_file.endswith("/" + path)):
+def _command_of(
+    commands: Mapping[str, list[tuple[str, str]]], bundle_id: str, source_file: str
+) -> str | None:
+    for path, command in commands.get(bundle_id, ()):
+        if source_file == path or source_file.endswith("/" + path):
             return command
     return None
 
@@ -546,34 +555,37 @@ def _search_left_out(
     incident = timeline.incident
     assert incident is not None
     lo, hi = incident.window_start, incident.end
-    rows: list[dict[str, Any]] = []
-    commands = _commands(ctx)
+    # one query for every gap: its file, kind and lines, and the window in its node's seconds since boot
+    cols: dict[str, list[Any]] = {k: [] for k in ("b", "f", "k", "lo", "hi", "up_lo", "up_hi")}
     for gap in gaps:
         known = clock.clock_of(gap.bundle_id)
-        up_lo = up_hi = None
+        up: tuple[float | None, float | None] = (None, None)
         if known is not None:
             collected, uptime, _ = known
-            up_lo = uptime - (collected - lo).total_seconds() - 1
-            up_hi = uptime - (collected - hi).total_seconds() + 1
-        rows += ctx.rows(
-            """SELECT bundle_id, node, source_file, line, ts_raw, uptime_s, ts, boot, event_type, signature, xid,
-                      pci, gpu_index, pid, process, severity, message, interface, device
-               FROM kernel_event
-               WHERE bundle_id = ? AND source_file = ? AND coalesce(signature, event_type) = ?
-                 AND line > ? AND line < ?
-                 AND ((ts IS NOT NULL AND ts BETWEEN ? - INTERVAL 14 HOUR AND ? + INTERVAL 14 HOUR)
-                      OR (ts IS NULL AND uptime_s BETWEEN ? AND ?))
-               ORDER BY line LIMIT 5000""",
-            gap.bundle_id,
-            gap.source_file,
-            gap.key,
-            gap.after_line,
-            gap.before_line,
-            lo,
-            hi,
-            up_lo if up_lo is not None else -1.0,
-            up_hi if up_hi is not None else -2.0,
-        )
+            up = (
+                uptime - (collected - lo).total_seconds() - 1,
+                uptime - (collected - hi).total_seconds() + 1,
+            )
+        values = (gap.bundle_id, gap.source_file, gap.key, gap.after_line, gap.before_line, *up)
+        for key, value in zip(cols, values, strict=True):
+            cols[key].append(value)
+    rows = ctx.rows(
+        """WITH g AS (SELECT unnest(?::VARCHAR[]) AS b, unnest(?::VARCHAR[]) AS f, unnest(?::VARCHAR[]) AS k,
+                             unnest(?::BIGINT[]) AS lo, unnest(?::BIGINT[]) AS hi,
+                             unnest(?::DOUBLE[]) AS up_lo, unnest(?::DOUBLE[]) AS up_hi)
+           SELECT e.bundle_id, e.node, e.source_file, e.line, e.ts_raw, e.uptime_s, e.ts, e.boot, e.event_type,
+                  e.signature, e.xid, e.pci, e.gpu_index, e.pid, e.process, e.severity, e.message, e.interface,
+                  e.device
+           FROM kernel_event e JOIN g ON e.bundle_id = g.b AND e.source_file = g.f
+                AND coalesce(e.signature, e.event_type) = g.k AND e.line > g.lo AND e.line < g.hi
+           WHERE (e.ts IS NOT NULL AND e.ts BETWEEN ? AND ?)
+              OR (e.ts IS NULL AND e.uptime_s BETWEEN g.up_lo AND g.up_hi)
+           ORDER BY e.bundle_id, e.source_file, e.line""",
+        *cols.values(),
+        lo,
+        hi,
+    )
+    commands = _commands(ctx)
     collected_at = {
         n["bundle_id"]: n["collected_at"] for n in ctx.rows("SELECT bundle_id, collected_at FROM node")
     }
