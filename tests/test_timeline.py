@@ -140,6 +140,25 @@ def test_a_stamp_with_its_offset_is_utc(tmp_path: Path) -> None:
     assert x79.iso == "2025-05-27T02:18:56Z"
 
 
+def test_a_failed_probe_is_placed_at_the_collection_and_never_first(tmp_path: Path) -> None:
+    """ci-runners #40: nvidia-smi exits 9, 'couldn't communicate with the NVIDIA driver' (manifest exit code
+    and stdout as the collector records them)."""
+    from tests.rules.test_probe_answers import answer_text, fail_probe
+
+    root = cluster(tmp_path)
+    sick = write_node(root, "p5-node-05", {}, meta={"collected_at": "2026-12-01T08:00:05Z"})
+    fail_probe(sick, "cmd/nvidia-smi.txt", 9, answer_text("nvidia-smi--ci-runners-40-driver-unreachable.txt"))
+    t = timeline_of(root)
+    (probe,) = of(t, "p5-node-05", "probe")
+    assert (probe.iso, probe.what, probe.where, probe.clock) == (
+        "2026-12-01T08:00:05Z",
+        "nvidia-smi: driver-unreachable",
+        "p5-node-05/cmd/nvidia-smi.txt:1",
+        "probe",
+    )
+    assert not probe.fault and t.incident is not None and t.incident.first.node == "h100-node-04"
+
+
 def test_job_log_stamps_are_placed_in_their_own_zone(tmp_path: Path) -> None:
     t = timeline_of(cluster(tmp_path, job=HANG))
     dogs = [e for e in t.events if e.family == "watchdog"]
@@ -149,6 +168,17 @@ def test_job_log_stamps_are_placed_in_their_own_zone(tmp_path: Path) -> None:
     assert began == HANG_BEGAN
     t2 = timeline_of(cluster(tmp_path / "z", job=HANG, job_edit=("Z stderr", "+02:00 stderr")))
     assert [e.iso for e in t2.events if e.family == "watchdog"][0] == "2025-06-26T04:24:44Z"
+
+
+def test_a_ranks_line_sits_on_the_node_its_host_maps_to(tmp_path: Path) -> None:
+    """Lightning #20434: NCCL's Init line puts rank 3 on babel-0-31, the hostname p5-node-02's meta.env
+    gives; its watchdog line (glog, no year) is listed on that node, not placed."""
+    root = cluster(tmp_path, job="lightning-20434-slurm-nccl-init-rank3.txt")
+    meta = root / "p5-node-02" / "meta.env"
+    meta.write_text(meta.read_text().replace("hostname=ip-10-1-0-12", "hostname=babel-0-31"))
+    (dog,) = of(timeline_of(root), "p5-node-02", "watchdog")
+    assert (dog.host, dog.line, dog.utc, dog.clock) == ("babel-0-31", 5, None, "glog")
+    assert dog.what == "rank 3: watchdog timeout: BROADCAST SeqNum 1 after 1800 s"
 
 
 def test_glog_and_zoneless_job_stamps_are_listed_not_guessed(tmp_path: Path) -> None:
