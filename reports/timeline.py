@@ -61,6 +61,30 @@ def _panels(times: list[float], span_days: float) -> list[tuple[float, float]]:
     return out
 
 
+def _markers(
+    ax: Any,
+    inside: list[list[Any]],
+    num: dict[str, float],
+    ys: dict[int, int],
+    marker: str,
+    colour: str,
+    critical: bool,
+) -> None:
+    """One family's events of one level in one panel, as Line2D markers (one SVG definition, a <use> each)."""
+    line_only = marker in ("|", "x")
+    ax.plot(
+        [num[p[1]] for p in inside],
+        [ys[p[0]] for p in inside],
+        linestyle="none",
+        marker=marker,
+        markersize=7.0 if critical else 5.5,
+        markerfacecolor=colour,
+        markeredgecolor=colour if line_only else "black",
+        markeredgewidth=1.4 if line_only else (0.8 if critical else 0.2),
+        zorder=3,
+    )
+
+
 def draw(c: dict[str, Any]) -> str:
     """The timeline as inline SVG ('' when nothing is placed)."""
     import matplotlib.dates as mdates
@@ -115,24 +139,11 @@ def draw(c: dict[str, Any]) -> str:
             if x1 >= lo and x0 <= hi:
                 ax.plot([max(x0, lo), min(x1, hi)], [s[0], s[0]], color=colour[s[1]], linewidth=1.0, alpha=0.6,
                         zorder=1)  # fmt: skip
-        for family, pts in points.items():
-            marker = shape[family]
-            line_only = marker in ("|", "x")
-            for critical in (False, True):  # Line2D markers: one SVG definition each, then a <use> per event
+        for critical in (False, True):  # critical events on top
+            for family, pts in points.items():
                 inside = [p for p in pts if lo <= num[p[1]] <= hi and (p[2] == "critical") == critical]
-                if not inside:
-                    continue
-                ax.plot(
-                    [num[p[1]] for p in inside],
-                    [ys[p[0]] for p in inside],
-                    linestyle="none",
-                    marker=marker,
-                    markersize=7.0 if critical else 5.5,
-                    markerfacecolor=colour[family],
-                    markeredgecolor=colour[family] if line_only else "black",
-                    markeredgewidth=1.4 if line_only else (0.8 if critical else 0.2),
-                    zorder=3,
-                )
+                if inside:
+                    _markers(ax, inside, num, ys, shape[family], colour[family], critical)
         first = c.get("first")
         if first:
             x = float(mdates.date2num(_when(first["utc"])))
