@@ -57,6 +57,11 @@ class Evidence:
         return {"file": self.file, "line": self.line, "text": self.text}
 
 
+#: A finding's params key that ranks its node first in the verdict: a hang traced to this node, whose own
+#: evidence (an Xid, a port down, a failed probe) precedes it, is the cause the other nodes' concerns follow.
+RANKS_FIRST = "ranks_first"
+
+
 @dataclass
 class Finding:
     rule: str

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from analyzer.intake.records import UnreadInput
-from analyzer.judge.findings import Finding, Outcome, Severity
+from analyzer.judge.findings import RANKS_FIRST, Finding, Outcome, Severity
 from analyzer.model.sections import section_of
 
 if TYPE_CHECKING:
@@ -100,13 +100,17 @@ def cause_of(f: Finding) -> tuple[str, str]:
 
 
 def rank_nodes(findings: Iterable[Finding]) -> list[NodeRank]:
-    """Every node with a concern, worst first (critical causes, then warning causes, then spread, then
-    name); findings that share a cause count once, at their worst severity."""
+    """Every node with a concern, worst first (a node a finding names as the first cause, then critical
+    causes, then warning causes, then spread, then name); findings that share a cause count once, at their
+    worst severity."""
     worst: dict[tuple[str, tuple[str, str]], Severity] = {}
     rules: dict[str, set[str]] = {}
+    first: set[str] = set()
     for f in findings:
         if not f.node or f.severity not in CONCERN:
             continue
+        if f.params.get(RANKS_FIRST) is True:
+            first.add(f.node)
         key = (f.node, cause_of(f))
         if key not in worst or f.severity.rank < worst[key].rank:
             worst[key] = f.severity
@@ -117,7 +121,7 @@ def rank_nodes(findings: Iterable[Finding]) -> list[NodeRank]:
         NodeRank(node, critical[node], warning[node], len(names), tuple(sorted(names)))
         for node, names in rules.items()
     ]
-    ranked.sort(key=lambda r: (-r.critical, -r.warning, -r.score, r.node))
+    ranked.sort(key=lambda r: (r.node not in first, -r.critical, -r.warning, -r.score, r.node))
     return ranked
 
 

@@ -87,6 +87,30 @@ def test_dumps_added_to_each_node_trace_the_hang_to_the_node_with_the_xid(tmp_pa
     assert verdict.worst_nodes[0].node == "p5-node-02"
 
 
+def test_the_suspect_node_ranks_first_even_below_another_nodes_critical_count(tmp_path: Path) -> None:
+    """p5-node-03's kernel log holds faults of its own that outweigh p5-node-02's Xid 79 and the hang by
+    count (two real logs one after the other: the UCE runbook's double-bit ECC Xids and an ext4
+    journal abort that remounted the file system read-only), but the hang is traced to p5-node-02, whose
+    Xid 79 precedes it: the verdict puts p5-node-02 first."""
+    sick = fixture("dmesg", "uce-runbook-xid48-63-94-dbe.txt") + fixture(
+        "dmesg", "backintime-2568-dmesg-ext4-aborted-journal-read-only.txt"
+    )
+    root = cluster(tmp_path, dmesg={"p5-node-03": sick})
+    for node, ranks in NODES.items():
+        (root / node / "extra").mkdir()
+        for r in ranks:
+            stuck = "never started" if node == "p5-node-02" else None
+            (root / node / "extra" / f"nccl_trace_rank_{r}").write_bytes(rank_dump(r, stuck=stuck))
+    res = analyze(root)
+    (found,) = hang(res)
+    assert found.node == "p5-node-02" and found.params["ranks_first"] is True
+    verdict = compute(res.findings, list(res.outcomes.values()), [{"node": n} for n in NODES])
+    by_node = {r.node: r for r in verdict.worst_nodes}
+    counts = {n: (r.critical, r.warning) for n, r in by_node.items()}
+    assert counts["p5-node-03"] > counts["p5-node-02"]  # ranked by counts alone, p5-node-03 would lead
+    assert [r.node for r in verdict.worst_nodes][:2] == ["p5-node-02", "p5-node-03"]
+
+
 def test_a_rank_without_a_dump_is_the_suspect_and_the_job_log_names_its_host(tmp_path: Path) -> None:
     """Dumps collected into the cluster's extra/ (no host in them): rank 3 wrote none; the job's log (a real
     Slurm log, its NCCL Init line puts rank 3 on babel-0-31, p5-node-02's hostname) maps it to its node."""

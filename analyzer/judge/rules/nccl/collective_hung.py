@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from analyzer.judge.engine import Context, RuleInfo
-from analyzer.judge.findings import Evidence, Finding, Route, Severity
+from analyzer.judge.findings import RANKS_FIRST, Evidence, Finding, Route, Severity
 from analyzer.judge.signals import hang as hangs
 from analyzer.judge.signals import job
 
@@ -152,6 +152,8 @@ def _finding(ctx: Context, inc: hangs.Incident, index: Any, lookback_s: float) -
         message="; ".join(parts),
         params={
             "code": "WATCHDOG_TIMEOUT" if timeout else "HANG",
+            # the verdict ranks the suspect node first when its own evidence precedes the hang
+            RANKS_FIRST: bool(node and node in with_fault),
             "collective": inc.op,
             "seq_num": inc.seq,
             "process_group": inc.group,
