@@ -38,7 +38,12 @@ What is read, whatever the PyTorch version (1.8 to 2.7 and after):
   ``nccl_transport`` rows), so the NCCL rules judge a job's NCCL lines as they judge any NCCL log; NCCL's
   ``comm 0x.. rank R nranks N cudaDev D ... - Init COMPLETE`` lines say which host each rank ran on;
 - torchelastic's failure summary (``[7]: time / host / rank : 7 (local_rank: 7) / exitcode : -6 (pid:
-  3438)``): each failed rank with its host.
+  3438)``): each failed rank with its host;
+- the remote peer a line accuses (the host printing it is a victim): libfabric's warnings and errors that
+  name one (``libfabric:451707:1708520807::efa:cq:efa_rdm_txe_handle_error():737<warn> ... Peer host id:
+  i-0ce6d3d57139f053c``, ``Peer EFA addr: fi_addr_efa://...``; their time is epoch seconds, UTC; their host
+  is that of NCCL's lines of the same pid) and NCCL's WARN lines that name one (``Connection closed by
+  remote peer node2<42830>``, ``peer 10.0.0.5<51234>``); libfabric's other warnings are no event.
 
 Around each line: the rank from the launcher's ``[rank3]:`` (torchrun ``--log-line-prefix``, PyTorch 2.2+),
 the local rank from torchrun's ``[default3]:`` (``--tee``), Slurm's ``srun -l`` task label ``3: ``, Ray's
@@ -67,7 +72,8 @@ named (by PyTorch's, torchelastic's and NCCL's lines), comma-joined in order of 
 
 - ``line`` int; ``kind`` str — watchdog_timeout, pg_status, dump_signal, watchdog_hang,
   process_group_error (teardown, the watchdog's exit, any other error of ProcessGroupNCCL), nccl_error
-  (PyTorch's NCCL errors), nccl_warn (NCCL's WARN lines), cuda_error, rank_exit (torchelastic)
+  (PyTorch's NCCL errors), nccl_warn (NCCL's WARN lines), cuda_error, rank_exit (torchelastic),
+  fabric_error (libfabric's warning or error naming a remote peer)
 - ``level`` str — glog's E/W/I/F, WARN for NCCL; ``code`` str — the CUDA error's name
   (cudaErrorIllegalAddress) of cuda_error, the NCCL code (docs/sources.md#nccl-log-patterns) of
   nccl_warn and nccl_error, else null
@@ -83,7 +89,9 @@ named (by PyTorch's, torchelastic's and NCCL's lines), comma-joined in order of 
   ``numel_out`` int; ``timeout_ms`` int, ms; ``ran_for_ms`` int, ms — how long the work ran (a watchdog
   hang: how long the watchdog was stuck)
 - ``last_enqueued``, ``last_started``, ``last_completed`` int — the group's work counters (-1: none)
-- ``peer_rank`` int — the rank a dump signal came from; ``exit_code`` int — torchelastic's exitcode
+- ``peer_rank`` int — the rank a dump signal came from; ``peer`` str — the remote peer the line accuses, as
+  printed: its instance id, else host name, else IP address, else EFA address (fabric_error, nccl_warn);
+  ``exit_code`` int — torchelastic's exitcode
 - ``prefix`` str — what came before PyTorch's own line, as printed: a launcher's label or tag (srun's
   ``3:``, Ray's ``(Worker pid=4009)``, a host tag), a log pipeline's or container runtime's stamp, a tqdm
   bar, a line number
@@ -115,7 +123,7 @@ import functools
 import re
 import sys
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +172,7 @@ SCHEMA = {
         "line:int kind:str level:str code:str time_text:str ts:ts utc_offset:str host:str pid:int rank:int "
         "local_rank:int pg_rank:int task:int device:int pg_id:str pg_guid:str pg_name:str op_type:str "
         "seq_num:int numel_in:int numel_out:int timeout_ms:int ran_for_ms:int last_enqueued:int "
-        "last_started:int last_completed:int peer_rank:int exit_code:int prefix:str message:str"
+        "last_started:int last_completed:int peer_rank:int peer:str exit_code:int prefix:str message:str"
     ),
     "job_log_rank": _cols(
         "line:int source:str rank:int nranks:int local_rank:int device:int host:str pid:int bus_id:str "
@@ -194,6 +202,8 @@ def detect(text: str) -> int:
         return 72
     if _CUDA.search(text):
         return 65
+    if (m := _FABRIC.search(text)) and _ACCUSED.search(m["msg"]):
+        return 63  # libfabric's error naming the peer it failed with: a job's (or NCCL's plugin's) stderr
     return 62 if len(_TORCHRUN.findall(text[:65536], 0)) >= 2 else 0
 
 
@@ -229,6 +239,36 @@ _NCCL_INIT = re.compile(
     r" - Init (?:COMPLETE|START)"
 )
 _NCCL_VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)")
+#: libfabric's log line: ``libfabric:<pid>:<epoch s>:<prov>:<subsys>:<func>():<line><warn> msg``
+_FABRIC = re.compile(
+    r"(?:^|(?<=\s))libfabric:(?P<pid>\d+):(?P<epoch>\d{9,11}):[^<\n]*<(?P<level>warn|error)>[ \t]*(?P<msg>[^\n]*)"
+)
+#: a libfabric line whose header is mangled: its message is kept, its pid and time unknown
+_FABRIC_ANY = re.compile(r"libfabric\S*?<(?P<level>warn|error)>[ \t]*(?P<msg>[^\n]*)")
+#: The remote peer a line accuses (the host printing it is a victim): libfabric's EFA errors (``Peer host id:
+#: i-0ce6d3d57139f053c``, ``Peer EFA addr: fi_addr_efa://[fe80::..]:0:947699476``), NCCL's socket and IB
+#: lines (``Connection closed by remote peer node2<42830>``, ``peer 10.0.0.5<51234>``).
+_ACCUSED = re.compile(
+    r"Peer host id: (?P<iid>i-[0-9a-f]{8,17})\b|Connection closed by remote peer (?P<host>[\w.-]+?)(?:<\d+>)?(?:\s|$)"
+    r"|\bpeer (?:address )?(?P<addr>\d{1,3}(?:\.\d{1,3}){3})(?:<\d+>)?|Peer EFA addr: (?P<efa>fi_addr_efa://\S+)"
+)
+
+
+def accused_peer(message: str) -> str | None:
+    """The remote peer a line accuses, as printed: its instance id, host name or address, else None.
+
+    >>> accused_peer("socketProgress: Connection closed by remote peer node2<42830>")
+    'node2'
+    >>> accused_peer("Invalid address My host id: i-0db7083f3fcbebb65 Peer host id: i-0ce6d3d57139f053c (7)")
+    'i-0ce6d3d57139f053c'
+    """
+    found = list(_ACCUSED.finditer(message))
+    for key in ("iid", "host", "addr", "efa"):  # the instance id names the node best, its EFA address least
+        for m in found:
+            if m[key]:
+                return str(m[key])
+    return None
+
 
 # --- the events -------------------------------------------------------------------------------------------
 #: (kind, how its message begins): a line holding the beginning, or cut inside it, is that event.
@@ -369,6 +409,7 @@ class _State:
         self.elastic: dict[str, Any] | None = None  # the torchelastic entry being read
         self.root_next = False  # the next torchelastic entry is the root cause
         self.nccl_hosts: list[str] = []  # the hosts of NCCL's lines, in order
+        self.pid_hosts: dict[int, str] = {}  # NCCL's lines' pid -> host (libfabric's lines print no host)
 
     def run(self) -> None:
         skip = 0
@@ -377,6 +418,9 @@ class _State:
                 skip -= 1
                 continue
             if self.elastic_line(no, line):
+                continue
+            if "libfabric" in line and (f := _FABRIC.search(line) or _FABRIC_ANY.search(line)):
+                self.fabric(no, line, f)
                 continue
             if "NCCL" in line and _NCCL_LINE.search(line):
                 self.nccl_lines += 1
@@ -567,6 +611,8 @@ class _State:
         m = _NCCL_SOURCE.search(line)
         if m is not None and (not self.nccl_hosts or self.nccl_hosts[-1] != m["host"]):
             self.nccl_hosts.append(m["host"])
+        if m is not None:
+            self.pid_hosts.setdefault(int(m["pid"]), m["host"])
         if m is None:
             if "NCCL WARN" in line:  # a WARN line whose host:pid:tid was not printed or was cut
                 self.nccl_warn(no, line, None, line.index("NCCL WARN"))
@@ -589,6 +635,7 @@ class _State:
         )  # the NCCL log codes of docs/sources.md#nccl-log-patterns
         msg = m["msg"] if m else line[start:].removeprefix("NCCL WARN")
         row.update(line=no, kind="nccl_warn", level="WARN", code=code, message=msg.strip()[:2000])
+        row["peer"] = accused_peer(msg)
         if m:
             row.update(host=m["host"], pid=int(m["pid"]), device=int(m["dev"]))
         head = line[:start]
@@ -597,6 +644,26 @@ class _State:
         if rank := _RANK.search(head):
             row["rank"] = int(rank[1])
         row["prefix"] = head.strip()[:500] or None
+        self.result.add("job_log_event", row)
+
+    def fabric(self, no: int, line: str, f: re.Match[str]) -> None:
+        """libfabric's warning or error naming the remote peer it failed with (an EFA completion error, an
+        unresponsive receiver): the peer is accused; the host (by NCCL's lines of the same pid) printed it."""
+        peer = accused_peer(f["msg"])
+        if peer is None:
+            return  # libfabric's other warnings (a capability, a variable) accuse no one
+        row: dict[str, Any] = {c.name: None for c in SCHEMA["job_log_event"]}
+        row.update(line=no, kind="fabric_error", level=f["level"].upper(), peer=peer)
+        row["message"] = f["msg"].strip()[:2000]
+        if (
+            "epoch" not in f.re.groupindex
+        ):  # the header mangled: the accusation kept, its printer and time not
+            self.result.issue(no, line, "libfabric line's header not understood: its pid and time unknown")
+        else:
+            row["pid"], row["time_text"] = int(f["pid"]), f["epoch"]
+            row["ts"] = datetime.fromtimestamp(int(f["epoch"]), timezone.utc).replace(tzinfo=None).isoformat()
+            row["utc_offset"] = "+00:00"  # seconds since the epoch: UTC
+        row["prefix"] = line[: f.start()].strip()[:500] or None
         self.result.add("job_log_event", row)
 
     # -- torchelastic's failure summary -------------------------------------------------------------
@@ -669,6 +736,9 @@ class _State:
         if self.nccl_lines:
             self.nccl_tables()
         events = result.rows("job_log_event")
+        for e in events:
+            if e["kind"] == "fabric_error" and e["host"] is None:
+                e["host"] = self.pid_hosts.get(e["pid"])
         ranks = {e["rank"] for e in events if e["rank"] is not None}
         ranks |= {
             r["rank"]

@@ -312,6 +312,23 @@ def test_nccl_warn_lines_with_their_stamp_and_host_and_pytorchs_cuda_error() -> 
     ]
 
 
+def test_libfabric_errors_name_the_peer_they_accuse_and_the_printer_by_its_pid() -> None:
+    """aws-ofi-nccl #346: libfabric's EFA error (no host, pid 451707, epoch seconds) names ``My host id`` and
+    ``Peer host id``; the peer is the accused, the host is the printer's, from NCCL's line of the same pid."""
+    r = parsed("aws-ofi-nccl-346-libfabric-peer-host-id.txt")
+    assert pick(events(r), "line", "kind", "level", "host", "pid", "peer", "ts", "utc_offset") == [
+        (2, "fabric_error", "WARN", "ip-172-31-69-127", 451707, "i-0ce6d3d57139f053c", "2024-02-21T13:06:47", "+00:00"),
+        (3, "fabric_error", "WARN", "ip-172-31-69-127", 451707, "i-0ce6d3d57139f053c", "2024-02-21T13:06:47", "+00:00"),
+    ]  # fmt: skip
+    assert events(r)[1]["prefix"] is None and r.issues == []
+    assert (
+        job_log.accused_peer("My host id: i-0db7083f3fcbebb65") is None
+    )  # the printer's own id accuses no one
+    # libfabric's warnings that name no peer are no event (a capability the device lacks, aws-ofi-nccl #161)
+    other = "libfabric:462:1673041636:efa:core:rxr_info_to_rxr():506<warn> FI_HMEM capability requires RDMA"
+    assert job_log._FABRIC.search(other) and job_log.accused_peer(other) is None
+
+
 def test_uncorrectable_ecc_in_a_traceback_and_the_watchdogs_exit() -> None:
     r = parsed("kohya-1434-uncorrectable-ecc.txt")
     assert pick(events(r), "line", "kind", "code", "pg_rank") == [

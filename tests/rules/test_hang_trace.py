@@ -217,3 +217,35 @@ def test_without_hang_evidence_the_rule_passes_or_is_skipped(tmp_path: Path) -> 
     (root / "extra").mkdir()
     shutil.copy(FIXTURES / "nccl-ras" / "nccl-1730-healthy-256-ranks.txt", root / "extra" / "ras.txt")
     assert analyze(root).outcome("nccl.collective.hung") == "pass"
+
+
+def test_a_libfabric_error_naming_its_peer_counts_against_the_peer_not_the_printer(tmp_path: Path) -> None:
+    """The real aws-ofi-nccl #346 lines: libfabric on ip-172-31-69-127 (p5-node-01's hostname, pid 451707 by
+    its NCCL line) failed with ``Peer host id: i-0ce6d3d57139f053c``, p5-node-02's instance id.  The hang
+    (dumps written 30 s after the line) is traced to p5-node-02, whose own kernel log is quiet: the accusation
+    is its evidence; p5-node-01, which printed it, is named only as the printer."""
+    root = cluster(tmp_path, dmesg={"p5-node-02": QUIET}, hostnames={"p5-node-01": "ip-172-31-69-127"})
+    meta = root / "p5-node-02" / "meta.env"
+    meta.write_text(meta.read_text() + "instance_id=i-0ce6d3d57139f053c\n")
+    at = 1708520807 + 30  # the libfabric line's epoch second, plus 30 s
+    for node, ranks in NODES.items():
+        (root / node / "extra").mkdir()
+        for r in ranks:
+            entries = [entry(s, created=at - (809 - s) * 2) for s in (806, 807, 808)]
+            entries.append(entry(809, created=at, state="scheduled" if node == "p5-node-02" else "started"))
+            (root / node / "extra" / f"nccl_trace_rank_{r}").write_bytes(
+                jit_pickle(dump(entries, ranks=RANKS))
+            )
+    log = FIXTURES / "job-log" / "aws-ofi-nccl-346-libfabric-peer-host-id.txt"
+    shutil.copy(log, root / "p5-node-01" / "extra" / "slurm-1.err")
+    (found,) = hang(analyze(root))
+    assert found.node == "p5-node-02"
+    assert (
+        "p5-node-02's bundle shows before the hang began: named as the remote peer (i-0ce6d3d57139f053c) by "
+        "ip-172-31-69-127 at 2024-02-21T13:06:47Z (30 s before)" in found.message
+    )
+    assert [(e.file, e.line) for e in found.evidence[:2]] == [
+        ("p5-node-01/extra/slurm-1.err", 2),
+        ("p5-node-01/extra/slurm-1.err", 3),
+    ]
+    assert "p5-node-01's bundle shows" not in found.message

@@ -24,8 +24,9 @@ hang began at the watchdog line's time minus "ran for", or at the wavefront coll
 in the dumps; a suspect node's evidence is searched before that moment, not in a window before the
 timeout line: kernel events of the fault families (:data:`FAULT_EVENTS`, every catalogued kernel
 signature), failed probes, EFA ports not ACTIVE, and lines of any log that accuse the node as a remote
-peer (``Connection closed by remote peer <host>``, libfabric's ``Peer host id: i-...``, ``peer <ip><port>``):
-such a line is evidence against the peer it names, never against the host that printed it.
+peer (``Connection closed by remote peer <host>``, libfabric's ``Peer host id: i-...``, ``peer <ip><port>``;
+the job log's ``peer`` column, NCCL logs' WARN messages): such a line is evidence against the peer it names
+(matched by instance id, address or host name), never against the host that printed it.
 """
 
 from __future__ import annotations
@@ -445,20 +446,33 @@ def node_evidence(
         out.append(NodeEvidence(r["node"], f"EFA {r['device']} port {r['port']} {r['state']}", r["source_file"],
                                 r["line"], None, "at collection"))  # fmt: skip
     for r in ctx.rows(
-        "SELECT node, source_file, line, message, ts FROM job_log_event WHERE kind = 'nccl_warn' "
-        "UNION ALL SELECT node, source_file, line, message, NULL FROM nccl_log_event WHERE level = 'WARN'"
+        "SELECT node, host, source_file, line, message, ts, utc_offset, peer FROM job_log_event "
+        "WHERE peer IS NOT NULL UNION ALL SELECT node, NULL, source_file, line, message, NULL, NULL, NULL "
+        "FROM nccl_log_event WHERE level = 'WARN'"
     ):
-        m = _PEER.search(r["message"] or "")
-        if m is None:
+        peer = r["peer"]  # the job log's parser read it (NCCL's WARN lines, libfabric's EFA errors)
+        if peer is None and (m := _PEER.search(r["message"] or "")):
+            peer = m["host"] or m["addr"] or m["iid"]
+        if peer is None:
             continue
-        accused = index.match(m["host"] or m["addr"] or m["iid"] or instance_id(m["iid"]))
-        if accused in wanted:
-            when = r["ts"] if isinstance(r["ts"], datetime) else None
-            out.append(NodeEvidence(accused, f"named as the remote peer by {r['node'] or 'a job log'}",
+        accused = index.match(peer) or index.match(instance_id(peer))
+        if accused in wanted and index.match(r["host"]) != accused:  # a printer accusing itself is no peer
+            when = _utc(r["ts"], r["utc_offset"])
+            printer = r["host"] or r["node"] or "a job log"
+            out.append(NodeEvidence(accused, f"named as the remote peer ({peer}) by {printer}",
                                     r["source_file"], r["line"], when, _relation(when, began)))  # fmt: skip
     order = {"before": 0, "time unknown": 1, "at collection": 2, "after": 3}
     out.sort(key=lambda e: (e.node, order[e.relation], -(e.when.timestamp() if e.when else 0)))
     return out
+
+
+def _utc(ts: Any, offset: str | None) -> datetime | None:
+    """A log line's stamp in UTC (naive), None when the log does not say its zone (not guessed)."""
+    if not isinstance(ts, datetime) or not offset:
+        return None
+    sign = -1 if offset.startswith("-") else 1
+    hh, mm = offset[1:].split(":")
+    return ts - sign * timedelta(hours=int(hh), minutes=int(mm))
 
 
 def _relation(when: datetime | None, began: datetime | None) -> str:
