@@ -103,7 +103,10 @@ communicator for nccl-init); ``nranks`` int; ``local_rank`` int; ``device`` int 
 ``pid`` int; ``bus_id`` str; ``comm_id`` str; ``exit_code`` int.
 
 ``nccl_run``, ``nccl_log_event``, ``nccl_transport``: NCCL's lines of the log, as parsers/nccl_tests.py
-reads them (the same columns; their lines are the job log's).
+reads them (the same columns; their lines are the job log's).  ``ras_report``, ``ras_comm``, ``ras_peer``,
+``ras_count``: a RAS report printed inside the log (NVIDIA/nccl#1730 prints the ``ncclras`` report before
+the watchdog's lines), as parsers/nccl_ras.py reads one among other text (from its version, ``Job
+summary`` or ``Communicators...`` head on; the same columns, the job log's line numbers).
 
 Examples
 --------
@@ -127,7 +130,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from parsers import nccl_tests
+from parsers import nccl_ras, nccl_tests
 from parsers._base import Column, ParseError, ParseResult, ParserFailure, ParserInfo, require_text, sample_of
 
 if sys.version_info >= (3, 11):
@@ -139,12 +142,14 @@ SAMPLE = sample_of(__doc__)
 
 #: NCCL's tables, read from the log's NCCL lines by the nccl-tests parser.
 NCCL_TABLES = ("nccl_run", "nccl_log_event", "nccl_transport")
+#: NCCL RAS's tables, read from a RAS report printed inside the log by the RAS parser.
+RAS_TABLES = ("ras_report", "ras_comm", "ras_peer", "ras_count")
 
 INFO = ParserInfo(
     kind="job-log",
     title="Training job log (PyTorch NCCL watchdog, NCCL and CUDA errors, torchelastic failures)",
     commands=("srun ... torchrun ... train.py > slurm-<job>.out 2> slurm-<job>.err", "kubectl logs <pod>"),
-    tables=("job_log", "job_log_event", "job_log_rank", *NCCL_TABLES),
+    tables=("job_log", "job_log_event", "job_log_rank", *NCCL_TABLES, *RAS_TABLES),
     versions_seen=(
         "PyTorch 1.8-1.9 (WorkNCCL(OpType=.., Timeout(ms)=..) without SeqNum)",
         "PyTorch 1.10-2.1 ([E ProcessGroupNCCL.cpp:N] [Rank N], no timestamp)",
@@ -179,6 +184,7 @@ SCHEMA = {
         "comm_id:str exit_code:int"
     ),
     **{table: nccl_tests.SCHEMA[table] for table in NCCL_TABLES},
+    **{table: nccl_ras.SCHEMA[table] for table in RAS_TABLES},
 }
 
 # --- recognising a job log -------------------------------------------------------------------------------
@@ -326,6 +332,11 @@ _ELASTIC_BAD_HEAD = re.compile(r"^\s*\[[^\]\s]{1,12}\]:\s*$")
 #: the values of the fields read
 _ELASTIC_RANK = re.compile(r"(\d+)(?: \(local_rank: (\d+)\))?$")
 _ELASTIC_EXIT = re.compile(r"(-?\d+)(?: \(pid: (\d+)\))?$")
+#: a line of the job's own (PyTorch's, NCCL's, torchrun's, a glog header): the end of a RAS report printed in the log
+_JOB_LINE = re.compile(
+    r"ProcessGroupNCCL|WorkNCCL\(|\bNCCL (?:INFO|WARN|ERROR)\b|\[(?:rank|default)\d+\]:|^\s*\[?[EWIF]\d{4} \d\d:|"
+    r"^\s*(?:Traceback|terminate called|```)"
+)
 #: the start of a line that is a log line of its own (so no terminal wrap of the line before)
 _LOGLINE = re.compile(r"^\s*(?:\[|\(|\S+:\d+:\d+ \[|\d{4}-\d\d-\d\d|[EWIF]\d{4} |\S+ \[std(?:out|err)\])")
 
@@ -735,6 +746,7 @@ class _State:
         result = self.result
         if self.nccl_lines:
             self.nccl_tables()
+        self.ras_tables()
         events = result.rows("job_log_event")
         for e in events:
             if e["kind"] == "fabric_error" and e["host"] is None:
@@ -758,6 +770,33 @@ class _State:
         result.tables["job_log_event"].sort(key=lambda e: e["line"])
         result.issues.sort(key=lambda i: i.line_no)
         return result
+
+    def ras_tables(self) -> None:
+        """A RAS report printed inside the log (NVIDIA/nccl#1730): from its head (``NCCL version .. compiled
+        with CUDA``, ``Job summary``, ``Communicators... (Ns)``) to the next line of the job's own (PyTorch's,
+        NCCL's, a launcher's), read as the RAS parser reads a file of RAS output: a line in it that RAS does
+        not print is a ParseIssue, and row and issue line numbers are the log's."""
+        lines, no = self.lines, 0
+        while no < len(lines):
+            line = lines[no].strip()
+            if not (nccl_ras._VERSION.match(line) or line == "Job summary" or nccl_ras._COMMS.match(line)):
+                no += 1
+                continue
+            end = no + 1
+            while end < len(lines) and not _JOB_LINE.search(lines[end]):
+                end += 1
+            try:
+                ras = nccl_ras.parse("\n".join(lines[no:end]))
+            except ParserFailure as e:
+                self.result.issue(no + 1, lines[no], f"RAS report not read: {e}")
+                no = end
+                continue
+            for table in RAS_TABLES:
+                for row in ras.rows(table):
+                    self.result.add(table, {**row, "line": row["line"] + no})
+            for issue in ras.issues:
+                self.result.issue(issue.line_no + no, issue.line, issue.reason)
+            no = end
 
     def nccl_tables(self) -> None:
         """NCCL's lines as the nccl-tests parser reads an NCCL log (the other lines blanked: same numbers)."""

@@ -329,6 +329,22 @@ def test_libfabric_errors_name_the_peer_they_accuse_and_the_printer_by_its_pid()
     assert job_log._FABRIC.search(other) and job_log.accused_peer(other) is None
 
 
+def test_a_ras_report_printed_inside_the_log_is_read_as_ras_too() -> None:
+    """NVIDIA/nccl#1730: the ncclras report (healthy: 32 nodes, 256 ranks RUNNING, OK) before rank 118's
+    watchdog lines: its rows join the RAS tables at the log's line numbers; the watchdog lines stay events."""
+    r = parsed("nccl-1730-failure-detected-sequence-id-256-ranks.txt")
+    assert pick(r.rows("ras_report"), "line", "nccl_version", "nodes", "processes", "gpus") == [
+        (2, "2.26.2", 32, 256, 256)
+    ]
+    assert pick(r.rows("ras_comm"), "line", "ranks_in_group", "status", "errors") == [
+        (17, 256, "RUNNING", "OK")
+    ]
+    assert r.rows("ras_peer") == [] and r.issues == []
+    assert [e["kind"] for e in events(r)][:2] == ["watchdog_timeout", "pg_status"]
+    # a log without a RAS report gives no RAS rows
+    assert parsed("basicsr-737-pg-guid-default-pg.txt").rows("ras_report") == []
+
+
 def test_uncorrectable_ecc_in_a_traceback_and_the_watchdogs_exit() -> None:
     r = parsed("kohya-1434-uncorrectable-ecc.txt")
     assert pick(events(r), "line", "kind", "code", "pg_rank") == [

@@ -249,3 +249,39 @@ def test_a_libfabric_error_naming_its_peer_counts_against_the_peer_not_the_print
         ("p5-node-01/extra/slurm-1.err", 3),
     ]
     assert "p5-node-01's bundle shows" not in found.message
+
+
+def test_a_ras_report_printed_inside_a_job_log_is_read_as_ras(tmp_path: Path) -> None:
+    """NVIDIA/nccl#1730's job log prints the ncclras report (healthy: 256 ranks RUNNING, OK) before rank
+    118's watchdog lines: the job log gives the RAS rows too.  The same log with NVIDIA/nccl#1762's report in
+    its place (processes on 10.4.109.13, p5-node-02's address, INCOMPLETE: rank 1 missing), the two real
+    texts joined in the test as a job's stderr holds a report before the watchdog lines: RAS's missing
+    ranks are suspects of the hang, on p5-node-02."""
+    log = fixture("job-log", "nccl-1730-failure-detected-sequence-id-256-ranks.txt")
+    (tmp_path / "healthy").mkdir()
+    root = cluster(tmp_path / "healthy")
+    (root / "extra" / "job-1").mkdir(parents=True)
+    (root / "extra" / "job-1" / "slurm-1.err").write_text(log)
+    res = analyze(root)
+    report = res.con.execute(
+        "SELECT source_file, line, nccl_version, nodes, processes FROM ras_report"
+    ).fetchall()
+    assert report == [("extra/job-1/slurm-1.err", 2, "2.26.2", 32, 256)]
+    assert res.con.execute("SELECT status, errors, ranks_in_group FROM ras_comm").fetchall() == [
+        ("RUNNING", "OK", 256)
+    ]
+    assert res.con.execute("SELECT count(*) FROM ras_peer").fetchone() == (0,)
+    assert all("NCCL RAS" not in f.params["sources"] for f in hang(res))
+
+    pytorch = log[log.index("[rank118]") :]
+    report = fixture("nccl-ras", "nccl-1762-outlier-node-incomplete-cut.txt")
+    (tmp_path / "missing").mkdir()
+    root = cluster(tmp_path / "missing", hostnames={"p5-node-02": "ip-10-4-109-13"})
+    (root / "extra" / "job-1").mkdir(parents=True)
+    (root / "extra" / "job-1" / "slurm-1.err").write_text(report + "\n" + pytorch)
+    found = [f for f in hang(analyze(root)) if "NCCL RAS" in f.params["sources"]]
+    assert len(found) == 1
+    suspects = [(s["rank"], s["why"], s["host"], s["node"]) for s in found[0].params["suspects"]]
+    assert (1, "missing", "10.4.109.13", "p5-node-02") in suspects
+    assert found[0].node == "p5-node-02"
+    assert any(e.file == "extra/job-1/slurm-1.err" for e in found[0].evidence)
