@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # imported where used: the CLI starts without the analysis st
     import duckdb
 
     from analyzer.intake.load import LoadSummary
+    from analyzer.intake.read_node import ParsedFile
     from analyzer.judge.settings import Settings
     from analyzer.model.plan import Plan
     from analyzer.model.report_data import ReportData
@@ -761,10 +762,7 @@ def _parse_foreign(source: str, file: Path, fmt: str) -> None:
     """``parse`` of an input another tool wrote: each file it is laid out as, read by the node reader
     analyze uses (its limits and guards), every record tagged with its node, kind and file; what could
     not be read goes to stderr."""
-    from analyzer.intake import foreign
-    from analyzer.intake.bundle import NodeSource
-    from analyzer.intake.read_node import ParsedFile, read_extra, read_node
-    from analyzer.intake.safe_read import Limits
+    from analyzer.pipeline import convert_input, read_extra_files, read_node_files
 
     tables: dict[str, list[dict[str, Any]]] = {}
 
@@ -778,8 +776,7 @@ def _parse_foreign(source: str, file: Path, fmt: str) -> None:
             )
 
     with tempfile.TemporaryDirectory(prefix="hptriage-parse-") as work:
-        limits = Limits()
-        converted = foreign.convert(source, file, Path(work) / "input", limits)
+        converted = convert_input(source, file, Path(work) / "input")
         for r in converted.refusals:
             click.echo(f"{file}!{r.path}: not read: {r.reason}", err=True)
         for problem in converted.problems:
@@ -789,7 +786,7 @@ def _parse_foreign(source: str, file: Path, fmt: str) -> None:
         absent: dict[tuple[str, str], list[str]] = {}  # (node, why) -> kinds
         for node_dir in converted.nodes:
             files: list[ParsedFile] = []
-            data = read_node(NodeSource(node_dir, False, str(file)), limits, parsed=files)
+            data = read_node_files(node_dir, str(file), files)
             node = data.node
             for probe in data.probes:
                 if not probe["present"]:
@@ -820,7 +817,7 @@ def _parse_foreign(source: str, file: Path, fmt: str) -> None:
             click.echo(f"{file}: {node}: {why}: {', '.join(sorted(kinds))}", err=True)
         for extra in converted.extras:
             files = []
-            read_extra(extra, str(file), "parse", limits, parsed=files)
+            read_extra_files(extra, str(file), files)
             for parsed in sorted(files, key=lambda p: p.path):
                 if parsed.result is not None:
                     keep("", parsed, parsed.path)

@@ -4,13 +4,19 @@
 history store's ``ingest`` calls the same two steps it is made of, :func:`load_inputs` and
 :func:`judge`, once per part of its inputs.  Inputs are discovered and digested once (``load_inputs``
 takes what discovery found, when the caller already has it).
+
+The pipeline is the one door to the stages below it: the history store's ingest, the fleet's
+per-input step and driver, and ``hptriage parse`` of an input another tool wrote call the steps here
+(:func:`discover_inputs`, :func:`plan_parts`, :func:`load_inputs`, :func:`judge`,
+:func:`merge_outcomes`, :func:`convert_input`, :func:`read_node_files`, :func:`read_extra_files`)
+rather than intake's loader, its node reader or the rule engine themselves.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -20,7 +26,10 @@ if TYPE_CHECKING:
     import duckdb
 
     from analyzer.intake.bundle import Discovery
+    from analyzer.intake.foreign.layout import Converted
     from analyzer.intake.load import LoadSummary, Plan
+    from analyzer.intake.read_node import NodeData, ParsedFile
+    from analyzer.intake.safe_read import Limits
     from analyzer.judge.engine import RuleModule
     from analyzer.judge.findings import Finding, Outcome
     from analyzer.judge.settings import Settings
@@ -122,6 +131,67 @@ def load_inputs(
         part=part,
         account=account,
     )
+
+
+def discover_inputs(paths: Sequence[Path], workdir: Path, limits: Limits | None = None) -> Discovery:
+    """Find the node bundles, cluster bundles and ``extra/`` folders among the inputs (a cluster tarball
+    or an input another tool wrote is unpacked or laid out under ``workdir``), and what was not read."""
+    from analyzer.intake.bundle import discover
+    from analyzer.intake.safe_read import Limits
+
+    return discover(list(paths), workdir, limits or Limits())
+
+
+def plan_parts(found: Discovery, limits: Limits | None = None) -> tuple[Plan, dict[str, str]]:
+    """What was found grouped into parts (one cluster's bundles in one folder), with duplicates
+    dropped, and the content digest of every node bundle and ``extra/`` folder, by its display name."""
+    from analyzer.intake.bundle import content_digest
+    from analyzer.intake.load import make_plan
+    from analyzer.intake.safe_read import Limits
+
+    limits = limits or Limits()
+    plan = make_plan(found, limits)
+    digest = {s.display: content_digest(s.location, s.is_tar, limits) for s in found.nodes}
+    digest.update({e.display: content_digest(e.location, False, limits) for e in found.extras})
+    return plan, digest
+
+
+def convert_input(source: str, path: Path, dest: Path, limits: Limits | None = None) -> Converted:
+    """An input another tool wrote (``source``, as detected) laid out under ``dest`` as node bundles
+    and ``extra/`` folders, as analyze lays it out."""
+    from analyzer.intake import foreign
+    from analyzer.intake.safe_read import Limits
+
+    return foreign.convert(source, path, dest, limits or Limits())
+
+
+def read_node_files(
+    location: Path, display: str, parsed: list[ParsedFile], limits: Limits | None = None
+) -> NodeData:
+    """One node bundle folder read as analyze reads it (its limits and guards); each file's parse is
+    appended to ``parsed`` as its parser gave it."""
+    from analyzer.intake.bundle import NodeSource
+    from analyzer.intake.read_node import read_node
+    from analyzer.intake.safe_read import Limits
+
+    return read_node(NodeSource(location, False, display), limits or Limits(), parsed=parsed)
+
+
+def read_extra_files(
+    location: Path, display: str, parsed: list[ParsedFile], limits: Limits | None = None
+) -> None:
+    """One ``extra/`` folder read as analyze reads it; each file's parse is appended to ``parsed``."""
+    from analyzer.intake.read_node import read_extra
+    from analyzer.intake.safe_read import Limits
+
+    read_extra(location, display, "parse", limits or Limits(), parsed=parsed)
+
+
+def merge_outcomes(outcomes: Iterable[Outcome]) -> list[Outcome]:
+    """Each rule's outcomes of several runs as one (error, then fail, then pass, then skipped)."""
+    from analyzer.judge import engine
+
+    return engine.merge_outcomes(outcomes)
 
 
 def rule_modules() -> list[RuleModule]:

@@ -175,3 +175,85 @@ def test_the_layer_test_sees_an_upward_import() -> None:
     assert layer_of("analyzer.model.verdict") > layer_of("analyzer.judge.engine")  # type: ignore[operator]
     assert layer_of("reports.terminal") > layer_of("analyzer.model.report_data")  # type: ignore[operator]
     assert layer_of("analyzer.cli") == len(LAYERS) - 1
+
+
+#: The stages' entrances that only the pipeline (and the stages below it) may use at run time:
+#: discovery and planning of the inputs, the loader, the node reader, and the rule engine.
+STAGE_ENTRANCES = (
+    "analyzer.intake.load",
+    "analyzer.intake.read_node",
+    "analyzer.intake.bundle.discover",
+    "analyzer.intake.bundle.content_digest",
+    "analyzer.judge.engine",
+)
+
+
+def _run_time_imports(source: str, module: str, is_package: bool = False) -> set[str]:
+    """The modules (and ``module.name`` of a ``from`` import) imported at run time: an import under
+    ``if TYPE_CHECKING:`` names a type only and is left out."""
+    tree = ast.parse(source)
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            typing_only |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    package = module if is_package else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            base = node.module
+            if node.level:
+                base = (
+                    (package.rsplit(".", node.level - 1)[0] if node.level > 1 else package)
+                    + "."
+                    + node.module
+                )
+            found |= {base} | {f"{base}.{a.name}" for a in node.names}
+    return found
+
+
+def _entered(imported: set[str]) -> set[str]:
+    return {m for m in imported if any(m == e or m.startswith(e + ".") for e in STAGE_ENTRANCES)}
+
+
+def test_only_the_pipeline_enters_the_stages() -> None:
+    """The pipeline is the one door to the stages: above it (history, fleet, redaction, the plan, the
+    renderers, the front ends), nothing discovers or loads inputs, reads a node or runs the rules but
+    through the pipeline's steps (a type named for mypy alone is no entrance)."""
+    pipeline = layer_of("analyzer.pipeline")
+    assert pipeline is not None
+    wrong = []
+    for path in _sources():
+        module = _module_of(path)
+        here = layer_of(module)
+        if here is None or here <= pipeline:
+            continue
+        entered = _entered(
+            _run_time_imports(path.read_text(encoding="utf-8"), module, path.name == "__init__.py")
+        )
+        wrong += [f"{module} imports {m}" for m in sorted(entered)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_door_test_sees_an_entrance() -> None:
+    """The check itself: a run-time import of the loader or the engine is seen, a typing-only one is not."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "from analyzer.judge.engine import run_rules\n"
+        "from analyzer.intake.bundle import discover, folder_name\n"
+        "if TYPE_CHECKING:\n"
+        "    from analyzer.intake.load import LoadSummary\n"
+        "def f():\n"
+        "    from ..intake.read_node import read_node\n"
+    )
+    entered = _entered(_run_time_imports(source, "analyzer.fleet.x"))
+    assert entered == {
+        "analyzer.judge.engine",
+        "analyzer.judge.engine.run_rules",
+        "analyzer.intake.bundle.discover",
+        "analyzer.intake.read_node",
+        "analyzer.intake.read_node.read_node",
+    }

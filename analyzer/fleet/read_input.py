@@ -91,12 +91,9 @@ def read_inputs(
     all of them.  The inputs must belong to one cluster folder (one ``place``)."""
     import pyarrow as pa
 
-    from analyzer.intake.bundle import content_digest, discover
-    from analyzer.intake.load import make_plan
     from analyzer.intake.safe_read import Limits
-    from analyzer.judge.engine import run_rules
     from analyzer.judge.settings import load_settings
-    from analyzer.pipeline import load_inputs, rule_modules
+    from analyzer.pipeline import discover_inputs, judge, load_inputs, plan_parts, rule_modules
     from analyzer.store.tables import connect
 
     limits = limits or Limits()
@@ -117,11 +114,9 @@ def read_inputs(
             (folder / _safe(base)).write_bytes(data)
             if checksum is not None:
                 (folder / (_safe(base) + _digest_suffix(checksum))).write_bytes(checksum)
-        found = discover([folder], work / "discover", limits)
+        found = discover_inputs([folder], work / "discover", limits)
         _place(found, str(folder), given, place or Place(parent), work / "discover")
-        plan = make_plan(found, limits)
-        digest = {s.display: content_digest(s.location, s.is_tar, limits) for s in found.nodes}
-        digest.update({e.display: content_digest(e.location, False, limits) for e in found.extras})
+        plan, digest = plan_parts(found, limits)
         con = connect(None)
         entries: list[dict[str, Any]] = []
         unread: list[tuple[str, str]] = [(u.path, u.reason) for u in found.unread]
@@ -140,7 +135,7 @@ def read_inputs(
                                 "bundle_hash": digest.get(e["source"])})  # fmt: skip
         entries = [e for e in entries if e["bundle_hash"]]
         local = [m for m in rule_modules() if m.RULE.node_local]
-        _, outcomes = run_rules(con, local, settings) if entries else ([], [])
+        _, outcomes = judge(con, local, settings) if entries else ([], [])
         shown = _display(str(folder), given)
         tables = {t: _named(rows, str(folder), given) for t, rows in _facts(con, entries).items()}
         tables[BUNDLE] = _named(_bundles(con), str(folder), given)

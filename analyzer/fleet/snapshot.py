@@ -254,8 +254,8 @@ class _Part:
         import pyarrow.compute as pc
 
         from analyzer.fleet.read_input import arrow
-        from analyzer.judge.engine import merge_outcomes, run_rules
         from analyzer.judge.findings import Outcome
+        from analyzer.pipeline import judge, merge_outcomes
         from analyzer.store.tables import connect
 
         con = connect(None)
@@ -271,7 +271,7 @@ class _Part:
                 skipped.setdefault(o["rule"], set()).add(o["outcome"] == "skipped")
             again = {rule for rule, seen in skipped.items() if len(seen) == 2}
             here = [m for m in modules if not m.RULE.node_local or m.RULE.id in again]
-            _, judged = run_rules(con, here, settings)
+            _, judged = judge(con, here, settings)
             ids = pa.table({"bundle_id": [stored_bundle_id(h) for h in places], "bundle_hash": list(places)})
             con.register("_ids", ids)
             cross_rows = arrow(

@@ -161,11 +161,9 @@ def ingest(
     cluster, or two clusters, given together are stored as two snapshots.  The first result also names
     the inputs that were not read.  A store this call created is removed again when nothing was
     stored."""
-    from analyzer.intake.bundle import content_digest, discover
-    from analyzer.intake.load import make_plan
     from analyzer.intake.safe_read import Limits
     from analyzer.judge.settings import load_settings
-    from analyzer.pipeline import rule_modules
+    from analyzer.pipeline import discover_inputs, plan_parts, rule_modules
 
     settings = settings or load_settings()
     limits = Limits()
@@ -174,10 +172,8 @@ def ingest(
     results: list[IngestResult] = []
     try:
         open_store(db_path).close()  # the store is checked (or made) before any work
-        found = discover(paths, workdir / "discover", limits)
-        plan = make_plan(found, limits)
-        digest = {s.display: content_digest(s.location, s.is_tar, limits) for s in found.nodes}
-        digest.update({e.display: content_digest(e.location, False, limits) for e in found.extras})
+        found = discover_inputs(paths, workdir / "discover", limits)
+        plan, digest = plan_parts(found, limits)
         modules = rule_modules()
         for n, part in enumerate(plan.parts):
             shown = [found.nodes[i].display for i in part.nodes] + [e.display for e in part.extras]
