@@ -17,7 +17,7 @@ from analyzer.model.plan import Plan
 from analyzer.model.records import Finding, Route, Severity
 from analyzer.model.report_data import ReportData
 from analyzer.model.routes import by_route, concerns_of_rule, node_routes, owners, route_text, shared
-from analyzer.model.sections import SECTIONS, section_of
+from analyzer.model.sections import SECTIONS, Section
 from analyzer.model.timeline import words
 
 #: Findings of one rule written out in full; the rest are counted (every route keeps one example).
@@ -85,7 +85,7 @@ def render(data: ReportData) -> str:
     )
     if data.plan is not None:
         out += _plan(data.plan)
-    out += _concerns(data.findings, data.rule_titles)
+    out += _concerns(data.sections, data.rule_titles)
     out += _timeline(data)
     out += _not_examined(v.not_examined)
     problems = data.problems
@@ -149,27 +149,31 @@ def _plan(plan: Plan) -> list[str]:
     return out
 
 
-def _concerns(findings: list[Finding], titles: dict[str, str]) -> list[str]:
-    concerns = [f for f in findings if f.severity in (Severity.CRITICAL, Severity.WARNING)]
-    others = [f for f in findings if f.severity not in (Severity.CRITICAL, Severity.WARNING)]
-    out = _by_section("Concerns", concerns, titles)
-    return out + _by_section("Other findings (information)", others, titles)
+def _concerns(sections: list[Section], titles: dict[str, str]) -> list[str]:
+    out = _by_section("Concerns", sections, titles, concern=True)
+    return out + _by_section("Other findings (information)", sections, titles, concern=False)
 
 
-def _by_section(heading: str, findings: list[Finding], titles: dict[str, str]) -> list[str]:
-    """Findings by section and rule; a rule's findings that differ in severity or route are cut into
-    one group per (severity, route), each saying its own: a header states only what all below share."""
-    if not findings:
+def _by_section(heading: str, sections: list[Section], titles: dict[str, str], *, concern: bool) -> list[str]:
+    """The concerns (or the other findings) by section and rule; a rule's findings that differ in
+    severity or route are cut into one group per (severity, route), each saying its own: a header
+    states only what all below share."""
+    chosen = [
+        (
+            s,
+            s.by_rule(
+                f for f in s.findings if (f.severity in (Severity.CRITICAL, Severity.WARNING)) == concern
+            ),
+        )
+        for s in sections
+    ]
+    if not any(rules for _, rules in chosen):
         return []
     out = [f"## {heading}", ""]
-    by_section: dict[str, dict[str, list[Finding]]] = defaultdict(lambda: defaultdict(list))
-    for f in findings:
-        by_section[section_of(f.rule)][f.rule].append(f)
-    for key, title in SECTIONS.items():
-        rules = by_section.get(key)
+    for section, rules in chosen:
         if not rules:
             continue
-        out += [f"### {title}", ""]
+        out += [f"### {section.title}", ""]
         for rule, group in rules.items():
             out += _rule_group(rule, titles.get(rule, ""), group)
         out.append("")

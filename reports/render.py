@@ -16,7 +16,7 @@ from analyzer import __version__
 from analyzer.model.records import Severity
 from analyzer.model.report_data import ReportData
 from analyzer.model.routes import concerns_of_rule, node_routes, owners, shared
-from analyzer.model.sections import SECTIONS, section_of
+from analyzer.model.sections import SECTIONS, by_rule
 from analyzer.model.verdict import CONCERN
 
 HERE = Path(__file__).resolve().parent
@@ -209,11 +209,9 @@ def severity_counts(findings: list[Any]) -> list[tuple[str, int]]:
     return [(s.value, counts[s.value]) for s in sorted(Severity, key=lambda s: s.rank) if counts[s.value]]
 
 
-def _by_rule(findings: list[Any]) -> list[dict[str, Any]]:
-    """One row per rule that fired: its severity counts, how many findings and nodes, one example."""
-    groups: dict[str, list[Any]] = {}
-    for f in findings:  # findings arrive sorted by severity, so the first one is the worst
-        groups.setdefault(f.rule, []).append(f)
+def _by_rule(groups: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """One row per rule that fired: its severity counts, how many findings and nodes, one example
+    (the findings arrive sorted by severity, so each rule's first one is its worst)."""
     out = [
         {
             "rule": rule,
@@ -304,10 +302,9 @@ def _left_out(count: int) -> str:
 def context(data: ReportData) -> dict[str, Any]:
     figures = draw_charts(data)
     sections = []
-    for key, title in SECTIONS.items():
-        found = [f for f in data.findings if section_of(f.rule) == key]
-        outcomes = [o for o in data.outcomes if section_of(o.rule) == key]
-        groups = _by_rule(found)
+    for section in data.sections:
+        key, title, found, outcomes = section.key, section.title, section.findings, section.outcomes
+        groups = _by_rule(section.by_rule())
         concerns = [f for f in found if f.severity in CONCERN]
         sections.append(
             {
@@ -355,7 +352,7 @@ def context(data: ReportData) -> dict[str, Any]:
         },
         "collected": sorted({n.get("collected_at") or "" for n in data.nodes} - {""}),
         "figures": figures,
-        "by_rule": _by_rule(data.findings),
+        "by_rule": _by_rule(by_rule(data.findings)),
         "max_table": MAX_TABLE,
         "per_rule_open": PER_RULE_OPEN,
         "versions": data.charts.get("versions"),

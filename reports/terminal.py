@@ -22,7 +22,7 @@ from analyzer.model.plan import Plan
 from analyzer.model.records import Finding, Outcome, Route, Severity
 from analyzer.model.report_data import ReportData
 from analyzer.model.routes import concerns_of_rule, node_routes, owners, route_text
-from analyzer.model.sections import SECTIONS, section_of
+from analyzer.model.sections import SECTIONS
 from analyzer.model.timeline import words
 
 #: Concern lines per section before the rest is counted (unless --verbose).
@@ -91,14 +91,11 @@ def render(data: ReportData, verbose: bool = False, columns: int | None = None) 
     """The summary with click styles; ``write`` (click.echo) strips them where colour is off."""
     out = _Writer(columns or width())
     out.plain(f"hptriage: {len(data.nodes)} node(s) from {len(data.bundles)} bundle(s)")
-    by_section: dict[str, list[Finding]] = defaultdict(list)
-    for f in data.findings:
-        by_section[section_of(f.rule)].append(f)
-    for key, title in SECTIONS.items():
+    for section in data.sections:
         out.plain("")
-        out.plain(paint(title, "bold"))
-        _findings_lines(out, by_section.get(key, []), data.rule_titles, verbose)
-        _outcome_lines(out, [o for o in data.outcomes if section_of(o.rule) == key], data, verbose)
+        out.plain(paint(section.title, "bold"))
+        _findings_lines(out, section.findings, data.rule_titles, verbose)
+        _outcome_lines(out, section.outcomes, data, verbose)
     out.plain("")
     _timeline(out, data)
     _verdict(out, data, verbose)

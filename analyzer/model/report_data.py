@@ -11,6 +11,7 @@ from analyzer.judge.engine import RuleModule
 from analyzer.judge.findings import Finding, Outcome
 from analyzer.judge.settings import Settings, load_settings
 from analyzer.model.plan import Plan
+from analyzer.model.sections import Section, by_section
 from analyzer.model.timeline import Timeline
 from analyzer.model.verdict import CORE_INPUTS, RuleScope, Verdict, compute
 
@@ -42,6 +43,12 @@ class ReportData:
     def __post_init__(self) -> None:
         if self.verdict is None:
             self.verdict = compute(self.findings, self.outcomes, self.nodes)
+
+    @property
+    def sections(self) -> list[Section]:
+        """The findings and outcomes grouped by report section, once for every renderer: each section
+        in report order with its findings (in the judge's order) and its rules' outcomes."""
+        return by_section(self.findings, self.outcomes)
 
 
 def gather(
