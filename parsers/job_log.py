@@ -103,10 +103,12 @@ communicator for nccl-init); ``nranks`` int; ``local_rank`` int; ``device`` int 
 ``pid`` int; ``bus_id`` str; ``comm_id`` str; ``exit_code`` int.
 
 ``nccl_run``, ``nccl_log_event``, ``nccl_transport``: NCCL's lines of the log, as parsers/nccl_tests.py
-reads them (the same columns; their lines are the job log's).  ``ras_report``, ``ras_comm``, ``ras_peer``,
-``ras_count``: a RAS report printed inside the log (NVIDIA/nccl#1730 prints the ``ncclras`` report before
-the watchdog's lines), as parsers/nccl_ras.py reads one among other text (from its version, ``Job
-summary`` or ``Communicators...`` head on; the same columns, the job log's line numbers).
+reads them (the same columns; their lines are the job log's).
+
+``ras_report``, ``ras_comm``, ``ras_peer``, ``ras_count``: a RAS report printed inside the log
+(NVIDIA/nccl#1730 prints the ``ncclras`` report before the watchdog's lines), as parsers/nccl_ras.py reads
+one among other text (from its version, ``Job summary`` or ``Communicators...`` head on; the same columns,
+the job log's line numbers).
 
 Examples
 --------
