@@ -364,7 +364,7 @@ def _log_time(t: job.RankTimeout) -> datetime | None:
 def _ras(ctx: Context, index: HostIndex) -> list[Incident]:
     peers = ctx.rows(
         "SELECT bundle_id, node, source_file, line, problem, comm, rank, gpu, pid, host, operation, count, ts "
-        "FROM ras_peer ORDER BY bundle_id, source_file, line"
+        "FROM ras_peer ORDER BY line, rank, pid, bundle_id, source_file"  # an order redaction keeps
     )
     if not peers:
         return []
