@@ -199,12 +199,38 @@ NVIDIA_SMI_EXIT: dict[int, tuple[str, str]] = {
 #: Answers that are about the collection, not the node (kept for the record, never judged as faults).
 COLLECTION_ANSWERS = frozenset({"permission"})
 
-_PREFILTER = re.compile(
-    r"NVML|NVIDIA-SMI has failed|No devices were found|device handle|GPU is lost|fi_getinfo|"
-    r"Driver not installed|version does not exist|"
-    r"No IB devices|host engine|specified host|could not be found|not found",
-    re.IGNORECASE,
+#: Words one of which every catalogued answer's line holds (in any case): a line without one is not
+#: searched.  Looked for as plain substrings of the case-folded text, which is ~100x faster than a
+#: case-blind regex over an 80 KB nvidia-smi -q dump that holds none of them.  str.casefold folds the long
+#: s and the Kelvin sign as re.IGNORECASE does; the dotted and dotless capital I, which re also takes for
+#: an i, are turned into one first.
+_PREFILTER_WORDS = (
+    "nvml",
+    "nvidia-smi has failed",
+    "no devices were found",
+    "device handle",
+    "gpu is lost",
+    "fi_getinfo",
+    "driver not installed",
+    "version does not exist",
+    "no ib devices",
+    "host engine",
+    "specified host",
+    "could not be found",
+    "not found",
 )
+
+
+def _prefilter(text: str) -> bool:
+    """Whether ``text`` holds one of the prefilter words, in any case.
+
+    >>> _prefilter("Failed to initialize NVML: Driver/library version mismatch"), _prefilter("GPU 0: ok")
+    (True, False)
+    """
+    folded = text.casefold()
+    if "\u0131" in folded or "\u0307" in folded:  # dotless i; the dot casefold leaves after an I with one
+        folded = folded.replace("i\u0307", "i").replace("\u0131", "i")
+    return any(word in folded for word in _PREFILTER_WORDS)
 
 
 @dataclass(frozen=True)
@@ -237,7 +263,7 @@ def read_answers(kind: str | None, stdout: str, stderr: str, exit_code: int | No
     found: list[ProbeAnswer] = []
     if family is not None:
         for stream, text in (("stdout", stdout), ("stderr", stderr)):
-            if text and _PREFILTER.search(text):
+            if text and _prefilter(text):
                 found.extend(_scan(family, stream, text))
     if exit_code == 124:
         found.append(ProbeAnswer("timeout", family or kind or "", "manifest", None, "timed out (exit 124)"))
@@ -252,7 +278,7 @@ def _scan(family: str, stream: str, text: str) -> list[ProbeAnswer]:
     seen: set[tuple[str, str | None]] = set()
     entries = [a for a in CATALOGUE if a.family == family]
     for no, line in enumerate(text.splitlines(), start=1):
-        if not _PREFILTER.search(line):
+        if not _prefilter(line):
             continue
         for entry in entries:
             m = entry.pattern.search(line)
