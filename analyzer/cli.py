@@ -734,10 +734,10 @@ def parse(file: Path | None, kind: str | None, fmt: str, list_kinds: bool, field
     if result.issues_dropped:
         click.echo(f"{file}: {result.issues_dropped} more lines not understood (not listed)", err=True)
     if fmt == "json":
-        records = [{"table": t, **row} for t, rows in result.tables.items() for row in rows]
+        records = [{"table": t, **row} for t, rows in result.table_rows().items() for row in rows]
         click.echo(json.dumps(records, indent=2, default=str))
     else:
-        _write_csv(result.tables)
+        _write_csv(result.table_rows())
 
 
 #: How the inputs other tools write begin: archives (gzip, xz, bzip2, zip), a bug report's underscore
@@ -767,12 +767,9 @@ def _parse_foreign(source: str, file: Path, fmt: str) -> None:
     tables: dict[str, list[dict[str, Any]]] = {}
 
     def keep(node: str, parsed: ParsedFile, where: str) -> None:
-        assert parsed.result is not None
-        for table, records in parsed.result.tables.items():
+        for table, records in parsed.table_rows().items():
             tables.setdefault(table, []).extend(
-                {"node": node, "kind": parsed.kind, "file": where}
-                | {k: v for k, v in r.items() if k != "source_file"}
-                for r in records
+                {"node": node, "kind": parsed.kind, "file": where} | r for r in records
             )
 
     with tempfile.TemporaryDirectory(prefix="hptriage-parse-") as work:

@@ -125,7 +125,7 @@ def outcome(module: types.ModuleType, text: str) -> Any:
         r = module.parse(text)
     except ParserFailure as exc:
         return type(exc).__name__, str(exc)
-    tables = {k: [list(row.items()) for row in rows] for k, rows in r.tables.items()}
+    tables = {k: [list(row.items()) for row in rows] for k, rows in r.table_rows().items()}
     return tables, [(i.line_no, i.line, i.reason) for i in r.issues], r.issues_dropped
 
 

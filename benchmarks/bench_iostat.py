@@ -76,13 +76,16 @@ def varied(text: str, seed: str) -> str:
 
 def ours_count(module: types.ModuleType, text: str) -> int:
     result = module.parse(text)
-    return sum(len(rows) for name, rows in result.tables.items() if name != "iostat_host")
+    return sum(len(rows) for name, rows in result.table_rows().items() if name != "iostat_host")
 
 
 def same_output(a: types.ModuleType, b: types.ModuleType, text: str) -> bool:
     ra, rb = a.parse(text), b.parse(text)
-    rows = {k: [list(r.items()) for r in v] for k, v in ra.tables.items()}
-    return rows == {k: [list(r.items()) for r in v] for k, v in rb.tables.items()} and ra.issues == rb.issues
+    rows = {k: [list(r.items()) for r in v] for k, v in ra.table_rows().items()}
+    return (
+        rows == {k: [list(r.items()) for r in v] for k, v in rb.table_rows().items()}
+        and ra.issues == rb.issues
+    )
 
 
 def main() -> None:

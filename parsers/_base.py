@@ -2,10 +2,15 @@
 
 A parser is a pure function ``parse(text, *, command=None, filename=None) -> ParseResult``
 (``parsers.ParserModule`` says what the keywords are for): no I/O, no global
-state, no heavy imports.  Records are flat, JSON-serialisable dicts, grouped
-by table name.  Column types are declared in ``SCHEMA`` with the light
-``Column`` records below so that the loader, not the parser, decides how to
-store them (DuckDB / Arrow are imported only by the loader).
+state, no heavy imports.  A table comes back in one of two shapes, by how many
+rows a file gives it: a list of flat, JSON-serialisable dicts (``ParseResult.add``;
+the tens of rows of a GPU, a mount, a device, which a parser fills in as it
+reads) or, for the long tables of thousands of rows per file, ``Columns``: one
+list per column, appended to in place and handed to Arrow as they are, without
+a dict per row (``ParseResult.columns``).  ``ParseResult.rows`` gives either as
+dicts.  Column types are declared in ``SCHEMA`` with the light ``Column``
+records below so that the loader, not the parser, decides how to store them
+(DuckDB / Arrow are imported only by the loader).
 
 Error contract:
 
@@ -20,8 +25,9 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 Record = dict[str, Any]
 
@@ -76,11 +82,60 @@ MAX_ISSUES = 1000
 MAX_ISSUE_TEXT = 1000
 
 
+class Columns:
+    """A table held a column at a time: one list per column, all of one length, in the declared order.
+
+    A parser appends to ``data[name]`` (every list, one value each) or calls ``append``; the loader hands
+    the lists to Arrow as they are.
+
+    >>> t = Columns(("key", "line"))
+    >>> t.append("b", 2); t.append("a", 1)
+    >>> len(t), t.rows()
+    (2, [{'key': 'b', 'line': 2}, {'key': 'a', 'line': 1}])
+    >>> t.sort_by("line"); t.data
+    {'key': ['a', 'b'], 'line': [1, 2]}
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.data: dict[str, list[Any]] = {name: [] for name in names}
+
+    def __len__(self) -> int:
+        return len(next(iter(self.data.values()), ()))
+
+    def append(self, *values: Any) -> None:
+        """One row, its values in column order."""
+        for column, value in zip(self.data.values(), values, strict=True):
+            column.append(value)
+
+    def rows(self) -> list[Record]:
+        """The table as one dict per row (what ``hptriage parse`` prints; tests read it)."""
+        names = tuple(self.data)
+        return [dict(zip(names, values, strict=True)) for values in zip(*self.data.values(), strict=True)]
+
+    def sort_by(self, name: str) -> None:
+        """Reorder every column by one column's values (stable, as ``list.sort``)."""
+        key = self.data[name]
+        order = sorted(range(len(key)), key=key.__getitem__)
+        if order != list(range(len(key))):
+            for column, values in self.data.items():
+                self.data[column] = [values[i] for i in order]
+
+
+C = TypeVar("C", bound=Columns)
+
+
 @dataclass
 class ParseResult:
-    """What a parser returns: rows per table and the issues it met."""
+    """What a parser returns: rows per table and the issues it met.
+
+    ``tables`` holds the tables built row by row; ``columns`` the long tables built a column at a time,
+    each with an empty list of its name in ``tables`` so that the tables keep one order (what ``parse``
+    prints) and every table a file gave, empty or not, is named there."""
 
     tables: dict[str, list[Record]] = field(default_factory=dict)
+    columns: dict[str, Columns] = field(default_factory=dict)
     issues: list[ParseIssue] = field(default_factory=list)
     #: ``text.splitlines()`` when the parser made it anyway (a big kernel log): the reader takes the
     #: evidence lines from it instead of splitting the text again; not part of the result's value
@@ -98,12 +153,28 @@ class ParseResult:
             return
         self.issues.append(ParseIssue(line_no, line.rstrip("\n")[:MAX_ISSUE_TEXT], reason))
 
+    def column_table(self, table: str, columns: C) -> C:
+        """Hold ``table`` as ``columns`` (an empty ``Columns`` the parser then appends to)."""
+        self.columns[table] = columns
+        self.tables[table] = []
+        return columns
+
     def rows(self, table: str) -> list[Record]:
+        if table in self.columns:
+            return self.columns[table].rows()
         return self.tables.get(table, [])
+
+    def count(self, table: str) -> int:
+        """The rows of ``table`` (without making dicts of a column table)."""
+        return len(self.columns[table]) if table in self.columns else len(self.tables.get(table, ()))
+
+    def table_rows(self) -> dict[str, list[Record]]:
+        """Every table as rows, in the order the parser named them (column tables made into dicts)."""
+        return {name: self.rows(name) for name in self.tables}
 
     def as_dict(self) -> Record:
         return {
-            "tables": {name: rows for name, rows in sorted(self.tables.items())},
+            "tables": {name: self.rows(name) for name in sorted(self.tables)},
             "issues": [i.as_dict() for i in self.issues],
         }
 

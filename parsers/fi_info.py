@@ -102,7 +102,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import clean_head_text, clean_lines, key_value, long_row, to_int
+from parsers._text import LongTable, clean_head_text, clean_lines, key_value, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -211,12 +211,14 @@ def detect(text: str) -> int:
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    result = ParseResult(tables={"fi_provider": [], "fi_info_status": [], "provider_attribute": []})
+    result = ParseResult(tables={"fi_provider": [], "fi_info_status": []})
+    provider_attribute = result.column_table("provider_attribute", LongTable(("host",)))
     cleaned = clean_lines(text)
     raw_lines = text.splitlines()
     entry: dict[str, Any] | None = None
     extras: dict[int, dict[str, str]] = {}
-    attributes: dict[int, list[dict[str, Any]]] = {}  # id(entry) -> its provider_attribute rows
+    #: id(entry) -> its provider_attribute rows: [section, key, value, line, host]
+    attributes: dict[int, list[list[Any]]] = {}
     pci: dict[int, dict[str, str]] = {}  # id(entry) -> fi_pci_attr keys
     stack: list[tuple[int, str]] = []  # verbose: (indentation, name) of the open sections
     flat = _flat(cleaned.lines)
@@ -245,7 +247,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                 _keep(extras.setdefault(id(entry), {}), ".".join(n for _, n in stack) or "value", line)
                 if rows := attributes.get(id(entry)):
                     last = rows[-1]
-                    last["value"] = f"{last['value']} | {line}" if last["value"] else line
+                    last[2] = f"{last[2]} | {line}" if last[2] else line
             continue
         key, value = kv
         if key in ("fi_info", "libfabric") and value[:1].isdigit():
@@ -269,9 +271,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             if column is not None or not verbose:
                 result.issue(no, raw, "value outside any provider entry")
             continue
-        attribute = long_row(None, " / ".join(path), key, value, no)
-        attribute["host"] = host
-        attributes.setdefault(id(entry), []).append(attribute)
+        attributes.setdefault(id(entry), []).append([" / ".join(path), key, value, no, host])
         if column is not None and entry[column] is None:
             entry[column] = value
         else:
@@ -314,9 +314,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         row["extra"] = json.dumps(extra, sort_keys=False) if extra else None
         row["pci_bus_id"] = _pci(pci.get(id(row), {}))
         entity = f"{row['provider'] or ''}/{row['domain'] or row['fabric'] or ''}"
-        for attribute in attributes.get(id(row), []):
-            attribute["entity"] = entity
-            result.add("provider_attribute", attribute)
+        for section, key, value, no, host in attributes.get(id(row), []):
+            provider_attribute.add(entity, section, key, value, no, host)
     for no, raw in errors:
         result.issue(no, raw, "fi_getinfo error next to provider entries")
     efa = any((r["provider"] or "").startswith("efa") for r in rows)

@@ -139,11 +139,11 @@ from typing import Any
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, long_columns, require_text, sample_of
 from parsers._text import (
     NOT_AVAILABLE,
+    LongTable,
     clean_head_text,
     clean_lines,
     keep_value,
     leading_number,
-    long_row,
     pci_address,
     to_int,
 )
@@ -528,7 +528,8 @@ class _Gpu:
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    result = ParseResult(tables={"gpu": [], "gpu_attribute": []})
+    result = ParseResult(tables={"gpu": []})
+    result.column_table("gpu_attribute", LongTable())
     cleaned = clean_lines(text)
     raw_lines = text.splitlines()
     header: dict[str, str] = {}
@@ -585,11 +586,11 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                 name = f"{section}/{kv[0]}" if section else kv[0]
                 header[name] = kv[1]
                 header_lines[name] = no
-                result.add("gpu_attribute", long_row(None, section, kv[0], kv[1], no))
+                _attributes(result).add(None, section, kv[0], kv[1], no)
                 continue
             if has_header:  # a section of the dump's top lines ("vGPU Driver Capability")
                 dump_section = (indent, stripped)
-                result.add("gpu_attribute", long_row(None, "", stripped, "", no))
+                _attributes(result).add(None, "", stripped, "", no)
                 continue
             if not (_PADDED.match(line) or _SECTION_LINE.match(line) or (kv and kv[0].lower() in _COLUMNS)):
                 if re.search(r"\d", stripped):
@@ -617,7 +618,7 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         )
     for g in gpus:
         _finish(g)
-    result.tables["gpu_attribute"].sort(key=lambda r: r["line"])  # a key-less line is added when closed
+    _attributes(result).sort_by("line")  # a key-less line is added when closed
     return result
 
 
@@ -701,7 +702,7 @@ def _pop(gpu: _Gpu, result: ParseResult, raw_lines: list[str]) -> None:
         path = "/".join([s[1] for s in gpu.stack] + [name])
         _keep(gpu.extra, path, "")
         sections = tuple(s[1] for s in gpu.stack)
-        result.add("gpu_attribute", long_row(gpu.row["pci"], _section_path(sections), name, "", no))
+        _attributes(result).add(gpu.row["pci"], _section_path(sections), name, "", no)
         if re.search(r"\d", name):
             result.issue(no, raw, "a line without a key (value or cut line?)")
 
@@ -716,6 +717,12 @@ def _close(gpu: _Gpu, result: ParseResult, raw_lines: list[str]) -> None:
 def _section_path(sections: tuple[str, ...]) -> str:
     """The section path of the long table: the sections as printed, joined by `` / ``."""
     return " / ".join(s.strip() for s in sections)
+
+
+def _attributes(result: ParseResult) -> LongTable:
+    table = result.columns["gpu_attribute"]
+    assert isinstance(table, LongTable)
+    return table
 
 
 def _split(line: str) -> tuple[str, str] | None:
@@ -805,7 +812,7 @@ def _apply(
             row["recovery_action_line"] = no
     if path not in gpu.verbatim:
         _keep(gpu.extra, path, value)
-    result.add("gpu_attribute", long_row(row["pci"], _section_path(sections), key, value, no))
+    _attributes(result).add(row["pci"], _section_path(sections), key, value, no)
 
 
 def _keep(extra: dict[str, Any], path: str, value: str) -> None:

@@ -35,7 +35,7 @@ def test_parser_module_contract(kind: str) -> None:
         assert all(c.type in COLUMN_TYPES for c in cols)
         assert not {"bundle_id", "node", "source_file"} & set(names), "reserved column names"
     result = module.parse(module.SAMPLE)
-    for table, rows in result.tables.items():
+    for table, rows in result.table_rows().items():
         assert table in module.SCHEMA
         declared = {c.name for c in module.SCHEMA[table]}
         for row in rows:

@@ -50,7 +50,7 @@ def test_fuzz_findings_stay_fixed(path: Path) -> None:
             result = parsers.module_for(kind).parse(text)
         except ParserFailure:
             continue
-        for table, rows in result.tables.items():
+        for table, rows in result.table_rows().items():
             if rows:
                 rows_to_arrow(table, rows)
 

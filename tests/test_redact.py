@@ -352,8 +352,8 @@ def test_fixture_texts_parse_the_same_after_redaction() -> None:
             except Exception:
                 continue
             after = parsers.module_for(kind).parse(redactor.apply(text))
-            assert {t: len(r) for t, r in after.tables.items()} == {
-                t: len(r) for t, r in before.tables.items()
+            assert {t: len(r) for t, r in after.table_rows().items()} == {
+                t: len(r) for t, r in before.table_rows().items()
             }, path
             checked += 1
     assert checked > 150

@@ -196,14 +196,15 @@ class Toolbox:
                 result = parsers.ParseResult()
             except parsers.ParserFailure as exc:
                 raise ToolProblem(f"{path}: not parsed as {kind}: {exc}") from exc
-            records = [{"table": t, **row} for t, rows in result.tables.items() for row in rows]
+            tables = result.table_rows()
+            records = [{"table": t, **row} for t, rows in tables.items() for row in rows]
             limit = max(0, min(limit, MAX_PARSE_RECORDS))
             issues = [{"line": i.line_no, "reason": i.reason} for i in result.issues]
             answer = {
                 "path": str(file),
                 "kind": kind,
                 "detected": detected,
-                "tables": {t: len(rows) for t, rows in result.tables.items()},
+                "tables": {t: len(rows) for t, rows in tables.items()},
                 "records_total": len(records),
                 "records": records[:limit],
                 "issues_total": len(issues) + result.issues_dropped,

@@ -332,7 +332,7 @@ def _copy_facts(con: duckdb.DuckDBPyConnection) -> None:
     tables = [t for t in all_schemas() if t not in STORE_TABLES]
     for table in tables:
         cols = con.execute(
-            "SELECT column_name, data_type FROM information_schema.columns WHERE table_catalog = 'memory'"
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_catalog = current_database()"
             " AND table_name = ? ORDER BY ordinal_position",
             [table],
         ).fetchall()

@@ -17,7 +17,7 @@ import hashlib
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import parsers
 from analyzer.intake.bundle import NodeSource, node_name, strip_top
@@ -25,9 +25,12 @@ from analyzer.intake.foreign.layout import ORIGINS, conversion_problem, converte
 from analyzer.intake.meta import ManifestRow, Meta, parse_manifest, parse_meta
 from analyzer.intake.records import UnreadInput
 from analyzer.intake.safe_read import Limits, Refusal, iter_dir, iter_tar
-from analyzer.store.tables import rows_to_arrow
-from parsers._base import CollectorError, NoData, ParseError, ParseResult, long_line
+from analyzer.store.tables import KEEP_WHOLE_AT, KEEP_WHOLE_BYTES, columns_to_arrow, rows_to_arrow
+from parsers._base import CollectorError, Column, NoData, ParseError, ParseResult, long_line
 from parsers.probe_answers import family_of, read_answers
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 #: Characters of a probe's stdout / stderr searched for failure answers (they come first).
 ANSWER_HEAD = 256 * 1024
@@ -95,6 +98,23 @@ class ParsedFile:
     origin: tuple[str, int] | None
     result: ParseResult | None = None
     error: str | None = None
+    #: lines to add to the parse's own line numbers to give the input's (origins.tsv), 0 for none
+    offset: int = 0
+
+    def table_rows(self) -> dict[str, list[dict[str, Any]]]:
+        """Every table of the parse as rows, their line numbers in the input's own file."""
+        assert self.result is not None
+        tables = self.result.table_rows()
+        if not self.offset:
+            return tables
+        module = parsers.module_for(self.kind)
+        for table, rows in tables.items():
+            shifted = [c.name for c in module.SCHEMA[table] if _is_line(c.name)]
+            for row in rows:
+                for key in shifted:
+                    if isinstance(row.get(key), int):
+                        row[key] += self.offset
+        return tables
 
 
 def read_node(
@@ -368,6 +388,42 @@ class _NodeReader:
             return
         self._parse(name, kind, kind_source or "content", text, len(data))
 
+    def _cited_lines(
+        self,
+        source_file: str,
+        text: str,
+        lines: list[str] | None,
+        offset: int,
+        typed: dict[str, pa.Table],
+        schemas: dict[str, tuple[Column, ...]],
+    ) -> None:
+        """The text of every line a row cites (its line columns), once per line, as ``source_line``
+        rows, or the whole file as one ``source_text`` row when its rows cite many of its lines: the
+        evidence of a finding is looked up there.  The line numbers are read a column at a time; a file
+        is split into lines only when a row cites one."""
+        import pyarrow.compute as pc
+
+        cited: set[int] = set()
+        for table, batch in typed.items():
+            for column in schemas[table]:
+                if _is_line(column.name) and column.type == "int":
+                    cited.update(pc.unique(batch.column(column.name)).to_pylist())
+        cited.discard(None)  # type: ignore[arg-type]
+        if not cited:
+            return
+        if len(cited) >= KEEP_WHOLE_AT and len(text) <= KEEP_WHOLE_BYTES:
+            whole = {"source_file": source_file, "first_line": offset + 1, "text": text}
+            self.data.tables.setdefault("source_text", []).append(whole)
+            return
+        if lines is None:
+            lines = text.splitlines()
+        count = len(lines)
+        out = self.data.tables.setdefault("source_line", [])
+        for at in sorted(cited):
+            no = at - offset  # the line in this output (``at`` is the line in the input's own file)
+            if 0 < no <= count:
+                out.append({"source_file": source_file, "line": at, "text": lines[no - 1][:1000]})
+
     def _parse(self, name: str, kind: str, kind_source: str, text: str, size: int) -> None:
         source_file = self.source_file(name)
         probe = (self.manifest or {}).get(name)
@@ -387,16 +443,12 @@ class _NodeReader:
             module = parsers.module_for(kind)
             # the command line tells the layout (csv,noheader fields), else the file's name (df-H.txt)
             result = parsers.parse(kind, text, command=command, filename=name)
-            tables = result.tables
             offset = self.origins[name][1] - 1 if name in self.origins else 0
-            for table, rows in tables.items():
-                shifted = [c.name for c in module.SCHEMA[table] if _is_line(c.name)] if offset else []
-                for row in rows:
-                    row["source_file"] = source_file
-                    for key in shifted:  # lines of the input's own file (origins.tsv)
-                        if isinstance(row.get(key), int):
-                            row[key] += offset
-            typed = {t: rows_to_arrow(t, rows) for t, rows in tables.items() if rows}
+            typed = {
+                t: _typed(t, result, source_file, offset, module.SCHEMA[t])
+                for t in result.tables
+                if result.count(t)
+            }
         except NoData:
             self._file(name, kind, kind_source, size, "empty", 0)
             return
@@ -419,26 +471,14 @@ class _NodeReader:
                 kept.error = f"parser error ({type(exc).__name__}): {exc}"
             return
         if kept is not None:
-            kept.result = result
-        lines: list[str] | None = result.lines  # split only when a row cites a line
+            kept.result, kept.offset = result, offset
+        self._cited_lines(source_file, text, result.lines, offset, typed, module.SCHEMA)
         n_rows = 0
-        for table, rows in tables.items():
-            line_keys = [c.name for c in module.SCHEMA[table] if _is_line(c.name)]
-            for row in rows:
-                for key in line_keys:
-                    at = row.get(key)
-                    no = at - offset if isinstance(at, int) else None  # the line in this output
-                    if lines is None and no is not None:
-                        lines = text.splitlines()
-                    if no is not None and lines is not None and 0 < no <= len(lines):
-                        self.data.tables.setdefault("source_line", []).append(
-                            {"source_file": source_file, "line": at, "text": lines[no - 1][:1000]}
-                        )
-            if table in typed:
-                self.data.parts.setdefault(table, []).append(typed[table])
-                if self.cluster_wide and kind not in parsers.CLUSTER_KINDS:
-                    self.data.part_nodes[id(typed[table])] = name
-            n_rows += len(rows)
+        for table, batch in typed.items():
+            self.data.parts.setdefault(table, []).append(batch)
+            if self.cluster_wide and kind not in parsers.CLUSTER_KINDS:
+                self.data.part_nodes[id(batch)] = name
+            n_rows += batch.num_rows
         if self.cluster_wide and kind not in parsers.CLUSTER_KINDS and n_rows:
             self.problem(
                 name,
@@ -556,6 +596,29 @@ class _NodeReader:
 
 #: The collector's record of what --redact masked (categories and counts): for people, not parsed.
 REDACTION = "redaction.txt"
+
+
+def _typed(
+    table: str, result: ParseResult, source_file: str, offset: int, columns: tuple[Column, ...]
+) -> pa.Table:
+    """One table of a parse as Arrow with its declared types, ``source_file`` set and, for a file taken
+    from another tool's input (origins.tsv), its line numbers moved to that input's own lines."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if table in result.columns:
+        batch = columns_to_arrow(table, result.columns[table].data)
+    else:
+        batch = rows_to_arrow(table, result.tables[table])
+    names = batch.schema.names
+    at = names.index("source_file")
+    batch = batch.set_column(at, "source_file", pa.array([source_file] * batch.num_rows, pa.string()))
+    if offset:
+        for column in columns:
+            if _is_line(column.name) and column.type == "int":
+                i = names.index(column.name)
+                batch = batch.set_column(i, column.name, pc.add(batch.column(i), offset))
+    return batch
 
 
 def _is_line(column: str) -> bool:

@@ -366,6 +366,7 @@ def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding])
     ).fetchall()
     con.unregister("_wanted")
     text = {(file, line): t for file, line, t in found}
+    text.update(_lines_of_whole_files(con, wanted - text.keys()))
     for f in findings:
         f.evidence = [
             Evidence(e.file, e.line, text.get((e.file, e.line)))
@@ -373,6 +374,27 @@ def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding])
             else e
             for e in f.evidence
         ]
+
+
+def _lines_of_whole_files(
+    con: duckdb.DuckDBPyConnection, wanted: set[tuple[str, int]]
+) -> dict[tuple[str, int], str]:
+    """The text of wanted lines of the files kept whole (``source_text``), as ``source_line`` gives a
+    line: its first 1,000 characters."""
+    if not wanted:
+        return {}
+    files = sorted({file for file, _ in wanted})
+    marks = ", ".join("?" for _ in files)
+    out: dict[tuple[str, int], str] = {}
+    for file, first, whole in con.execute(
+        f"SELECT source_file, first_line, text FROM source_text WHERE source_file IN ({marks})", files
+    ).fetchall():
+        lines = whole.splitlines()
+        for f, line in wanted:
+            no = line - first  # 0-based index of the line in the kept text
+            if f == file and 0 <= no < len(lines):
+                out.setdefault((f, line), lines[no][:1000])
+    return out
 
 
 def _store(con: duckdb.DuckDBPyConnection, findings: list[Finding], outcomes: list[Outcome]) -> None:

@@ -28,6 +28,13 @@ def sql_type(declared: str) -> str:
     return _SQL_TYPES[declared]
 
 
+#: A parsed file whose rows cite this many of its lines or more (and of at most KEEP_WHOLE_BYTES) is
+#: kept whole as one ``source_text`` row instead of one ``source_line`` row per cited line: a row per
+#: line of every nvidia-smi -q dump was 2,300 rows a node to build, send and insert, for the few lines
+#: a finding cites (benchmarks/RESULTS.md, "Columns").
+KEEP_WHOLE_AT = 64
+KEEP_WHOLE_BYTES = 1024 * 1024
+
 #: Tables the analyzer itself fills (not parsers).
 CORE_TABLES: dict[str, tuple[Column, ...]] = {
     "node": (
@@ -88,7 +95,18 @@ CORE_TABLES: dict[str, tuple[Column, ...]] = {
     "source_line": (
         Column("source_file", "str"),
         Column("line", "int"),
-        Column("text", "str"),
+        Column("text", "str", "the line as printed (its first 1,000 characters)"),
+    ),
+    "source_text": (
+        Column("source_file", "str"),
+        Column("first_line", "int", "the line number of the text's first line (1, or where origins.tsv puts it)"),
+        Column(
+            "text",
+            "str",
+            "the whole file, kept instead of a source_line row per cited line when its rows cite"
+            f" {KEEP_WHOLE_AT} lines or more (an nvidia-smi -q dump, fi_info -v); its lines are those of"
+            " Python's str.splitlines",
+        ),
     ),
     "parse_problems": (
         Column("file", "str"),
@@ -145,9 +163,19 @@ def all_schemas() -> dict[str, tuple[Column, ...]]:
 
 
 def connect(path: str | None) -> duckdb.DuckDBPyConnection:
+    """The store: a new database file at ``path``, else a compressed in-memory database.
+
+    In memory, DuckDB keeps its columns uncompressed unless the database is attached with COMPRESS:
+    compressed, the long tables of a 1,024-node analysis take about a third of the memory for the same
+    query results (benchmarks/RESULTS.md, "Memory bounded by design")."""
     import duckdb
 
-    con = duckdb.connect(path or ":memory:")
+    if path:
+        con = duckdb.connect(path)
+    else:
+        con = duckdb.connect(":memory:")
+        con.execute("ATTACH ':memory:' AS store (COMPRESS)")
+        con.execute("USE store")
     for table, cols in all_schemas().items():
         body = ", ".join(
             ["bundle_id VARCHAR", "node VARCHAR"]
@@ -184,9 +212,32 @@ def rows_to_arrow(table: str, rows: list[dict[str, Any]]) -> pa.Table:
 
     schema = arrow_schema(table)
     try:
-        return pa.Table.from_pylist(rows, schema=schema)
+        # a column at a time: half the time of pa.Table.from_pylist on the small tables of a bundle
+        # (benchmarks/bench_long_tables.py), and no pandas import (from_pylist checks for pandas objects)
+        arrays = [pa.array([row.get(f.name) for row in rows], f.type) for f in schema]
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return pa.Table.from_pylist(coerce_rows(rows, all_schemas()[table]), schema=schema)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def columns_to_arrow(table: str, columns: dict[str, list[Any]]) -> pa.Table:
+    """A table a parser built a column at a time (``parsers._base.Columns``) as Arrow with the declared
+    types: each list handed to Arrow as it is (no dict per row); a list Arrow will not take as its
+    declared type goes through ``coerce_rows`` like the rows of ``rows_to_arrow``.  Declared columns
+    the parser did not fill are nulls."""
+    import pyarrow as pa
+
+    schema = arrow_schema(table)
+    n = len(next(iter(columns.values()), ()))
+    try:
+        arrays = [
+            pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(n, f.type) for f in schema
+        ]
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        names = tuple(columns)
+        rows = [dict(zip(names, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+        return rows_to_arrow(table, rows)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def with_ids(body: pa.Table, bundle_id: str, node: str | None) -> pa.Table:

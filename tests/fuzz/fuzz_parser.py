@@ -33,7 +33,7 @@ def target(kind: str):  # type: ignore[no-untyped-def]
             result = parsers.parse(kind, text)
         except ParserFailure:
             return
-        for table, rows in result.tables.items():
+        for table, rows in result.table_rows().items():
             if rows:
                 rows_to_arrow(table, rows)  # every value fits its column (RowTypeError otherwise)
 

@@ -30,7 +30,8 @@ BASE: dict[str, tuple[str, Any, str]] = {
 
 def _rows(result: parsers.ParseResult, drop: tuple[str, ...] = ("line", "host")) -> dict[str, list[dict]]:
     return {
-        t: [{k: v for k, v in r.items() if k not in drop} for r in rows] for t, rows in result.tables.items()
+        t: [{k: v for k, v in r.items() if k not in drop} for r in rows]
+        for t, rows in result.table_rows().items()
     }
 
 
@@ -111,7 +112,7 @@ def test_travel_noise_gives_the_rows_of_the_clean_capture(kind: str, noise: str)
     assert got.issues == [] and want.issues == []
     assert _rows(got) == _rows(want)
     noisy_lines = noisy.splitlines()
-    for table, rows in got.tables.items():
+    for table, rows in got.table_rows().items():
         for row in rows:
             assert row.get("host") == tag, (table, row)
             if field in row and row["line"]:

@@ -21,7 +21,7 @@ def _check(kind: str, text: str) -> None:
     except ParserFailure:
         return
     assert isinstance(result, ParseResult)
-    for table, rows in result.tables.items():
+    for table, rows in result.table_rows().items():
         coerce_rows(rows, module.SCHEMA[table])  # every value fits its declared column type
 
 

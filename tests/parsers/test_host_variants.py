@@ -38,7 +38,7 @@ def test_every_fixture_is_detected_and_parses(kind: str, name: str) -> None:
     text = fixture_text(kind, name)
     assert parsers.detect_kind(text) == kind
     result = parsers.parse(kind, text)
-    assert sum(len(rows) for rows in result.tables.values()) >= 1
+    assert sum(len(rows) for rows in result.table_rows().values()) >= 1
 
 
 # --- cpu-governor ----------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ def test_detect_kind(name: str) -> None:
 @pytest.mark.parametrize("name", ALL)
 def test_rows_have_schema_columns(name: str) -> None:
     result = iostat.parse(load(name))
-    for table, rows in result.tables.items():
+    for table, rows in result.table_rows().items():
         names = [c.name for c in iostat.SCHEMA[table]]
         for row in rows:
             assert list(row) == names or sorted(row) == sorted(names)

@@ -27,7 +27,7 @@ def _outcome(text: str) -> Any:
         r = iostat.parse(text)
     except ParserFailure as exc:
         return f"{type(exc).__name__}: {exc}"
-    tables = {name: [list(row.items()) for row in rows] for name, rows in r.tables.items()}
+    tables = {name: [list(row.items()) for row in rows] for name, rows in r.table_rows().items()}
     return list(r.tables), tables, r.issues, r.issues_dropped
 
 

@@ -350,7 +350,7 @@ def test_json_rows_carry_their_line_and_a_bad_entry_is_an_issue() -> None:
 def test_rows_hold_exactly_the_schema_columns_with_their_types(name: str) -> None:
     text = globals()[name] if name.isupper() else load(name)
     kinds = {"int": int, "float": float, "str": str, "bool": bool}
-    for table, rows in iostat.parse(text).tables.items():
+    for table, rows in iostat.parse(text).table_rows().items():
         columns = {c.name: c.type for c in iostat.SCHEMA[table]}
         for row in rows:
             assert set(row) == set(columns), table

@@ -41,7 +41,7 @@ def _parse(kind: str, text: str, name: str) -> ParseResult:
 def _cited_lines(result: ParseResult) -> list[int]:
     cited = {
         value
-        for rows in result.tables.values()
+        for rows in result.table_rows().values()
         for row in rows
         for key, value in row.items()
         if (key == "line" or key.endswith("_line")) and isinstance(value, int)
@@ -50,7 +50,7 @@ def _cited_lines(result: ParseResult) -> list[int]:
 
 
 def _kept(result: ParseResult, word: str) -> bool:
-    for rows in result.tables.values():
+    for rows in result.table_rows().values():
         for row in rows:
             for value in row.values():
                 if isinstance(value, str) and word in value:
@@ -67,7 +67,7 @@ def test_no_data_line_is_dropped_in_silence(kind: str, path: Path) -> None:
         clean = _parse(kind, text, path.name)
     except ParserFailure:
         return  # a fixture the kind refuses as a whole (its own tests say why)
-    n_rows = sum(len(rows) for rows in clean.tables.values())
+    n_rows = sum(len(rows) for rows in clean.table_rows().values())
     if n_rows == 0:
         assert clean.issues or path.name in EMPTY_ANSWERS, f"{path.name}: zero rows and no ParseIssue"
         return

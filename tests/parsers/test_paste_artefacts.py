@@ -26,7 +26,7 @@ PREFIXES = ["    ", "\t", "# ", "    # ", "> ", ">> ", "> > "]
 
 
 def _values(result: parsers.ParseResult, table: str | None) -> list[dict[str, object]]:
-    tables = [table] if table else sorted(result.tables)
+    tables = [table] if table else sorted(result.table_rows())
     return [
         {k: v for k, v in row.items() if k not in ("host", "raw")} for t in tables for row in result.rows(t)
     ]

@@ -29,7 +29,7 @@ def test_detect_kind(name: str) -> None:
 @pytest.mark.parametrize("name", ALL)
 def test_rows_have_schema_columns(name: str) -> None:
     result = placement.parse(load(name))
-    for table, rows in result.tables.items():
+    for table, rows in result.table_rows().items():
         names = [c.name for c in placement.SCHEMA[table]]
         assert all(list(row) == names for row in rows)
 
