@@ -584,7 +584,9 @@ def _run_analysis(
     quiet: bool = False,
 ) -> ReportData:
     from analyzer.pipeline import analyze
+    from analyzer.store.tables import keep_pandas_out
 
+    keep_pandas_out()  # this process is the CLI's own: pyarrow need not import pandas (54 MiB, 0.3 s)
     if db_path is not None and db_path.exists():
         _replaceable(db_path)
         db_path.unlink()

@@ -227,6 +227,7 @@ def judge(
     findings: list[Finding] = []
     outcomes: list[Outcome] = []
     schemas: list[str] = []
+    database = con.execute("SELECT current_database()").fetchone()[0]  # type: ignore[index]
     try:
         for n, ids in enumerate(scopes):
             schema = f"hptriage_part_{n}"
@@ -239,12 +240,12 @@ def judge(
                     f'CREATE VIEW "{schema}"."{table}" AS SELECT * FROM main."{table}"'
                     f" WHERE bundle_id IN ({listed}){loose}"
                 )
-            con.execute(f"SET search_path = '{schema},main'")
+            con.execute(f"SET search_path = '{database}.{schema},{database}.main'")
             found, judged = run_rules(con, modules, settings)
             findings += found
             outcomes += judged
     finally:
-        con.execute("RESET search_path")
+        con.execute(f'USE "{database}"')  # back to the store's own tables (RESET would leave its database)
         for schema in schemas:
             con.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
     merged = merge_outcomes(outcomes)

@@ -119,8 +119,8 @@ class Columns:
         key = self.data[name]
         order = sorted(range(len(key)), key=key.__getitem__)
         if order != list(range(len(key))):
-            for column, values in self.data.items():
-                self.data[column] = [values[i] for i in order]
+            for values in self.data.values():
+                values[:] = [values[i] for i in order]  # in place: a builder may hold the lists
 
 
 C = TypeVar("C", bound=Columns)

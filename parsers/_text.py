@@ -463,11 +463,13 @@ class LongTable(Columns):
     ([75.0], ['W'])
     """
 
-    __slots__ = ("_read",)
+    __slots__ = ("_read", "_lists", "_extra")
 
     def __init__(self, extra: tuple[str, ...] = ()) -> None:
         super().__init__((*LONG_COLUMNS, *extra))
         self._read: dict[str, tuple[float | None, str | None]] = {}
+        self._lists = tuple(self.data[name] for name in LONG_COLUMNS)
+        self._extra = tuple(self.data[name] for name in extra)
 
     def add(
         self, entity: str | None, section: str, key: str, value: str, line: int | None, *extra: Any
@@ -475,16 +477,17 @@ class LongTable(Columns):
         read = self._read.get(value)
         if read is None:
             read = self._read[value] = number_and_unit(value)
-        d = self.data
-        d["entity"].append(entity)
-        d["section"].append(section)
-        d["key"].append(key)
-        d["value"].append(value)
-        d["number"].append(read[0])
-        d["unit"].append(read[1])
-        d["line"].append(line)
-        for name, v in zip(tuple(d)[len(LONG_COLUMNS) :], extra, strict=True):
-            d[name].append(v)
+        entities, sections, keys, values, numbers, units, lines = self._lists
+        entities.append(entity)
+        sections.append(section)
+        keys.append(key)
+        values.append(value)
+        numbers.append(read[0])
+        units.append(read[1])
+        lines.append(line)
+        if extra or self._extra:
+            for column, v in zip(self._extra, extra, strict=True):
+                column.append(v)
 
     def set_value(self, index: int, value: str) -> None:
         """Change the value of row ``index`` (a list value continued on the next line), its number too."""

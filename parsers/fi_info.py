@@ -245,8 +245,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                 result.issue(no, raw, "not a 'key: value' line")
             elif entry is not None:  # a verbose list value on its own line: "FI_MSG", "[ ]"
                 _keep(extras.setdefault(id(entry), {}), ".".join(n for _, n in stack) or "value", line)
-                if rows := attributes.get(id(entry)):
-                    last = rows[-1]
+                if kept := attributes.get(id(entry)):
+                    last = kept[-1]
                     last[2] = f"{last[2]} | {line}" if last[2] else line
             continue
         key, value = kv

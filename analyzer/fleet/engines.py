@@ -17,6 +17,7 @@ from analyzer.fleet.read_input import (
 )
 from analyzer.fleet.snapshot import MapParts
 from analyzer.fleet.worker import BATCH, Task, base_of, batches, digest_inputs, folder_of, run_task, run_tasks
+from analyzer.store.tables import keep_pandas_out
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -90,7 +91,7 @@ def local_answers(
     context = multiprocessing.get_context(
         "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
     )
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=keep_pandas_out) as pool:
         queue = iter(units)
         in_flight: set[Future[dict[str, Any]]] = set()
         for unit in queue:

@@ -63,15 +63,17 @@ from analyzer.intake.meta import KNOWN_META, Meta, parse_meta
 from analyzer.intake.read_node import NodeData, bundle_id_for, read_extra, read_node_safely
 from analyzer.intake.records import UnreadInput
 from analyzer.intake.safe_read import Limits
-from analyzer.store.tables import CORE_TABLES, BatchWriter
+from analyzer.store.tables import CORE_TABLES, BatchWriter, keep_pandas_out, release_memory
 
 if TYPE_CHECKING:
     import duckdb
 
 #: Below this many node bundles, parse in this process (a pool costs more than it saves).
 INLINE_BELOW = 3
-#: Most node bundles one worker task reads (its rows come back as one batch per table).
-CHUNK_NODES = 32
+#: Most node bundles one worker task reads (its rows come back as one batch per table).  A worker's
+#: peak memory grows with it (~60 MiB of Python and Arrow, plus ~4 MiB a bundle while a task's rows are
+#: gathered, merged and pickled): 16 keeps each worker near 150 MiB (benchmarks/RESULTS.md, "Memory").
+CHUNK_NODES = 16
 #: Files of an extra/ folder per worker share (a few ring logs stay in one task).
 EXTRA_FILES_PER_PART = 32
 #: Parts of one cluster collected within this of each other (and holding no node twice) are one snapshot.
@@ -253,6 +255,7 @@ def load(
             bundle_id = by_display.get(b["path"], ("", ""))[0]
             writer.add("input_issue", bundle_id, b["shown_as"], [row])
     writer.flush()
+    release_memory()  # the batches read and inserted: not kept in the RSS through the rules and reports
     return summary
 
 
@@ -564,6 +567,8 @@ def read_chunk(task: Task, limits: Limits) -> Chunk:
     """Run one task in a worker: ("nodes", [NodeSource, ...]) or ("extra", (ExtraSource, part, parts))."""
     import pyarrow as pa
 
+    release_memory()  # what the worker's previous task left in its heap (its rows are sent by now)
+
     what, arg = task
     items: list[tuple[NodeSource | None, NodeData]]
     if what == "nodes":
@@ -640,7 +645,9 @@ def _read_all(
     )
     finished: set[int] = set()
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=context, initializer=keep_pandas_out
+        ) as pool:
             queue = iter(enumerate(tasks))
             in_flight: dict[Future[Chunk], int] = {}
             for i, task in queue:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -395,7 +396,7 @@ class _NodeReader:
         lines: list[str] | None,
         offset: int,
         typed: dict[str, pa.Table],
-        schemas: dict[str, tuple[Column, ...]],
+        schemas: Mapping[str, tuple[Column, ...]],
     ) -> None:
         """The text of every line a row cites (its line columns), once per line, as ``source_line``
         rows, or the whole file as one ``source_text`` row when its rows cite many of its lines: the
@@ -408,7 +409,7 @@ class _NodeReader:
             for column in schemas[table]:
                 if _is_line(column.name) and column.type == "int":
                     cited.update(pc.unique(batch.column(column.name)).to_pylist())
-        cited.discard(None)  # type: ignore[arg-type]
+        cited.discard(None)
         if not cited:
             return
         if len(cited) >= KEEP_WHOLE_AT and len(text) <= KEEP_WHOLE_BYTES:

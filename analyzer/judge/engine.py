@@ -353,11 +353,27 @@ def error_reason(exc: BaseException) -> str:
 
 def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding]) -> None:
     """Look up the text of every evidence line in one query instead of one query per finding."""
-    import pyarrow as pa
-
     wanted = {(e.file, e.line) for f in findings for e in f.evidence if e.line is not None and e.text is None}
     if not wanted:
         return
+    text = line_texts(con, wanted)
+    for f in findings:
+        f.evidence = [
+            Evidence(e.file, e.line, text.get((e.file, e.line)))
+            if e.text is None and e.line is not None
+            else e
+            for e in f.evidence
+        ]
+
+
+def line_texts(con: duckdb.DuckDBPyConnection, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """The text of each wanted (source_file, line), as printed (its first 1,000 characters): from
+    ``source_line``, else from the file kept whole in ``source_text``.  A line the store does not hold
+    is left out."""
+    import pyarrow as pa
+
+    if not wanted:
+        return {}
     keys = pa.table({"source_file": [k[0] for k in wanted], "line": [k[1] for k in wanted]})
     con.register("_wanted", keys)
     found = con.execute(
@@ -367,13 +383,7 @@ def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding])
     con.unregister("_wanted")
     text = {(file, line): t for file, line, t in found}
     text.update(_lines_of_whole_files(con, wanted - text.keys()))
-    for f in findings:
-        f.evidence = [
-            Evidence(e.file, e.line, text.get((e.file, e.line)))
-            if e.text is None and e.line is not None
-            else e
-            for e in f.evidence
-        ]
+    return text
 
 
 def _lines_of_whole_files(

@@ -99,7 +99,9 @@ CORE_TABLES: dict[str, tuple[Column, ...]] = {
     ),
     "source_text": (
         Column("source_file", "str"),
-        Column("first_line", "int", "the line number of the text's first line (1, or where origins.tsv puts it)"),
+        Column(
+            "first_line", "int", "the line number of the text's first line (1, or where origins.tsv puts it)"
+        ),
         Column(
             "text",
             "str",
@@ -162,20 +164,66 @@ def all_schemas() -> dict[str, tuple[Column, ...]]:
     return schemas
 
 
+def keep_pandas_out() -> None:
+    """Mark pandas absent in a process of the analyzer's own (the CLI's analyze and ingest, the reading
+    workers), unless something imported it already.
+
+    pyarrow imports pandas, when it is installed, at the first ``pa.array`` of a Python list (to ask
+    whether the list is a pandas object): 54 MiB and ~0.3 s of CPU in every process (the ``ray`` extra
+    installs pandas).  The analyzer hands Arrow only lists and Arrow arrays, and works without pandas (the
+    core install has none), so its processes are as they would be without it installed; a library user's
+    process is left alone."""
+    import sys
+
+    if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPandas())
+
+
+class _NoPandas:
+    """An import finder that answers "no such module" for pandas (see keep_pandas_out)."""
+
+    def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r} (not used by hptriage)", name=name)
+
+
+def release_memory() -> None:
+    """Give the heap's freed pages back to the system (glibc's malloc_trim; Arrow's pool likewise):
+    after the load, the batches read and inserted would otherwise stay in the process's RSS through the
+    rules and the reports.  Does nothing where there is no glibc."""
+    import ctypes
+    import ctypes.util
+
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        trim = getattr(libc, "malloc_trim", None)
+    except OSError:
+        trim = None
+    if trim is not None:
+        trim(0)
+
+
 def connect(path: str | None) -> duckdb.DuckDBPyConnection:
     """The store: a new database file at ``path``, else a compressed in-memory database.
 
-    In memory, DuckDB keeps its columns uncompressed unless the database is attached with COMPRESS:
-    compressed, the long tables of a 1,024-node analysis take about a third of the memory for the same
-    query results (benchmarks/RESULTS.md, "Memory bounded by design")."""
+    In memory, DuckDB keeps its columns uncompressed unless the database is attached with COMPRESS
+    (DuckDB 1.3 and later; an older one keeps them uncompressed): compressed, a long table takes about a
+    third of the memory for the same query results (benchmarks/RESULTS.md, "Columns")."""
     import duckdb
 
     if path:
         con = duckdb.connect(path)
     else:
         con = duckdb.connect(":memory:")
-        con.execute("ATTACH ':memory:' AS store (COMPRESS)")
-        con.execute("USE store")
+        try:
+            con.execute("ATTACH ':memory:' AS store (COMPRESS)")
+            con.execute("USE store")
+        except duckdb.Error:  # a DuckDB before in-memory compression (1.2 and older): uncompressed
+            pass
     for table, cols in all_schemas().items():
         body = ", ".join(
             ["bundle_id VARCHAR", "node VARCHAR"]
@@ -212,12 +260,9 @@ def rows_to_arrow(table: str, rows: list[dict[str, Any]]) -> pa.Table:
 
     schema = arrow_schema(table)
     try:
-        # a column at a time: half the time of pa.Table.from_pylist on the small tables of a bundle
-        # (benchmarks/bench_long_tables.py), and no pandas import (from_pylist checks for pandas objects)
-        arrays = [pa.array([row.get(f.name) for row in rows], f.type) for f in schema]
+        return pa.Table.from_pylist(rows, schema=schema)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return pa.Table.from_pylist(coerce_rows(rows, all_schemas()[table]), schema=schema)
-    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def columns_to_arrow(table: str, columns: dict[str, list[Any]]) -> pa.Table:

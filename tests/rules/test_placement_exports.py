@@ -20,7 +20,7 @@ from typing import Any
 
 from analyzer.intake.load import load
 from analyzer.intake.safe_read import Limits
-from analyzer.judge.engine import Context
+from analyzer.judge.engine import Context, line_texts
 from analyzer.judge.findings import Finding
 from analyzer.judge.rules.placement import mixed_types, multi_az, multi_pg, no_pg, spread
 from analyzer.store.tables import connect
@@ -64,11 +64,8 @@ def judge(root: Path) -> tuple[dict[str, list[Finding]], Any]:
 
 
 def line_text(con: Any, file: str, line: int | None) -> str:
-    return str(
-        con.execute(
-            "SELECT text FROM source_line WHERE source_file = ? AND line = ?", [file, line]
-        ).fetchone()[0]
-    )
+    assert line is not None
+    return line_texts(con, {(file, line)})[(file, line)]
 
 
 def test_node_list_in_extra_maps_by_hostname_and_address_and_names_the_other_zone(tmp_path: Path) -> None:
