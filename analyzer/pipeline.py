@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from analyzer.judge.findings import Finding, Outcome
     from analyzer.judge.settings import Settings
     from analyzer.model.report_data import ReportData
+    from analyzer.store.deferred import Deferred
 
 
 def analyze(
@@ -57,14 +58,15 @@ def analyze(
     workdir = Path(tempfile.mkdtemp(prefix="hptriage-"))
     try:
         con = connect(str(db_path) if db_path else None)
-        summary = load_inputs(con, workdir, paths=paths, jobs=jobs, progress=progress)
+        # without a database to keep, the long tables wait, compressed, for a rule that reads one
+        summary = load_inputs(con, workdir, paths=paths, jobs=jobs, progress=progress, defer=db_path is None)
         if not summary.nodes:
             unread = nothing_usable(paths, summary)
             raise no_usable_bundle(unread or con.execute("SELECT file, error FROM parse_problems").fetchall())
         if on_loaded is not None:
             on_loaded(summary)
         modules = rule_modules()
-        findings, outcomes = judge(con, modules, settings, summary.parts)
+        findings, outcomes = judge(con, modules, settings, summary.parts, summary.deferred)
         data = gather(con, summary, findings, outcomes, modules, settings, charts=charts)
         notes = snapshot_notes(summary)
         data.inputs.update(parts=summary.parts, not_judged=summary.not_judged, notes=notes)
@@ -113,9 +115,10 @@ def load_inputs(
     plan: Plan | None = None,
     part: int | None = None,
     account: bool = True,
+    defer: bool = False,
 ) -> LoadSummary:
     """Read the inputs into the store: the paths, or (``found``/``plan``/``part``) one part of inputs
-    already discovered."""
+    already discovered; ``defer``: hold the long tables back until a rule reads one (``load``)."""
     from analyzer.intake.load import load
     from analyzer.intake.safe_read import Limits
 
@@ -130,6 +133,7 @@ def load_inputs(
         plan=plan,
         part=part,
         account=account,
+        defer=defer,
     )
 
 
@@ -207,16 +211,18 @@ def judge(
     modules: Sequence[RuleModule],
     settings: Settings,
     parts: Sequence[dict[str, Any]] = (),
+    deferred: Deferred | None = None,
 ) -> tuple[list[Finding], list[Outcome]]:
     """Run the rules; with several parts (clusters, folders), over each part's rows alone, so that no
     rule compares nodes, pools nccl-tests runs or counts a placement across them.  The findings of all
-    parts are kept; each rule's outcomes are merged (error, then fail, then pass, then skipped)."""
+    parts are kept; each rule's outcomes are merged (error, then fail, then pass, then skipped).
+    ``deferred``: the long tables the load held back, inserted when a rule reads one."""
     from analyzer.judge.engine import merge_outcomes, run_rules
     from analyzer.judge.findings import finding_order
 
     scopes = [p["bundle_ids"] for p in parts if p["bundle_ids"]]
     if len(scopes) <= 1:
-        return run_rules(con, modules, settings)
+        return run_rules(con, modules, settings, deferred)
     tables = [
         r[0]
         for r in con.execute(
@@ -241,7 +247,7 @@ def judge(
                     f" WHERE bundle_id IN ({listed}){loose}"
                 )
             con.execute(f"SET search_path = '{database}.{schema},{database}.main'")
-            found, judged = run_rules(con, modules, settings)
+            found, judged = run_rules(con, modules, settings, deferred)
             findings += found
             outcomes += judged
     finally:

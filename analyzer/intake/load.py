@@ -63,6 +63,7 @@ from analyzer.intake.meta import KNOWN_META, Meta, parse_meta
 from analyzer.intake.read_node import NodeData, bundle_id_for, read_extra, read_node_safely
 from analyzer.intake.records import UnreadInput
 from analyzer.intake.safe_read import Limits
+from analyzer.store.deferred import Deferred
 from analyzer.store.tables import CORE_TABLES, BatchWriter, keep_pandas_out, release_memory
 
 if TYPE_CHECKING:
@@ -104,6 +105,8 @@ class LoadSummary:
     #: older snapshots of a cluster given beside a newer one, not read: {"cluster", "folders",
     #: "collected_at", "nodes", "newest": {"folders", "collected_at"}}
     not_judged: list[dict[str, Any]] = field(default_factory=list)
+    #: the long tables held back from the store (load's ``defer``), else None
+    deferred: Deferred | None = None
 
 
 @dataclass
@@ -152,15 +155,17 @@ def load(
     plan: Plan | None = None,
     part: int | None = None,
     account: bool = True,
+    defer: bool = False,
 ) -> LoadSummary:
     """Discover, read and store every bundle; returns what was loaded and what was not.
 
     Of several snapshots of one cluster only the newest is read.  ``ingest`` passes the discovery and
     plan it made and one ``part`` to read alone; ``account`` False leaves out what belongs to no part
-    (inputs not read, duplicates, loose files), which it records once."""
+    (inputs not read, duplicates, loose files), which it records once.  ``defer``: the long tables are
+    held back (``summary.deferred``) until a query names one (``analyzer.store.deferred``)."""
     found = found if found is not None else discover(inputs, workdir, limits)
-    writer = BatchWriter(con)
-    summary = LoadSummary()
+    writer = BatchWriter(con, deferred=Deferred() if defer else None)
+    summary = LoadSummary(deferred=writer.deferred)
     if account:
         summary.unread_inputs = list(found.unread)
         summary.duplicates = list(found.duplicates)

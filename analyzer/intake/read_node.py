@@ -645,7 +645,9 @@ def _text(data: bytes) -> str:
     """Decode bundle bytes: UTF-8, with undecodable bytes replaced (never an exception); a pickle (a
     flight-recorder dump) byte for byte (``parsers.text_of``)."""
     text = parsers.text_of(data)
-    return text if text[:1] == "\x80" else text.replace("\r\n", "\n")
+    if text[:1] == "\x80" or "\r" not in text:  # a search for one character: a copy only where needed
+        return text
+    return text.replace("\r\n", "\n")
 
 
 #: A file name's word and the kind it names, tried before every detector runs (an extra/ folder holds

@@ -14,6 +14,8 @@ from analyzer.judge.settings import Settings, load_settings
 if TYPE_CHECKING:
     import duckdb
 
+    from analyzer.store.deferred import Deferred
+
 
 @dataclass(frozen=True)
 class RuleInfo:
@@ -179,9 +181,16 @@ class RuleModule(Protocol):
 class Context:
     """What a rule's check() receives: the database and helpers for evidence."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        settings: Settings | None = None,
+        deferred: Deferred | None = None,
+    ) -> None:
         self.con = con
         self.settings = settings or load_settings()
+        #: long tables not in the store yet: a query through :meth:`rows` that names one inserts it first
+        self.deferred = deferred
 
     def saw(self, nodes: Iterable[str]) -> None:
         """The running rule judged these nodes from an input the coverage cannot tie to them (a
@@ -220,6 +229,8 @@ class Context:
         return cache[key]
 
     def rows(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        if self.deferred is not None:
+            self.deferred.ensure(self.con, sql)
         cur = self.con.execute(sql, list(params))
         names = [d[0] for d in cur.description]
         return [dict(zip(names, row, strict=False)) for row in cur.fetchall()]
@@ -247,11 +258,16 @@ class Context:
 
 
 def run_rules(
-    con: duckdb.DuckDBPyConnection, modules: Iterable[RuleModule], settings: Settings | None = None
+    con: duckdb.DuckDBPyConnection,
+    modules: Iterable[RuleModule],
+    settings: Settings | None = None,
+    deferred: Deferred | None = None,
 ) -> tuple[list[Finding], list[Outcome]]:
+    """Run the rules over the store; ``deferred``: long tables held back by the load, inserted when a
+    rule requires one or queries it through ``Context.rows``."""
     from analyzer.judge.coverage import Coverage
 
-    ctx = Context(con, settings)
+    ctx = Context(con, settings, deferred)
     coverage = Coverage(con)
     findings: list[Finding] = []
     outcomes: list[Outcome] = []
@@ -260,6 +276,8 @@ def run_rules(
         ctx.take_saw()
         ctx.take_not_judged()
         try:
+            if deferred is not None:
+                deferred.ensure(con, " ".join([*info.requires, *info.requires_any]))
             # a requirement naming a table or column the store lacks fails here: the rule's error too
             seen = coverage.examined(info.requires, info.requires_any)
             if seen.absent:

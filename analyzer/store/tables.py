@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
+    from analyzer.store.deferred import Deferred
+
 _SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE", "bool": "BOOLEAN", "ts": "TIMESTAMP"}
 
 
@@ -307,12 +309,16 @@ class BatchWriter:
     ``batch_rows``: rows held before an insert.  100k keeps the peak RSS of a 1,024-node analysis under
     1 GiB (844 MiB against 1,035 MiB at 250k, for 9 % more wall time; benchmarks/RESULTS.md)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, batch_rows: int = 100_000) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, batch_rows: int = 100_000, deferred: Deferred | None = None
+    ) -> None:
         self.con = con
         self.schemas = all_schemas()
         self.batch_rows = batch_rows
         self.pending: dict[str, list[pa.Table]] = {}
         self.count = 0
+        #: where the batches of the long tables go instead of the store (``analyzer.store.deferred``)
+        self.deferred = deferred
 
     def add(self, table: str, bundle_id: str, node: str | None, rows: list[dict[str, Any]]) -> None:
         if table in self.schemas and rows:
@@ -320,6 +326,9 @@ class BatchWriter:
 
     def add_arrow(self, table: str, batch: pa.Table) -> None:
         if table not in self.schemas or batch.num_rows == 0:
+            return
+        if self.deferred is not None and table in self.deferred.tables:
+            self.deferred.add(table, batch)
             return
         self.pending.setdefault(table, []).append(batch)
         self.count += batch.num_rows

@@ -1,0 +1,84 @@
+"""Long tables held back from the store until a query names one.
+
+The long tables of key/value tools (one row per printed key: ``gpu_attribute`` of nvidia-smi -q,
+``provider_attribute`` of fi_info -v, ...) are most of a bundle's rows (~2,000 of ~2,600 a p5 node) and
+few rules read them (the evidence line of a lowered power limit).  An analysis that keeps no database
+holds their Arrow batches here, compressed (zstd Arrow IPC, about a fifth of their size), and inserts a
+table into the store the first time a query names it (``Context.rows``); one that is never named costs
+its compression only.  An analysis that writes ``--db``, and every ingest, stores them as they come:
+every printed value stays queryable in a kept database.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+#: The columns that make a table a long one (``parsers._base.long_columns``).
+_LONG = frozenset({"entity", "section", "key", "value", "number", "unit", "line"})
+
+
+@functools.cache
+def long_tables() -> frozenset[str]:
+    """The parsers' long tables: those declaring every column of ``long_columns``."""
+    from analyzer.store.tables import all_schemas
+
+    return frozenset(t for t, cols in all_schemas().items() if {c.name for c in cols} >= _LONG)
+
+
+class Deferred:
+    """Batches of the long tables, compressed, not yet in the store."""
+
+    def __init__(self, tables: frozenset[str] | None = None) -> None:
+        self.tables = long_tables() if tables is None else tables
+        self.held: dict[str, list[pa.Buffer]] = {}
+        self.rows: dict[str, int] = {}
+        self._named: re.Pattern[str] | None = None
+
+    def add(self, table: str, batch: pa.Table) -> None:
+        import pyarrow as pa
+
+        sink = pa.BufferOutputStream()
+        options = pa.ipc.IpcWriteOptions(compression=_codec())
+        with pa.ipc.new_stream(sink, batch.schema, options=options) as writer:
+            writer.write_table(batch)
+        self.held.setdefault(table, []).append(sink.getvalue())
+        self.rows[table] = self.rows.get(table, 0) + batch.num_rows
+
+    def held_bytes(self) -> int:
+        return sum(b.size for buffers in self.held.values() for b in buffers)
+
+    def ensure(self, con: duckdb.DuckDBPyConnection, sql: str) -> None:
+        """Insert every held table ``sql`` names before it runs."""
+        if not self.held:
+            return
+        if self._named is None:
+            self._named = re.compile(r"\b(" + "|".join(sorted(map(re.escape, self.tables))) + r")\b")
+        for table in {m.group(1) for m in self._named.finditer(sql)} & self.held.keys():
+            self.insert(con, table)
+
+    def insert(self, con: duckdb.DuckDBPyConnection, table: str) -> None:
+        """Insert one held table into the store (and hold it no more)."""
+        import pyarrow as pa
+
+        from analyzer.store.tables import BatchWriter
+
+        writer = BatchWriter(con)
+        for buffer in self.held.pop(table, []):
+            writer.add_arrow(table, pa.ipc.open_stream(buffer).read_all())
+        writer.flush()
+
+    def insert_all(self, con: duckdb.DuckDBPyConnection) -> None:
+        for table in sorted(self.held):
+            self.insert(con, table)
+
+
+def _codec() -> str | None:
+    import pyarrow as pa
+
+    return next((c for c in ("zstd", "lz4") if pa.Codec.is_available(c)), None)
