@@ -27,6 +27,7 @@ import argparse
 import os
 import platform
 import pstats
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -265,17 +266,23 @@ def machine() -> str:
 
 
 def targets(
-    by_n: dict[int, dict], growth: float | None, rates: list[tuple], help_s: float, parse_ratio: float
+    by_n: dict[int, dict],
+    growth: float | None,
+    rates: list[tuple],
+    help_s: float,
+    parse_ratio: float,
+    ingest: dict[str, float] | None = None,
 ) -> list[tuple[str, str, str, bool]]:
     """(target, measured, wanted, met) for every target of the fleet issue this run measured."""
     out: list[tuple[str, str, str, bool]] = []
     top = max(by_n) if by_n else None
     if top is not None:
-        r = by_n[top]
-        out.append((f"analyze / floor at {top} nodes, --json --html", f"{r['s'] / r['floorj']:.2f}", "<= 2.0",
-                    r["s"] / r["floorj"] <= 2.0))  # fmt: skip
-        out.append((f"analyze / floor at {top} nodes, --json only", f"{r['bare'] / r['floorj']:.2f}", "<= 2.0",
-                    r["bare"] / r["floorj"] <= 2.0))  # fmt: skip
+        for n in sorted(x for x in by_n if x >= 512 or x == top):
+            r = by_n[n]
+            out.append((f"analyze / floor at {n} nodes, --json --html", f"{r['s'] / r['floorj']:.2f}", "<= 2.0",
+                        r["s"] / r["floorj"] <= 2.0))  # fmt: skip
+            out.append((f"analyze / floor at {n} nodes, --json only", f"{r['bare'] / r['floorj']:.2f}", "<= 2.0",
+                        r["bare"] / r["floorj"] <= 2.0))  # fmt: skip
         peak = max(max(x["rss"], x["tree"]) for x in by_n.values())
         out.append(
             ("peak RSS (largest of process and process tree)", f"{peak:.0f} MiB", "<= 1024 MiB", peak <= 1024)
@@ -286,7 +293,36 @@ def targets(
         out.append((f"{kind} records/s vs jc", f"{r_ours / r_jc:.2f}x", ">= 3x", r_ours / r_jc >= 3))
     out.append(("hptriage --help", f"{help_s * 1000:.0f} ms", "< 300 ms", help_s < 0.3))
     out.append(("hptriage parse of a small file vs jc", f"{parse_ratio:.2f}x", "<= 2x", parse_ratio <= 2))
+    if ingest is not None:
+        worker, per_node = ingest["worker_ms"], ingest["analyze_ms"]
+        out.append(("ingest --parquet worker time per bundle vs analyze per node", f"{worker:.0f} vs {per_node:.0f} ms",
+                     "<=", worker <= per_node))  # fmt: skip
     return out
+
+
+def ingest_vs_analyze(cluster: Path, n: int) -> dict[str, float]:
+    """Worker time per bundle of ``ingest --parquet`` (one process, the first ``n`` node bundles, no
+    extra/ folder: bench_ingest.py's serial run) against ``analyze --json --jobs 1`` of the same bundles,
+    wall time per node (start-up, rules and report included)."""
+    import bench_ingest
+
+    with tempfile.TemporaryDirectory(prefix="ingest-vs-") as tmp:
+        folder = Path(tmp) / "nodes"
+        folder.mkdir()
+        for tarball in sorted(cluster.glob("*.tar.gz"))[:n]:
+            shutil.copy(tarball, folder / tarball.name)  # copies: an input's links are refused
+            digest = tarball.with_name(tarball.name + ".sha256")
+            if digest.exists():
+                shutil.copy(digest, folder / digest.name)
+        ingest = bench_ingest.run(folder, "local", 1, n)
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "analyzer.cli", "analyze", str(folder), "--json", str(Path(tmp) / "a.json"),
+             "-q", "--jobs", "1"], cwd=ROOT, check=False, capture_output=True,
+        )  # fmt: skip
+        analyzed = time.perf_counter() - start
+    return {"bundles": ingest["bundles"], "worker_ms": ingest["workers"] / ingest["bundles"] * 1000,
+            "analyze_ms": analyzed / n * 1000}  # fmt: skip
 
 
 def main() -> None:
@@ -303,11 +339,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profile", type=int, default=None, metavar="N", help="also cProfile analyze at N nodes")
     ap.add_argument("--no-record", action="store_true", help="do not append to benchmarks/RESULTS.md")
+    ap.add_argument("--ingest", type=int, default=64, metavar="N",
+                    help="ingest --parquet worker time per bundle against analyze per node on N bundles (0: skip)")  # fmt: skip
     args = ap.parse_args()
     sizes = [int(x) for x in args.nodes.split(",") if x.strip()]
     jobs = args.jobs or min(os.cpu_count() or 1, 8)
 
     rows: list[dict] = []
+    ingest: dict[str, float] | None = None
     print(f"== fleet: scenario {args.scenario}, --jobs {jobs} ==")
     print(
         f"{'N':>6} {'gen s':>6} {'floor1 s':>9} {f'floor{jobs} s':>9} {'analyze s':>10} "
@@ -325,6 +364,8 @@ def main() -> None:
             fj = tar_floor(tarballs, jobs)
             a = analyze(cluster, out, jobs)
             bare = analyze(cluster, out, jobs, html=False)
+            if args.ingest and n == max(sizes):
+                ingest = ingest_vs_analyze(cluster, min(args.ingest, n))
         row = {"n": n, "gen": gen, "floor1": f1, "floorj": fj, **a, "bare": bare["s"]}
         rows.append(row)
         print(
@@ -352,7 +393,12 @@ def main() -> None:
         f" {parse_ours / parse_jc:.2f}x"
     )
 
-    verdicts = targets(by_n, growth, rates, hl, parse_ours / parse_jc)
+    if ingest is not None:
+        print(
+            f"ingest --parquet, one process, {ingest['bundles']:.0f} bundles: {ingest['worker_ms']:.0f} ms of worker time"
+            f" a bundle; analyze --jobs 1 of the same: {ingest['analyze_ms']:.0f} ms a node"
+        )
+    verdicts = targets(by_n, growth, rates, hl, parse_ours / parse_jc, ingest)
     print("== targets ==")
     for name, value, target, met in verdicts:
         print(f"  {'met    ' if met else 'NOT MET'}  {name}: {value} (target {target})")
@@ -388,6 +434,12 @@ def main() -> None:
         f"\n`hptriage parse` of a small iostat capture: {parse_ours * 1000:.0f} ms; `jc --iostat` of the same:"
         f" {parse_jc * 1000:.0f} ms; ratio {parse_ours / parse_jc:.2f} (target <= 2).\n"
     )
+    if ingest is not None:
+        lines.append(
+            f"\n`ingest --parquet` in one process, {ingest['bundles']:.0f} node bundles (bench_ingest.py's serial run):"
+            f" {ingest['worker_ms']:.0f} ms of worker time a bundle; `analyze --json --jobs 1` of the same bundles:"
+            f" {ingest['analyze_ms']:.0f} ms a node (wall, start-up and rules included).\n"
+        )
     lines.append("\n| target | measured | wanted | |")
     lines.append("|---|---|---|---|")
     for name, value, target, met in verdicts:

@@ -81,10 +81,6 @@ LINK_HOLD_FILE_BYTES = 4 * 1024**2
 LINK_HOLD_BYTES = 32 * 1024**2
 #: links followed in one chain before it is taken for a loop (Linux's ELOOP limit)
 MAX_LINK_HOPS = 40
-#: Bytes tarfile's stream reader asks the decoder for at a time: its default (10 KiB) made a 1.2 MB
-#: node bundle ~120 rounds of Python between tarfile, the caps and gzip; 256 KiB halves the reading
-#: time and still stops a bomb within one step of its cap.
-STREAM_BUFSIZE = 256 * 1024
 #: the magic bytes of the compressions a tarball may come in
 _MAGIC = ((b"\x1f\x8b", "gz"), (b"\xfd7zXZ\x00", "xz"), (b"BZh", "bz2"))
 
@@ -250,7 +246,7 @@ def iter_tar(
         archive_bytes = os.fstat(raw.fileno()).st_size
         try:
             stream = DecodedStream(raw, limits)
-            with tarfile.open(fileobj=stream, mode="r|", bufsize=STREAM_BUFSIZE) as archive:
+            with tarfile.open(fileobj=stream, mode="r|") as archive:
                 for info in archive:
                     inside = ""
                     count += 1
