@@ -2,8 +2,8 @@
 
 The judge must see the same rows whether the long tables were inserted as they came (an analysis that
 keeps ``--db``, every ingest) or held compressed and inserted on first use: the capped node of the real
-8xH100 dump cites the ``Current Power Limit`` line through ``gpu_attribute`` either way, and a table no
-rule names is never inserted.
+8xH100 dump cites the ``Current Power Limit`` line through ``gpu_attribute`` either way (its text read
+from the dump kept whole, held back too), and a table no rule names is never inserted.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from analyzer.intake.safe_read import Limits
 from analyzer.judge.engine import run_rules
 from analyzer.judge.rules import load_rules
 from analyzer.judge.settings import load_settings
-from analyzer.store.deferred import Deferred, long_tables
+from analyzer.store.deferred import Deferred, deferrable, long_tables
 from analyzer.store.tables import connect
 from tests.rules.helpers import fixture, write_node
 
@@ -45,6 +45,7 @@ def _judge(root: Path, work: Path, defer: bool) -> tuple[list[dict[str, object]]
 def test_the_long_tables_are_the_key_value_tables() -> None:
     assert {"gpu_attribute", "provider_attribute", "port_attribute"} <= long_tables()
     assert not {"gpu", "kernel_event", "source_line", "fi_provider"} & long_tables()
+    assert deferrable() == long_tables() | {"source_text"}
 
 
 def test_held_back_tables_give_the_findings_of_stored_ones(tmp_path: Path) -> None:
@@ -55,8 +56,11 @@ def test_held_back_tables_give_the_findings_of_stored_ones(tmp_path: Path) -> No
     assert held == stored
     power = [f for f in held if f["rule"] == "gpu.power.limit_lowered"]
     assert power and any("Current Power Limit" in str(e["text"]) for e in power[0]["evidence"])  # type: ignore[attr-defined]
-    # the rule read gpu_attribute: inserted, all of it; fi_info's long table no rule read: still held
+    # the rule read gpu_attribute: inserted, all of it; fi_info's long table no rule read: still held;
+    # the dumps kept whole gave the evidence its text without entering the store
     assert "gpu_attribute" not in deferred.held and "provider_attribute" in deferred.held
+    assert "source_text" in deferred.held
+    assert con.execute("SELECT count(*) FROM source_text").fetchall() == [(0,)]  # type: ignore[attr-defined]
     (count,) = con.execute("SELECT count(*) FROM gpu_attribute").fetchall()[0]  # type: ignore[attr-defined]
     assert count == deferred.rows["gpu_attribute"] > 5 * 8 * 100
     (fi,) = con.execute("SELECT count(*) FROM provider_attribute").fetchall()[0]  # type: ignore[attr-defined]

@@ -322,7 +322,7 @@ def run_rules(
             )
         )
     findings.sort(key=finding_order)
-    _fill_evidence_text(con, findings)
+    _fill_evidence_text(con, findings, deferred)
     _store(con, findings, outcomes)
     return findings, outcomes
 
@@ -369,12 +369,14 @@ def error_reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding]) -> None:
+def _fill_evidence_text(
+    con: duckdb.DuckDBPyConnection, findings: list[Finding], deferred: Deferred | None = None
+) -> None:
     """Look up the text of every evidence line in one query instead of one query per finding."""
     wanted = {(e.file, e.line) for f in findings for e in f.evidence if e.line is not None and e.text is None}
     if not wanted:
         return
-    text = line_texts(con, wanted)
+    text = line_texts(con, wanted, deferred)
     for f in findings:
         f.evidence = [
             Evidence(e.file, e.line, text.get((e.file, e.line)))
@@ -384,10 +386,12 @@ def _fill_evidence_text(con: duckdb.DuckDBPyConnection, findings: list[Finding])
         ]
 
 
-def line_texts(con: duckdb.DuckDBPyConnection, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], str]:
+def line_texts(
+    con: duckdb.DuckDBPyConnection, wanted: set[tuple[str, int]], deferred: Deferred | None = None
+) -> dict[tuple[str, int], str]:
     """The text of each wanted (source_file, line), as printed (its first 1,000 characters): from
-    ``source_line``, else from the file kept whole in ``source_text``.  A line the store does not hold
-    is left out."""
+    ``source_line``, else from the file kept whole in ``source_text`` (in the store, or held back by the
+    load: ``deferred``).  A line the store does not hold is left out."""
     import pyarrow as pa
 
     if not wanted:
@@ -400,12 +404,12 @@ def line_texts(con: duckdb.DuckDBPyConnection, wanted: set[tuple[str, int]]) -> 
     ).fetchall()
     con.unregister("_wanted")
     text = {(file, line): t for file, line, t in found}
-    text.update(_lines_of_whole_files(con, wanted - text.keys()))
+    text.update(_lines_of_whole_files(con, wanted - text.keys(), deferred))
     return text
 
 
 def _lines_of_whole_files(
-    con: duckdb.DuckDBPyConnection, wanted: set[tuple[str, int]]
+    con: duckdb.DuckDBPyConnection, wanted: set[tuple[str, int]], deferred: Deferred | None
 ) -> dict[tuple[str, int], str]:
     """The text of wanted lines of the files kept whole (``source_text``), as ``source_line`` gives a
     line: its first 1,000 characters."""
@@ -413,10 +417,13 @@ def _lines_of_whole_files(
         return {}
     files = sorted({file for file, _ in wanted})
     marks = ", ".join("?" for _ in files)
-    out: dict[tuple[str, int], str] = {}
-    for file, first, whole in con.execute(
+    kept = con.execute(
         f"SELECT source_file, first_line, text FROM source_text WHERE source_file IN ({marks})", files
-    ).fetchall():
+    ).fetchall()
+    if deferred is not None:
+        kept += deferred.whole_files(set(files))
+    out: dict[tuple[str, int], str] = {}
+    for file, first, whole in kept:
         lines = whole.splitlines()
         for f, line in wanted:
             no = line - first  # 0-based index of the line in the kept text
