@@ -459,8 +459,8 @@ class LongTable(Columns):
     >>> t.add("0000:18:00.0", "Power Readings", "Power Draw", "71.14 W", 40, None)
     >>> t.rows()
     [{'entity': '0000:18:00.0', 'section': 'Power Readings', 'key': 'Power Draw', 'value': '71.14 W', 'number': 71.14, 'unit': 'W', 'line': 40, 'host': None}]
-    >>> t.set_value(0, "75 W"); t.data["number"], t.data["unit"]
-    ([75.0], ['W'])
+    >>> t.set_value(0, "71.14 W | 75 W"); t.data["value"], t.data["number"]
+    (['71.14 W | 75 W'], [71.14])
     """
 
     __slots__ = ("_read", "_lists", "_extra")
@@ -490,12 +490,9 @@ class LongTable(Columns):
                 column.append(v)
 
     def set_value(self, index: int, value: str) -> None:
-        """Change the value of row ``index`` (a list value continued on the next line), its number too."""
-        read = self._read.get(value)
-        if read is None:
-            read = self._read[value] = number_and_unit(value)
+        """Change the value of row ``index`` (a list value continued on the next line); its number and
+        unit stay those of the value as first printed."""
         self.data["value"][index] = value
-        self.data["number"][index], self.data["unit"][index] = read
 
 
 def long_row(entity: str | None, section: str, key: str, value: str, line: int | None) -> dict[str, Any]:

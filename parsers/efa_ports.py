@@ -86,7 +86,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import clean_head_text, clean_lines, key_value, leading_number, long_row
+from parsers._text import LongTable, clean_head_text, clean_lines, key_value, leading_number
 
 SAMPLE = sample_of(__doc__)
 
@@ -192,7 +192,7 @@ def detect(text: str) -> int:
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    result = ParseResult(tables={"efa_port": [], "port_attribute": []})
+    result = _result()
     cleaned = clean_lines(text)
     if (single := _link_layer_file(cleaned.lines, filename)) is not None:
         return single
@@ -256,8 +256,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                 # a flag on its own line (BAD_PKEY_CNTR, NO SUPPORT), a note (tag matching not supported)
                 store, key = last
                 store[key] = f"{store[key]} | {line}" if store.get(key) else line
-                if attributes := result.rows("port_attribute"):
-                    attributes[-1]["value"] = store[key]
+                if attributes := len(result.columns["port_attribute"]):
+                    _attributes(result).set_value(attributes - 1, store[key])
             elif _LOOKS_LIKE_DATA.search(line):
                 result.issue(no, raw, "not a sysfs, ibstat or ibv_devinfo line")
             continue
@@ -325,9 +325,19 @@ def _attribute(
     source: str,
     host: str | None,
 ) -> None:
-    row = long_row(entity, section, key, value, no)
-    row["source"], row["host"] = source, host
-    result.add("port_attribute", row)
+    _attributes(result).add(entity, section, key, value, no, source, host)
+
+
+def _result() -> ParseResult:
+    result = ParseResult(tables={"efa_port": []})
+    result.column_table("port_attribute", LongTable(("source", "host")))
+    return result
+
+
+def _attributes(result: ParseResult) -> LongTable:
+    table = result.columns["port_attribute"]
+    assert isinstance(table, LongTable)
+    return table
 
 
 def _link_layer_file(lines: list[str], filename: str | None) -> ParseResult | None:
@@ -339,7 +349,7 @@ def _link_layer_file(lines: list[str], filename: str | None) -> ParseResult | No
     no = next(i + 1 for i, line in enumerate(lines) if line.strip())
     m = _SYSFS_PATH.search(filename or "")
     device, port = (m["dev"], int(m["port"])) if m else (None, None)
-    result = ParseResult(tables={"efa_port": [], "port_attribute": []})
+    result = _result()
     row: dict[str, Any] = {c.name: None for c in SCHEMA["efa_port"]}
     row.update(line=no, device=device, port=port, link_layer=words[0], source="sysfs")
     if device is not None:

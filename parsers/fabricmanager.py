@@ -109,7 +109,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import clean_lines, key_value, long_row, pci_address, to_int
+from parsers._text import LongTable, clean_lines, key_value, pci_address, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -245,7 +245,8 @@ class _Parser:
 
     def __init__(self, text: str) -> None:
         self.cleaned = clean_lines(text)
-        self.result = ParseResult(tables={"service_state": [], "fabric_event": [], "fabric_attribute": []})
+        self.result = ParseResult(tables={"service_state": [], "fabric_event": []})
+        self.attributes = self.result.column_table("fabric_attribute", LongTable(("host",)))
         self.row: dict[str, Any] | None = None  # the open status block
         self.in_status = False  # between a header and the first blank line / journal line
         self.extra: dict[str, Any] = {}
@@ -341,9 +342,7 @@ class _Parser:
             )
 
     def _attribute(self, no: int, entity: str, section: str, key: str, value: str, host: str | None) -> None:
-        row = long_row(entity, section, key, value, no)
-        row["host"] = host
-        self.result.add("fabric_attribute", row)
+        self.attributes.add(entity, section, key, value, no, host)
 
     # --- status block --------------------------------------------------------------------------------
 

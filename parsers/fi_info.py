@@ -217,8 +217,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     raw_lines = text.splitlines()
     entry: dict[str, Any] | None = None
     extras: dict[int, dict[str, str]] = {}
-    #: id(entry) -> its provider_attribute rows: [section, key, value, line, host]
-    attributes: dict[int, list[list[Any]]] = {}
+    #: id(entry) -> the indexes of its provider_attribute rows (their entity is known at the end)
+    attributes: dict[int, list[int]] = {}
     pci: dict[int, dict[str, str]] = {}  # id(entry) -> fi_pci_attr keys
     stack: list[tuple[int, str]] = []  # verbose: (indentation, name) of the open sections
     flat = _flat(cleaned.lines)
@@ -246,8 +246,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             elif entry is not None:  # a verbose list value on its own line: "FI_MSG", "[ ]"
                 _keep(extras.setdefault(id(entry), {}), ".".join(n for _, n in stack) or "value", line)
                 if kept := attributes.get(id(entry)):
-                    last = kept[-1]
-                    last[2] = f"{last[2]} | {line}" if last[2] else line
+                    printed = provider_attribute.data["value"][kept[-1]]
+                    provider_attribute.set_value(kept[-1], f"{printed} | {line}" if printed else line)
             continue
         key, value = kv
         if key in ("fi_info", "libfabric") and value[:1].isdigit():
@@ -271,7 +271,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             if column is not None or not verbose:
                 result.issue(no, raw, "value outside any provider entry")
             continue
-        attributes.setdefault(id(entry), []).append([" / ".join(path), key, value, no, host])
+        attributes.setdefault(id(entry), []).append(len(provider_attribute))
+        provider_attribute.add(None, " / ".join(path), key, value, no, host)
         if column is not None and entry[column] is None:
             entry[column] = value
         else:
@@ -314,8 +315,8 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         row["extra"] = json.dumps(extra, sort_keys=False) if extra else None
         row["pci_bus_id"] = _pci(pci.get(id(row), {}))
         entity = f"{row['provider'] or ''}/{row['domain'] or row['fabric'] or ''}"
-        for section, key, value, no, host in attributes.get(id(row), []):
-            provider_attribute.add(entity, section, key, value, no, host)
+        for index in attributes.get(id(row), []):
+            provider_attribute.data["entity"][index] = entity
     for no, raw in errors:
         result.issue(no, raw, "fi_getinfo error next to provider entries")
     efa = any((r["provider"] or "").startswith("efa") for r in rows)
