@@ -23,14 +23,19 @@ Q = "jp-simulator-8xh100-565-complete.txt"
 CAPPED = "derived-jp-simulator-8xh100-565-power-limit-350w.txt"
 
 
-def _cluster(root: Path) -> Path:
+def _cluster(root: Path, name: str = "p5") -> Path:
+    meta = {"instance_type": "p5.48xlarge", "cluster": name}
     for i in range(4):
-        write_node(root, f"p5-{i}", {"cmd/nvidia-smi-q.txt": ("nvidia-smi-q", fixture("nvidia-smi-q", Q))},
-                   meta={"instance_type": "p5.48xlarge"})  # fmt: skip
-    write_node(root, "p5-capped", {"cmd/nvidia-smi-q.txt": ("nvidia-smi-q", fixture("nvidia-smi-q", CAPPED))},
-               meta={"instance_type": "p5.48xlarge"})  # fmt: skip
-    write_node(root, "p5-fi", {"cmd/fi-info.txt": ("fi-info", fixture("fi-info", "eks-pod-kr-201.0-efa-direct.txt"))},
-               meta={"instance_type": "p5.48xlarge"})  # fmt: skip
+        write_node(
+            root,
+            f"{name}-{i}",
+            {"cmd/nvidia-smi-q.txt": ("nvidia-smi-q", fixture("nvidia-smi-q", Q))},
+            meta=meta,
+        )
+    write_node(root, f"{name}-capped", {"cmd/nvidia-smi-q.txt": ("nvidia-smi-q", fixture("nvidia-smi-q", CAPPED))},
+               meta=meta)  # fmt: skip
+    write_node(root, f"{name}-fi", {"cmd/fi-info.txt": ("fi-info", fixture("fi-info", "eks-pod-kr-201.0-efa-direct.txt"))},
+               meta=meta)  # fmt: skip
     return root
 
 
@@ -79,3 +84,27 @@ def test_a_query_naming_a_held_table_inserts_it_first(tmp_path: Path) -> None:
     ctx = Context(con, None, deferred)  # type: ignore[arg-type]
     rows = ctx.rows("SELECT count(*) AS n FROM provider_attribute WHERE key = ?", "fabric")
     assert rows[0]["n"] > 0 and "provider_attribute" not in deferred.held
+
+
+def test_a_held_table_read_while_one_part_is_judged(tmp_path: Path) -> None:
+    """Two cluster folders are judged one at a time, each through views of the store's tables: a long
+    table inserted on first use goes into the store's own table (not the part's view of that name), and
+    each folder's capped node is found, as with the tables stored as they came."""
+    from analyzer.judge.settings import load_settings
+    from analyzer.pipeline import judge, load_inputs, rule_modules
+
+    folders = [_cluster(tmp_path / name, name) for name in ("alpha", "beta")]
+    found = {}
+    for defer in (False, True):
+        con = connect(None)
+        summary = load_inputs(con, tmp_path / f"work-{defer}", paths=folders, jobs=1, defer=defer)
+        assert len(summary.parts) == 2
+        findings, outcomes = judge(con, rule_modules(), load_settings(), summary.parts, summary.deferred)
+        (power,) = [o for o in outcomes if o.rule == "gpu.power.limit_lowered"]
+        assert power.outcome == "fail", power.reason
+        found[defer] = sorted(
+            (str(f.node), tuple((e.file, e.line, e.text) for e in f.evidence))
+            for f in findings
+            if f.rule == power.rule
+        )
+    assert found[True] == found[False] and len(found[True]) == 2
