@@ -586,7 +586,8 @@ def _run_analysis(
     from analyzer.pipeline import analyze
     from analyzer.store.tables import keep_pandas_out
 
-    keep_pandas_out()  # this process is the CLI's own: pyarrow need not import pandas (54 MiB, 0.3 s)
+    if _OWN_PROCESS:  # the console script's process: pyarrow need not import pandas (54 MiB, 0.3 s)
+        keep_pandas_out()
     if db_path is not None and db_path.exists():
         _replaceable(db_path)
         db_path.unlink()
@@ -1397,7 +1398,15 @@ def mcp(roots: tuple[Path, ...], jobs: int | None, config: Path | None) -> None:
     serve(Toolbox(Roots(roots), settings, jobs))
 
 
+#: True when the process is the console script's own (``main``), not a host that invokes ``cli`` (a test's
+#: CliRunner): only then may an analysis keep pandas out of the process (store.tables.keep_pandas_out),
+#: since pyarrow remembers for the process's life that it found no pandas.
+_OWN_PROCESS = False
+
+
 def main() -> None:
+    global _OWN_PROCESS
+    _OWN_PROCESS = True
     cli(prog_name="hptriage")
 
 

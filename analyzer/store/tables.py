@@ -173,8 +173,9 @@ def keep_pandas_out() -> None:
     pyarrow imports pandas, when it is installed, at the first ``pa.array`` of a Python list (to ask
     whether the list is a pandas object): 54 MiB and ~0.3 s of CPU in every process (the ``ray`` extra
     installs pandas).  The analyzer hands Arrow only lists and Arrow arrays, and works without pandas (the
-    core install has none), so its processes are as they would be without it installed; a library user's
-    process is left alone."""
+    core install has none), so its processes are as they would be without it installed.  pyarrow remembers
+    for the process's life that it found no pandas: call it only in a process of the analyzer's own (the
+    console script, a pool's worker), never in a library user's or a test's."""
     import sys
 
     if "pandas" not in sys.modules and not any(isinstance(f, _NoPandas) for f in sys.meta_path):
