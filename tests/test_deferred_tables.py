@@ -108,3 +108,24 @@ def test_a_held_table_read_while_one_part_is_judged(tmp_path: Path) -> None:
             if f.rule == power.rule
         )
     assert found[True] == found[False] and len(found[True]) == 2
+
+
+def test_rules_read_the_held_tables_through_ctx_rows() -> None:
+    """A held table is inserted when ``Context.rows`` (or a rule's ``requires``) names it; a rule that
+    queried one through the connection itself would read an empty table.  Every rule module naming a
+    deferrable table queries through ``ctx.rows`` alone."""
+    import re
+
+    rules = Path(__file__).resolve().parent.parent / "analyzer" / "judge"
+    named = re.compile(r"\b(" + "|".join(sorted(deferrable())) + r")\b")
+    readers = []
+    for source in sorted(rules.rglob("*.py")):
+        text = source.read_text()
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        if source.name == "engine.py" or not named.search(code.replace('"""', "")):
+            continue
+        readers.append(source.name)
+        assert not re.search(r"\bcon\.(execute|sql)\(", code), (
+            f"{source}: query a held table through ctx.rows"
+        )
+    assert "_lowered.py" in readers  # the power and clock rules' evidence lines
