@@ -164,8 +164,9 @@ def load(
     (inputs not read, duplicates, loose files), which it records once.  ``defer``: the long tables are
     held back (``summary.deferred``) until a query names one (``analyzer.store.deferred``)."""
     found = found if found is not None else discover(inputs, workdir, limits)
-    writer = BatchWriter(con, deferred=Deferred() if defer else None)
-    summary = LoadSummary(deferred=writer.deferred)
+    held = Deferred() if defer else None
+    writer = BatchWriter(con, deferred=held)
+    summary = LoadSummary(deferred=held)
     if account:
         summary.unread_inputs = list(found.unread)
         summary.duplicates = list(found.duplicates)
