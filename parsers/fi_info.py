@@ -90,6 +90,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from parsers._base import (
@@ -102,7 +103,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import LongTable, clean_head_text, clean_lines, key_value, to_int
+from parsers._text import Cleaned, LongTable, clean_head_text, clean_lines, key_value, to_int
 
 SAMPLE = sample_of(__doc__)
 
@@ -211,119 +212,172 @@ def detect(text: str) -> int:
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    result = ParseResult(tables={"fi_provider": [], "fi_info_status": []})
-    provider_attribute = result.column_table("provider_attribute", LongTable(("host",)))
     cleaned = clean_lines(text)
-    raw_lines = text.splitlines()
-    entry: dict[str, Any] | None = None
-    extras: dict[int, dict[str, str]] = {}
-    #: id(entry) -> the indexes of its provider_attribute rows (their entity is known at the end)
-    attributes: dict[int, list[int]] = {}
-    pci: dict[int, dict[str, str]] = {}  # id(entry) -> fi_pci_attr keys
-    stack: list[tuple[int, str]] = []  # verbose: (indentation, name) of the open sections
-    flat = _flat(cleaned.lines)
-    verbose = False
-    api_version: str | None = None
-    errors: list[tuple[int, str]] = []
+    reader = _Reader(cleaned, text.splitlines())
     for no, text_line, host in cleaned.numbered():
-        raw = raw_lines[no - 1]
+        reader.line(no, text_line, host)
+    return reader.finish()
+
+
+@dataclass
+class _Reader:
+    """The state of one fi_info capture, read line by line (plain or verbose entries)."""
+
+    cleaned: Cleaned
+    raw_lines: list[str]
+    result: ParseResult = field(
+        default_factory=lambda: ParseResult(tables={"fi_provider": [], "fi_info_status": []})
+    )
+    attributes: LongTable = field(default_factory=lambda: LongTable(("host",)))
+    entry: dict[str, Any] | None = None
+    #: id(entry) -> its keys without a column; the indexes of its provider_attribute rows (their entity
+    #: is known at the end); its fi_pci_attr keys
+    extras: dict[int, dict[str, str]] = field(default_factory=dict)
+    rows_of: dict[int, list[int]] = field(default_factory=dict)
+    pci: dict[int, dict[str, str]] = field(default_factory=dict)
+    stack: list[tuple[int, str]] = field(
+        default_factory=list
+    )  # verbose: (indentation, name) of open sections
+    verbose: bool = False
+    flat: bool = False  # a verbose capture that lost its indentation (_flat)
+    api_version: str | None = None
+    errors: list[tuple[int, str]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.result.column_table("provider_attribute", self.attributes)
+        self.flat = _flat(self.cleaned.lines)
+
+    def line(self, no: int, text_line: str, host: str | None) -> None:
+        raw = self.raw_lines[no - 1]
         line = text_line.strip()
-        indent = len(text_line) - len(text_line.lstrip())
         if not line or line in ("...", "---", "…"):
-            continue
+            return
         if _GETINFO_ERROR.search(line) or _NO_PROVIDER.search(line):
-            errors.append((no, raw))
-            continue
+            self.errors.append((no, raw))
+            return
         if m := re.match(r"libfabric api:\s*(\S+)", line):
-            api_version = m.group(1)
-            continue
+            self.api_version = m.group(1)
+            return
         if line.startswith("Warning: Permanently added") or _COMMAND_ECHO.match(line):
-            continue  # ssh's known-hosts notice of an mpirun launch; a command line echoed
+            return  # ssh's known-hosts notice of an mpirun launch; a command line echoed
         kv = key_value(line)
         if kv is None:
-            if not re.fullmatch(r"[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)*|\[\s*\]", line):
-                result.issue(no, raw, "not a 'key: value' line")
-            elif entry is not None:  # a verbose list value on its own line: "FI_MSG", "[ ]"
-                _keep(extras.setdefault(id(entry), {}), ".".join(n for _, n in stack) or "value", line)
-                if kept := attributes.get(id(entry)):
-                    printed = provider_attribute.data["value"][kept[-1]]
-                    provider_attribute.set_value(kept[-1], f"{printed} | {line}" if printed else line)
-            continue
+            self._bare(no, raw, line)
+            return
         key, value = kv
         if key in ("fi_info", "libfabric") and value[:1].isdigit():
-            continue  # the --version banner: "fi_info: 1.18.2amzn1.0", "libfabric: 1.18.2amzn1.0"
+            return  # the --version banner: "fi_info: 1.18.2amzn1.0", "libfabric: 1.18.2amzn1.0"
+        indent = len(text_line) - len(text_line.lstrip())
         if key == "fi_info" and not value:  # a verbose entry starts
-            verbose, stack = True, [(indent, "")]
-            entry = _new_entry(result, no, host)
-            continue
-        if verbose:
-            while len(stack) > 1 and (stack[-1][0] >= indent if not flat else not value):
-                stack.pop()  # a line no deeper than a section closes it (flat paste: a new section does)
-            if not value:
-                stack.append((indent, key))
-                continue
-        path = [n for _, n in stack[1:]] if verbose else []
+            self.verbose, self.stack = True, [(indent, "")]
+            self.entry = _new_entry(self.result, no, host)
+        elif not self._opens_section(indent, key, value):
+            self._key(no, raw, key, value, host)
+
+    def _bare(self, no: int, raw: str, line: str) -> None:
+        """A line without 'key: value': a verbose list value on its own line ("FI_MSG", "[ ]"), else an issue."""
+        if not re.fullmatch(r"[A-Z][A-Z0-9_]*(?:\s*\|\s*[A-Z][A-Z0-9_]*)*|\[\s*\]", line):
+            self.result.issue(no, raw, "not a 'key: value' line")
+        elif self.entry is not None:
+            _keep(
+                self.extras.setdefault(id(self.entry), {}),
+                ".".join(n for _, n in self.stack) or "value",
+                line,
+            )
+            if kept := self.rows_of.get(id(self.entry)):
+                printed = self.attributes.data["value"][kept[-1]]
+                self.attributes.set_value(kept[-1], f"{printed} | {line}" if printed else line)
+
+    def _opens_section(self, indent: int, key: str, value: str) -> bool:
+        """Verbose layout: close the sections a line is no deeper than (a flat paste: a new section closes
+        them) and open one for a key without a value; True when the line was a section."""
+        if not self.verbose:
+            return False
+        stack = self.stack
+        while len(stack) > 1 and (stack[-1][0] >= indent if not self.flat else not value):
+            stack.pop()
+        if not value:
+            stack.append((indent, key))
+        return not value
+
+    def _key(self, no: int, raw: str, key: str, value: str, host: str | None) -> None:
+        """A key with its value: a column of the entry, a number, a PCI part, else a key kept in extra."""
+        path = [n for _, n in self.stack[1:]] if self.verbose else []
         section = path[-1] if path else None
         column = _KEYS.get((section, key))
-        if column == "provider" and not verbose:
-            entry = _new_entry(result, no, host)
+        if column == "provider" and not self.verbose:
+            self.entry = _new_entry(self.result, no, host)
+        entry = self.entry
         if entry is None:
-            if column is not None or not verbose:
-                result.issue(no, raw, "value outside any provider entry")
-            continue
-        attributes.setdefault(id(entry), []).append(len(provider_attribute))
-        provider_attribute.add(None, " / ".join(path), key, value, no, host)
+            if column is not None or not self.verbose:
+                self.result.issue(no, raw, "value outside any provider entry")
+            return
+        self.rows_of.setdefault(id(entry), []).append(len(self.attributes))
+        self.attributes.add(None, " / ".join(path), key, value, no, host)
         if column is not None and entry[column] is None:
             entry[column] = value
         else:
-            _keep(extras.setdefault(id(entry), {}), ".".join([*path, key]), value)
+            _keep(self.extras.setdefault(id(entry), {}), ".".join([*path, key]), value)
         if section == "fi_pci_attr":
-            pci.setdefault(id(entry), {})[key] = value
+            self.pci.setdefault(id(entry), {})[key] = value
         elif (number := _NUMBERS.get((section or "", key))) is not None:
             read = to_int(value)
             if read is None:
-                result.issue(no, raw, f"{key}: not a number")
+                self.result.issue(no, raw, f"{key}: not a number")
             else:
                 entry[number[0]] = read * number[1] if number[1] is not None else read
         elif (text_column := _TEXTS.get((section or "", key))) is not None:
             entry[text_column] = value
-    rows = result.rows("fi_provider")
-    requested = next((m.group(1) for _, cmd in cleaned.commands if (m := _REQUESTED.search(cmd))), None)
-    if not rows:
-        no_provider = [(no, raw) for no, raw in errors if _NO_PROVIDER.search(raw)]
+
+    def finish(self) -> ParseResult:
+        result, cleaned = self.result, self.cleaned
+        rows = result.rows("fi_provider")
+        requested = next((m.group(1) for _, cmd in cleaned.commands if (m := _REQUESTED.search(cmd))), None)
+        if not rows:
+            return self._no_entries(requested)
+        for row in rows:
+            self._complete(row)
+        for no, raw in self.errors:
+            result.issue(no, raw, "fi_getinfo error next to provider entries")
+        efa = any((r["provider"] or "").startswith("efa") for r in rows)
+        status = {"line": rows[0]["line"], "status": "providers", "entries": len(rows), "efa_listed": efa}
+        status.update(requested_provider=requested, message=None)
+        result.add("fi_info_status", status)
+        return result
+
+    def _complete(self, row: dict[str, Any]) -> None:
+        """What an entry's row takes from the whole capture: the API version, its device, extra keys, PCI
+        address, and the entity of its provider_attribute rows."""
+        row["api_version"] = row["api_version"] or self.api_version
+        if row["domain"]:
+            row["device"] = re.sub(r"-(?:rdm|dgrm|dgram|msg)$", "", row["domain"])
+        extra = self.extras.get(id(row))
+        row["extra"] = json.dumps(extra, sort_keys=False) if extra else None
+        row["pci_bus_id"] = _pci(self.pci.get(id(row), {}))
+        entity = f"{row['provider'] or ''}/{row['domain'] or row['fabric'] or ''}"
+        for index in self.rows_of.get(id(row), []):
+            self.attributes.data["entity"][index] = entity
+
+    def _no_entries(self, requested: str | None) -> ParseResult:
+        """No provider entry: fi_getinfo's "no provider" answer (a status row), else why this is no fi_info."""
+        result, cleaned = self.result, self.cleaned
+        no_provider = [(no, raw) for no, raw in self.errors if _NO_PROVIDER.search(raw)]
         if no_provider:
-            no, raw = no_provider[0]
+            no, _ = no_provider[0]
             result.issues = [i for i in result.issues if i.line_no != no]
             status = {"line": no, "status": "no_provider", "entries": 0, "efa_listed": False}
             status.update(requested_provider=requested, message=cleaned.lines[no - 1].strip()[:300])
             result.add("fi_info_status", status)
             return result
-        if errors:
-            raise CollectorError(errors[0][1].strip()[:300])
-        if api_version is not None:
+        if self.errors:
+            raise CollectorError(self.errors[0][1].strip()[:300])
+        if self.api_version is not None:
             raise ParseError("fi_info --version only: no provider entries")
         first = next((ln for _, ln, _ in cleaned.numbered()), "")
         raise ParseError(
             "expected fi_info provider entries ('provider: efa' then 'fabric:', 'domain:', ...) or a"
             f" 'fi_getinfo: -61' line; first line seen: {first.strip()[:120]!r}"
         )
-    for row in rows:
-        row["api_version"] = row["api_version"] or api_version
-        if row["domain"]:
-            row["device"] = re.sub(r"-(?:rdm|dgrm|dgram|msg)$", "", row["domain"])
-        extra = extras.get(id(row))
-        row["extra"] = json.dumps(extra, sort_keys=False) if extra else None
-        row["pci_bus_id"] = _pci(pci.get(id(row), {}))
-        entity = f"{row['provider'] or ''}/{row['domain'] or row['fabric'] or ''}"
-        for index in attributes.get(id(row), []):
-            provider_attribute.data["entity"][index] = entity
-    for no, raw in errors:
-        result.issue(no, raw, "fi_getinfo error next to provider entries")
-    efa = any((r["provider"] or "").startswith("efa") for r in rows)
-    status = {"line": rows[0]["line"], "status": "providers", "entries": len(rows), "efa_listed": efa}
-    status.update(requested_provider=requested, message=None)
-    result.add("fi_info_status", status)
-    return result
 
 
 def _flat(lines: list[str]) -> bool:
