@@ -74,6 +74,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from parsers._base import (
@@ -192,109 +193,13 @@ def detect(text: str) -> int:
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    result = _result()
     cleaned = clean_lines(text)
     if (single := _link_layer_file(cleaned.lines, filename)) is not None:
         return single
-    raw_lines = text.splitlines()
-    ports: dict[tuple[str, str, int], dict[str, Any]] = {}
-    extras: dict[int, dict[str, str]] = {}  # id(port row) -> printed keys
-    devices: dict[str, dict[str, str]] = {}  # device -> printed device-level keys
-    device: str | None = None
-    current: dict[str, Any] | None = None
-    source = ""
-    firmware: dict[str, str] = {}
-    last: tuple[dict[str, str], str] | None = None  # where a continuation line (a flag list) goes
+    reader = _Reader(_result(), text.splitlines())
     for no, line, host in cleaned.numbered():
-        raw = raw_lines[no - 1]
-        line = line.strip()
-        if _DMESG.match(line) or _HOST_PROMPT.match(line):
-            continue
-        if m := _SYSFS_FW.search(line):
-            firmware[m["dev"]] = m["value"]
-            _attribute(result, m["dev"], "", "fw_ver", m["value"], no, "sysfs", host)
-            continue
-        if m := _SYSFS.search(line):
-            row = _port(result, ports, "sysfs", m["dev"], int(m["port"]), no, host)
-            attr, value = m["attr"], m["value"].strip()
-            extras.setdefault(id(row), {})[m["path"] + attr] = value
-            section = m["path"].rstrip("/").replace("/", " / ")
-            _attribute(result, f"{m['dev']}/{m['port']}", section, attr, value, no, "sysfs", host)
-            if attr in _SYSFS_KNOWN and (m["path"] in ("", "counters/")):
-                _set(result, row, attr, value, no, raw)
-            continue
-        if m := _SYSFS_DEV.search(line):
-            devices.setdefault(m["dev"], {})[m["attr"]] = m["value"].strip()
-            _attribute(result, m["dev"], "", m["attr"], m["value"].strip(), no, "sysfs", host)
-            continue
-        if m := _LOOP.match(line):
-            row = _port(result, ports, "sysfs", m["dev"], 1, no, host)
-            _set(result, row, "link_layer", m["ll"], no, raw)
-            extras.setdefault(id(row), {})["link_layer"] = m["ll"]
-            _attribute(result, f"{m['dev']}/1", "", "link_layer", m["ll"], no, "sysfs", host)
-            if m["state"]:
-                _set(result, row, "state", m["state"], no, raw)
-                extras[id(row)]["state"] = m["state"]
-                _attribute(result, f"{m['dev']}/1", "", "state", m["state"], no, "sysfs", host)
-            continue
-        if m := re.match(r"CA '([^']+)'", line):
-            device, current, source = m.group(1), None, "ibstat"
-            last = None
-            continue
-        if m := re.match(r"Port (\d+):$", line):
-            if device is None or source != "ibstat":
-                result.issue(no, raw, "port outside a CA block")
-            else:
-                current = _port(result, ports, source, device, int(m.group(1)), no, host)
-            continue
-        kv = key_value(line) or key_value(line, "=")
-        if kv is None and "\t" in line:  # ibv_devinfo -v: "log max atomic inline\t\t3"
-            name, _, value = line.partition("\t")
-            kv = (name.strip(), value.strip())
-        if kv is None:
-            if last is not None and device is not None and not re.search(r"\d", line):
-                # a flag on its own line (BAD_PKEY_CNTR, NO SUPPORT), a note (tag matching not supported)
-                store, key = last
-                store[key] = f"{store[key]} | {line}" if store.get(key) else line
-                if attributes := len(result.columns["port_attribute"]):
-                    _attributes(result).set_value(attributes - 1, store[key])
-            elif _LOOKS_LIKE_DATA.search(line):
-                result.issue(no, raw, "not a sysfs, ibstat or ibv_devinfo line")
-            continue
-        key, value = kv
-        if key == "hca_id":
-            device, current, source = value, None, "ibv_devinfo"
-            last = None
-            continue
-        if device is None:
-            if _LOOKS_LIKE_DATA.search(line):
-                result.issue(no, raw, f"{key} outside a device block")
-            continue
-        entity = device if current is None else f"{device}/{current['port']}"
-        if key in ("fw_ver", "Firmware version"):
-            firmware[device] = value
-            _attribute(result, device, "", key, value, no, source, host)
-            continue
-        if key == "port" and source == "ibv_devinfo" and value.isdigit():
-            current = _port(result, ports, source, device, int(value), no, host)
-            last = None
-            _attribute(result, f"{device}/{value}", "", key, value, no, source, host)
-            continue
-        attr = (_IBSTAT if source == "ibstat" else _DEVINFO).get(key)
-        if current is None:
-            if attr is not None or key in _DEVINFO_RATE:
-                result.issue(no, raw, f"{key} outside a port block")
-            store = devices.setdefault(device, {})
-        else:
-            store = extras.setdefault(id(current), {})
-            if attr or key in _DEVINFO_RATE:
-                _set(result, current, attr or key, value, no, raw)
-        if key != "Device ports":
-            store[key] = value
-            last = (store, key)
-        _attribute(result, entity, "", key, value, no, source, host)
-    rows = result.rows("efa_port")
-    if not rows:
+        reader.line(no, line.strip(), host)
+    if not reader.result.rows("efa_port"):
         if re.search(r"No IB devices found|ibpanic|cannot access '?/sys/class/infiniband", text):
             raise CollectorError(text.strip().splitlines()[0][:300])
         first = next((ln for _, ln, _ in cleaned.numbered()), "")
@@ -302,17 +207,137 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             "expected sysfs port lines (/sys/class/infiniband/DEV/ports/N/state: 4: ACTIVE), an ibstat"
             f" CA block or an ibv_devinfo hca_id; first line seen: {first.strip()[:120]!r}"
         )
-    for row in rows:
-        row["fw_ver"] = firmware.get(row["device"]) or None
-        width, speed = row.pop("active_width", None), row.pop("active_speed", None)
-        if row["rate_gbps"] is None and width and speed:
-            row["rate_gbps"] = leading_number(width) * speed  # "4X (2)" x "25.0 Gbps (32)"
-        dev = devices.get(row["device"], {})
-        row["provider"] = _provider(row["device"], dev.get("vendor_id"))
-        row["is_efa"] = row["provider"] == "efa"
-        extra = {**dev, **extras.get(id(row), {})}
-        row["extra"] = json.dumps(extra) if extra else None
-    return result
+    return reader.finish()
+
+
+@dataclass
+class _Reader:
+    """The state of one capture: sysfs lines, ibstat CA blocks, ibv_devinfo hca_id blocks."""
+
+    result: ParseResult
+    raw_lines: list[str]
+    ports: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
+    extras: dict[int, dict[str, str]] = field(default_factory=dict)  # id(port row) -> printed keys
+    devices: dict[str, dict[str, str]] = field(default_factory=dict)  # device -> printed device-level keys
+    firmware: dict[str, str] = field(default_factory=dict)
+    device: str | None = None
+    current: dict[str, Any] | None = None
+    source: str = ""
+    last: tuple[dict[str, str], str] | None = None  # where a continuation line (a flag list) goes
+
+    def line(self, no: int, line: str, host: str | None) -> None:
+        raw = self.raw_lines[no - 1]
+        if _DMESG.match(line) or _HOST_PROMPT.match(line) or self._sysfs(no, raw, line, host):
+            return
+        if m := re.match(r"CA '([^']+)'", line):
+            self.device, self.current, self.source, self.last = m.group(1), None, "ibstat", None
+            return
+        if m := re.match(r"Port (\d+):$", line):
+            if self.device is None or self.source != "ibstat":
+                self.result.issue(no, raw, "port outside a CA block")
+            else:
+                self.current = _port(
+                    self.result, self.ports, self.source, self.device, int(m.group(1)), no, host
+                )
+            return
+        kv = key_value(line) or key_value(line, "=")
+        if kv is None and "\t" in line:  # ibv_devinfo -v: "log max atomic inline\t\t3"
+            name, _, value = line.partition("\t")
+            kv = (name.strip(), value.strip())
+        if kv is None:
+            self._bare(no, raw, line)
+        else:
+            self._key(no, raw, line, kv[0], kv[1], host)
+
+    def _sysfs(self, no: int, raw: str, line: str, host: str | None) -> bool:
+        """A line of a sysfs listing (firmware, a port's file, a device's file, a loop's echo); True when
+        it was one."""
+        result = self.result
+        if m := _SYSFS_FW.search(line):
+            self.firmware[m["dev"]] = m["value"]
+            _attribute(result, m["dev"], "", "fw_ver", m["value"], no, "sysfs", host)
+        elif m := _SYSFS.search(line):
+            row = _port(result, self.ports, "sysfs", m["dev"], int(m["port"]), no, host)
+            attr, value = m["attr"], m["value"].strip()
+            self.extras.setdefault(id(row), {})[m["path"] + attr] = value
+            section = m["path"].rstrip("/").replace("/", " / ")
+            _attribute(result, f"{m['dev']}/{m['port']}", section, attr, value, no, "sysfs", host)
+            if attr in _SYSFS_KNOWN and (m["path"] in ("", "counters/")):
+                _set(result, row, attr, value, no, raw)
+        elif m := _SYSFS_DEV.search(line):
+            self.devices.setdefault(m["dev"], {})[m["attr"]] = m["value"].strip()
+            _attribute(result, m["dev"], "", m["attr"], m["value"].strip(), no, "sysfs", host)
+        elif m := _LOOP.match(line):
+            row = _port(result, self.ports, "sysfs", m["dev"], 1, no, host)
+            _set(result, row, "link_layer", m["ll"], no, raw)
+            self.extras.setdefault(id(row), {})["link_layer"] = m["ll"]
+            _attribute(result, f"{m['dev']}/1", "", "link_layer", m["ll"], no, "sysfs", host)
+            if m["state"]:
+                _set(result, row, "state", m["state"], no, raw)
+                self.extras[id(row)]["state"] = m["state"]
+                _attribute(result, f"{m['dev']}/1", "", "state", m["state"], no, "sysfs", host)
+        else:
+            return False
+        return True
+
+    def _bare(self, no: int, raw: str, line: str) -> None:
+        """A line without a key: a flag on its own line (BAD_PKEY_CNTR, NO SUPPORT) or a note continuing the
+        last key, else an issue when it looks like data."""
+        if self.last is not None and self.device is not None and not re.search(r"\d", line):
+            store, key = self.last
+            store[key] = f"{store[key]} | {line}" if store.get(key) else line
+            if attributes := len(self.result.columns["port_attribute"]):
+                _attributes(self.result).set_value(attributes - 1, store[key])
+        elif _LOOKS_LIKE_DATA.search(line):
+            self.result.issue(no, raw, "not a sysfs, ibstat or ibv_devinfo line")
+
+    def _key(self, no: int, raw: str, line: str, key: str, value: str, host: str | None) -> None:
+        """A key of an ibstat or ibv_devinfo block: a new device or port, firmware, a port's column."""
+        result, device = self.result, self.device
+        if key == "hca_id":
+            self.device, self.current, self.source, self.last = value, None, "ibv_devinfo", None
+            return
+        if device is None:
+            if _LOOKS_LIKE_DATA.search(line):
+                result.issue(no, raw, f"{key} outside a device block")
+            return
+        entity = device if self.current is None else f"{device}/{self.current['port']}"
+        if key in ("fw_ver", "Firmware version"):
+            self.firmware[device] = value
+            _attribute(result, device, "", key, value, no, self.source, host)
+            return
+        if key == "port" and self.source == "ibv_devinfo" and value.isdigit():
+            self.current = _port(result, self.ports, self.source, device, int(value), no, host)
+            self.last = None
+            _attribute(result, f"{device}/{value}", "", key, value, no, self.source, host)
+            return
+        attr = (_IBSTAT if self.source == "ibstat" else _DEVINFO).get(key)
+        if self.current is None:
+            if attr is not None or key in _DEVINFO_RATE:
+                result.issue(no, raw, f"{key} outside a port block")
+            store = self.devices.setdefault(device, {})
+        else:
+            store = self.extras.setdefault(id(self.current), {})
+            if attr or key in _DEVINFO_RATE:
+                _set(result, self.current, attr or key, value, no, raw)
+        if key != "Device ports":
+            store[key] = value
+            self.last = (store, key)
+        _attribute(result, entity, "", key, value, no, self.source, host)
+
+    def finish(self) -> ParseResult:
+        """Each port row completed from its device: firmware, rate, provider, the keys without a column."""
+        for row in self.result.rows("efa_port"):
+            row["fw_ver"] = self.firmware.get(row["device"]) or None
+            width, speed = row.pop("active_width", None), row.pop("active_speed", None)
+            if row["rate_gbps"] is None and width and speed:
+                row["rate_gbps"] = leading_number(width) * speed  # "4X (2)" x "25.0 Gbps (32)"
+            dev = self.devices.get(row["device"], {})
+            row["provider"] = _provider(row["device"], dev.get("vendor_id"))
+            row["is_efa"] = row["provider"] == "efa"
+            extra = {**dev, **self.extras.get(id(row), {})}
+            row["extra"] = json.dumps(extra) if extra else None
+        return self.result
 
 
 def _attribute(
