@@ -139,6 +139,7 @@ from typing import Any
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, long_columns, require_text, sample_of
 from parsers._text import (
     NOT_AVAILABLE,
+    Cleaned,
     LongTable,
     clean_head_text,
     clean_lines,
@@ -528,98 +529,137 @@ class _Gpu:
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    result = ParseResult(tables={"gpu": []})
-    result.column_table("gpu_attribute", LongTable())
     cleaned = clean_lines(text)
-    raw_lines = text.splitlines()
-    header: dict[str, str] = {}
-    header_lines: dict[str, int] = {}
-    gpus: list[_Gpu] = []
-    gpu: _Gpu | None = None
-    first_seen = ""
-    # A dump with a "GPU <bus id>" header: a line outside every GPU block is the dump's own (its top
-    # lines, a "vGPU Driver Capability" section), never a GPU of its own.
-    has_header = any(
-        line.lstrip()[:4] == "GPU " and _GPU_HEADER.match(line.strip()) for line in cleaned.lines
-    )
-    dump_section: tuple[int, str] | None = None  # a section of the dump's top lines, and its indent
+    dump = _Dump(cleaned, text.splitlines())
     for no, line, host in cleaned.numbered():
+        dump.line(no, line, host)
+    return dump.finish()
+
+
+class _Dump:
+    """One capture of ``nvidia-smi -q`` being read: one dump or several concatenated, whole or excerpts."""
+
+    def __init__(self, cleaned: Cleaned, raw_lines: list[str]) -> None:
+        self.result = ParseResult(tables={"gpu": []})
+        self.result.column_table("gpu_attribute", LongTable())
+        self.raw_lines = raw_lines
+        self.tagged = cleaned.hosts is not None
+        # A dump with a "GPU <bus id>" header: a line outside every GPU block is the dump's own (its top
+        # lines, a "vGPU Driver Capability" section), never a GPU of its own.
+        self.has_header = any(
+            line.lstrip()[:4] == "GPU " and _GPU_HEADER.match(line.strip()) for line in cleaned.lines
+        )
+        self.header: dict[str, str] = {}
+        self.header_lines: dict[str, int] = {}
+        self.gpus: list[_Gpu] = []
+        self.gpu: _Gpu | None = None
+        self.first_seen = ""
+        self.dump_section: tuple[int, str] | None = None  # a section of the dump's top lines, its indent
+
+    def line(self, no: int, line: str, host: str | None) -> None:
         if "\t" in line:
             line = line.replace("\t", "    ")
         stripped = line.strip()
         if stripped.startswith("=====") and "NVSMI LOG" in stripped:  # the banner: a new dump begins
-            if gpu is not None:
-                _close(gpu, result, raw_lines)
-            gpu, header, header_lines, dump_section = None, {}, {}, None
-            continue
+            self._new_dump()
+            return
         if (
             not stripped
             or ((stripped[0] in "#$" or "nvidia-smi" in stripped) and _COMMAND.match(line))
-            or (cleaned.hosts is not None and _BARE_TAG.match(stripped))
+            or (self.tagged and _BARE_TAG.match(stripped))
         ):
-            continue
-        first_seen = first_seen or stripped
+            return
+        self.first_seen = self.first_seen or stripped
+        gpu = self.gpu
         if stripped == "--":  # grep -A/-C group separator
             if gpu is not None:
-                _close(gpu, result, raw_lines)
+                _close(gpu, self.result, self.raw_lines)
                 if gpu.headerless:
-                    gpu = None
-            continue
+                    self.gpu = None
+            return
         if stripped.startswith("GPU ") and (m := _GPU_HEADER.match(stripped)):
             if gpu is not None:
-                _close(gpu, result, raw_lines)
-            row = _new_row(no, len(gpus), header, header_lines, host, pci_address(m.group(1)))
-            gpu = _Gpu(row, len(line) - len(line.lstrip(" ")), headerless=False)
-            gpus.append(gpu)
-            result.add("gpu", row)
-            continue
+                _close(gpu, self.result, self.raw_lines)
+            row = _new_row(no, len(self.gpus), self.header, self.header_lines, host, pci_address(m.group(1)))
+            self._open(_Gpu(row, len(line) - len(line.lstrip(" ")), headerless=False))
+            return
         indent = len(line) - len(line.lstrip(" "))
         kv = _split(stripped)
         if gpu is not None and kv and kv[0].lower() in _HEADER_KEYS and (gpu.flat or indent <= gpu.base):
-            _close(gpu, result, raw_lines)  # the header of a further dump (concatenated nodes)
-            gpu, header, header_lines, dump_section = None, {}, {}, None
-        if gpu is None:
-            if kv and (kv[0].lower() in _HEADER_KEYS or has_header):
-                if dump_section is not None and indent <= dump_section[0]:
-                    dump_section = None
-                section = dump_section[1] if dump_section else ""
-                name = f"{section}/{kv[0]}" if section else kv[0]
-                header[name] = kv[1]
-                header_lines[name] = no
-                _attributes(result).add(None, section, kv[0], kv[1], no)
-                continue
-            if has_header:  # a section of the dump's top lines ("vGPU Driver Capability")
-                dump_section = (indent, stripped)
-                _attributes(result).add(None, "", stripped, "", no)
-                continue
-            if not (_PADDED.match(line) or _SECTION_LINE.match(line) or (kv and kv[0].lower() in _COLUMNS)):
-                if re.search(r"\d", stripped):
-                    result.issue(no, raw_lines[no - 1], "not an nvidia-smi -q line (no GPU block open)")
-                continue
-            gpu = _Gpu(_new_row(no, len(gpus), header, header_lines, host, None), -1, headerless=True)
-            gpus.append(gpu)
-            result.add("gpu", gpu.row)
+            self._new_dump()  # the header of a further dump (concatenated nodes)
+        if self.gpu is None and not self._outside(no, line, stripped, indent, kv, host):
+            return
+        self._in_gpu(no, indent, stripped, kv, host)
+
+    def _new_dump(self) -> None:
+        if self.gpu is not None:
+            _close(self.gpu, self.result, self.raw_lines)
+        self.gpu, self.header, self.header_lines, self.dump_section = None, {}, {}, None
+
+    def _open(self, gpu: _Gpu) -> None:
+        self.gpu = gpu
+        self.gpus.append(gpu)
+        self.result.add("gpu", gpu.row)
+
+    def _outside(
+        self, no: int, line: str, stripped: str, indent: int, kv: tuple[str, str] | None, host: str | None
+    ) -> bool:
+        """A line outside every GPU block: the dump's top lines and sections (False: taken), a line of a
+        headerless excerpt (True: a GPU of its own opens), else noise."""
+        attributes = _attributes(self.result)
+        if kv and (kv[0].lower() in _HEADER_KEYS or self.has_header):
+            if self.dump_section is not None and indent <= self.dump_section[0]:
+                self.dump_section = None
+            section = self.dump_section[1] if self.dump_section else ""
+            name = f"{section}/{kv[0]}" if section else kv[0]
+            self.header[name] = kv[1]
+            self.header_lines[name] = no
+            attributes.add(None, section, kv[0], kv[1], no)
+            return False
+        if self.has_header:  # a section of the dump's top lines ("vGPU Driver Capability")
+            self.dump_section = (indent, stripped)
+            attributes.add(None, "", stripped, "", no)
+            return False
+        if not (_PADDED.match(line) or _SECTION_LINE.match(line) or (kv and kv[0].lower() in _COLUMNS)):
+            if re.search(r"\d", stripped):
+                self.result.issue(no, self.raw_lines[no - 1], "not an nvidia-smi -q line (no GPU block open)")
+            return False
+        row = _new_row(no, len(self.gpus), self.header, self.header_lines, host, None)
+        self._open(_Gpu(row, -1, headerless=True))
+        return True
+
+    def _in_gpu(
+        self, no: int, indent: int, stripped: str, kv: tuple[str, str] | None, host: str | None
+    ) -> None:
+        gpu = self.gpu
+        assert gpu is not None
         if gpu.flat is None and not gpu.headerless:
             gpu.flat = indent <= gpu.base
             gpu.child = indent
         if gpu.child is not None and not gpu.flat and indent < gpu.child:
             indent = gpu.child  # a line that lost its indentation: at least a section of the GPU
-        gpu = _line(gpu, result, raw_lines, no, indent, stripped, kv, host, gpus, header, header_lines)
-    if gpu is not None:
-        _close(gpu, result, raw_lines)
-    if not gpus:
-        if header:
+        self.gpu = _line(
+            gpu, self.result, self.raw_lines, no, indent, stripped, kv, host, self.gpus, self.header,
+            self.header_lines,
+        )  # fmt: skip
+
+    def finish(self) -> ParseResult:
+        if self.gpu is not None:
+            _close(self.gpu, self.result, self.raw_lines)
+        if not self.gpus:
+            if self.header:
+                raise ParseError(
+                    f"nvidia-smi -q output lists no GPU block: header keys {sorted(self.header)} but no"
+                    " 'GPU <bus id>'"
+                )
             raise ParseError(
-                f"nvidia-smi -q output lists no GPU block: header keys {sorted(header)} but no 'GPU <bus id>'"
+                "not nvidia-smi -q output: expected an NVSMI LOG banner, a 'GPU <bus id>' block or padded"
+                f" 'Key   : value' lines under a section; first line seen: {self.first_seen[:120]!r}"
             )
-        raise ParseError(
-            "not nvidia-smi -q output: expected an NVSMI LOG banner, a 'GPU <bus id>' block or padded"
-            f" 'Key   : value' lines under a section; first line seen: {first_seen[:120]!r}"
-        )
-    for g in gpus:
-        _finish(g)
-    _attributes(result).sort_by("line")  # a key-less line is added when closed
-    return result
+        for g in self.gpus:
+            _finish(g)
+        _attributes(self.result).sort_by("line")  # a key-less line is added when closed
+        return self.result
 
 
 def _line(
