@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from parsers._base import (
@@ -87,7 +88,7 @@ from parsers._base import (
     require_text,
     sample_of,
 )
-from parsers._text import clean_lines, percent, split_flat_table, to_float
+from parsers._text import Cleaned, clean_lines, percent, split_flat_table, to_float
 
 SAMPLE = sample_of(__doc__)
 
@@ -227,84 +228,115 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
         command = f"df -{m.group('flags')}"
     if not text.strip():
         raise NoData("empty input")
-    result = ParseResult()
-    given = human_base(command)
     cleaned = clean_lines(text)
     if cleaned.hosts:  # a kubectl tag alone on a blank line ("[pod/x/c]" once its space is stripped)
         tags = {f"[{h}]" for h in cleaned.hosts if h}
         cleaned.lines[:] = ["" if line in tags else line for line in cleaned.lines]
-    raw_lines = text.splitlines()
-    commands = dict(cleaned.commands)
-    hosts = cleaned.hosts
-    states: dict[str | None, dict[str, Any]] = {}  # per host: fmt, a wrapped device, the last df command
-    errors: list[str] = []
-    si_hint = _si_hint(cleaned.lines)
+    reader = _Reader(cleaned, text.splitlines(), human_base(command), _si_hint(cleaned.lines))
     for index, line in _unflattened(cleaned.lines):
+        reader.line(index, line)
+    return reader.finish(text)
+
+
+@dataclass
+class _HostState:
+    """What one host's lines have set: the header's format, a wrapped device name, the last df command."""
+
+    fmt: dict[str, Any] | None = None
+    pending: tuple[int, str, str] | None = None  # (line, device name, raw line) awaiting its values
+    cmd: str | None = None
+
+
+@dataclass
+class _Reader:
+    """The state of one df capture, read line by line (hosts of a launcher's output kept apart)."""
+
+    cleaned: Cleaned
+    raw_lines: list[str]
+    given: int | None  # 1000 or 1024 from the command line, if it says
+    si_hint: bool
+    result: ParseResult = field(default_factory=ParseResult)
+    states: dict[str | None, _HostState] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    commands: dict[int, str] = field(default_factory=dict)  # line -> the command of a prompt line
+
+    def __post_init__(self) -> None:
+        self.commands = dict(self.cleaned.commands)
+
+    def line(self, index: int, line: str) -> None:
         no = index + 1
+        hosts = self.cleaned.hosts
         host = hosts[index] if hosts else None
-        state = states.get(host) or states.setdefault(host, {"fmt": None, "pending": None, "cmd": None})
+        state = self.states.setdefault(host, _HostState())
         if not line:
-            if no in commands and _is_df(commands[no]):  # a prompt line: `$ df -H`
-                state["cmd"] = commands[no]
-            continue
+            if no in self.commands and _is_df(self.commands[no]):  # a prompt line: `$ df -H`
+                state.cmd = self.commands[no]
+            return
         if "Filesystem" in line and (m := HEADER.match(line)):
-            cmd_base = human_base(state["cmd"])
-            state["fmt"] = {
-                "prefix": m.group("prefix"),
-                "type": bool(m.group("type")),
-                "size": m.group("size"),
-                "base": given or cmd_base or (1000 if si_hint else 1024),
-            }
-            continue
-        fmt = state["fmt"]
+            base = self.given or human_base(state.cmd) or (1000 if self.si_hint else 1024)
+            state.fmt = {"prefix": m.group("prefix"), "type": bool(m.group("type")), "size": m.group("size"),
+                         "base": base}  # fmt: skip
+            return
+        fmt = state.fmt
         if fmt and fmt["prefix"].strip() and line.startswith(fmt["prefix"].rstrip()):
             line = line[len(fmt["prefix"].rstrip()) :]
         line = line.strip()
         if not line or (line[-1] in "$#>→➜" and _BARE_PROMPT.match(line)):
-            continue
-        raw = raw_lines[index]
+            return
+        raw = self.raw_lines[index]
         if line.startswith("df:") and (m := _DF_ERROR.match(line)):
-            errors.append(line)
+            self.errors.append(line)
             if m.group("path"):
-                result.add("filesystem_usage", _error_row(no, m.group("path"), line, host))
+                self.result.add("filesystem_usage", _error_row(no, m.group("path"), line, host))
             else:
-                result.issue(no, raw, "df error naming no mount point")
-            continue
-        if _is_df(line) and not _PCT_CELL.search(line):  # a command line pasted with its output
-            state["cmd"] = line
-            state["fmt"] = None if fmt is None else fmt
-            continue
-        if fmt is None:
-            fmt = _headerless(line.split(), given or human_base(state["cmd"]) or 1024)
-            row = _row(no, line.split(), fmt, host) if fmt else None
-            if row is None:
-                result.issue(no, raw, "line before the df header (Filesystem ... Mounted on)")
-            else:
-                result.add("filesystem_usage", row)
-            continue
-        pending = state["pending"]
+                self.result.issue(no, raw, "df error naming no mount point")
+        elif _is_df(line) and not _PCT_CELL.search(line):  # a command line pasted with its output
+            state.cmd = line
+        elif fmt is None:
+            self._headerless(no, raw, line, state, host)
+        else:
+            self._row(no, raw, line, state, fmt, host)
+
+    def _headerless(self, no: int, raw: str, line: str, state: _HostState, host: str | None) -> None:
+        """A row met before any header: read as a grep'd excerpt when its cells allow."""
+        fmt = _headerless(line.split(), self.given or human_base(state.cmd) or 1024)
+        row = _row(no, line.split(), fmt, host) if fmt else None
+        if row is None:
+            self.result.issue(no, raw, "line before the df header (Filesystem ... Mounted on)")
+        else:
+            self.result.add("filesystem_usage", row)
+
+    def _row(
+        self, no: int, raw: str, line: str, state: _HostState, fmt: dict[str, Any], host: str | None
+    ) -> None:
+        """A row under a header, or the values of a device name wrapped onto the line before."""
+        pending, result = state.pending, self.result
         row = _row(no, line.split(), fmt, host)
         if row is None and pending is not None:  # the values of a wrapped device name
             row = _row(pending[0], f"{pending[1]} {line}".split(), fmt, host)
         elif pending is not None:
             result.issue(pending[0], pending[2], "device name without its values")
-        state["pending"] = None
+        state.pending = None
         if row is not None:
             result.add("filesystem_usage", row)
         elif len(line.split()) == 1:
-            state["pending"] = (no, line, raw)
+            state.pending = (no, line, raw)
         else:
             result.issue(no, raw, "expected device, sizes, use% and mount point")
-    for state in states.values():
-        if state["pending"] is not None:
-            no, _, raw = state["pending"]
-            result.issue(no, raw, "device name without its values (truncated)")
-    if not result.rows("filesystem_usage"):
-        if errors:
-            raise CollectorError(errors[0][:300])
+
+    def finish(self, text: str) -> ParseResult:
+        result = self.result
+        for state in self.states.values():
+            if state.pending is not None:
+                no, _, raw = state.pending
+                result.issue(no, raw, "device name without its values (truncated)")
+        if result.rows("filesystem_usage"):
+            return result
+        if self.errors:
+            raise CollectorError(self.errors[0][:300])
         require_text(text)
-        seen = next((ln.strip() for ln in cleaned.lines if ln.strip()), "")[:120]
-        if not any(state["fmt"] for state in states.values()):
+        seen = next((ln.strip() for ln in self.cleaned.lines if ln.strip()), "")[:120]
+        if not any(state.fmt for state in self.states.values()):
             raise ParseError(
                 f"expected a df header line ('Filesystem ... Mounted on') or df rows; saw {seen!r}"
             )
@@ -315,7 +347,6 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                 f"{len(result.issues)} line(s) not understood, first at line {first.line_no}: {first.line[:120]!r}"
             )
         raise NoData("a df header without rows")
-    return result
 
 
 def _is_df(line: str) -> bool:
