@@ -165,104 +165,146 @@ def load(
     held back (``summary.deferred``) until a query names one (``analyzer.store.deferred``)."""
     found = found if found is not None else discover(inputs, workdir, limits)
     held = Deferred() if defer else None
-    writer = BatchWriter(con, deferred=held)
-    summary = LoadSummary(deferred=held)
+    run = _Load(BatchWriter(con, deferred=held), LoadSummary(deferred=held), found, limits)
     if account:
-        summary.unread_inputs = list(found.unread)
-        summary.duplicates = list(found.duplicates)
-        for path, problem in found.problems:
-            writer.add("parse_problems", "", None, [_problem(path, problem)])
-            summary.problems += 1
+        run.account_found()
     plan = plan if plan is not None else make_plan(found, limits)
     if account:
-        summary.duplicates += plan.duplicates
+        run.summary.duplicates += plan.duplicates
     chosen = plan.newest() if part is None else [part]
     if part is None:
-        summary.not_judged = _not_judged(plan)
-    sources = _name(found, plan, chosen, summary)
-    part_of = {found.nodes[i].location: n for n, p in enumerate(chosen) for i in plan.parts[p].nodes}
-    extras = _label([e for p in chosen for e in plan.parts[p].extras])
-    part_of_extra = {e.location: n for n, p in enumerate(chosen) for e in plan.parts[p].extras}
-    summary.parts = [
-        {"cluster": plan.parts[p].cluster, "folder": plan.parts[p].folder,
-         "collected_at": _iso(plan.parts[p].last), "nodes": [], "bundle_ids": []}
-        for p in chosen
-    ]  # fmt: skip
-    taken = {s.node_name for s in sources if s.node_name}
-    read_as: dict[Path, tuple[str, str]] = {}  # location -> (bundle_id, node)
-    by_display: dict[str, tuple[str, str]] = {}  # display -> (bundle_id, node)
-    total = len(sources)
-    for extra in extras:
-        summary.extras.append(
-            {"bundle_id": _cluster_id(extra), "node": "", "source": extra.display, "type": "cluster"}
-        )
-        summary.parts[part_of_extra[extra.location]]["bundle_ids"].append(_cluster_id(extra))
-    cluster_of = {found.nodes[i].location: plan.parts[p].cluster for p in chosen for i in plan.parts[p].nodes}
-    done = 0
+        run.summary.not_judged = _not_judged(plan)
+    sources, extras = run.scope(plan, chosen)
     for chunk in _read_all(sources, extras, limits, jobs):
+        run.take(chunk, progress, len(sources))
+    run.checksums(plan, chosen, account)
+    run.input_issues(account)
+    run.writer.flush()
+    release_memory()  # the batches read and inserted: not kept in the RSS through the rules and reports
+    return run.summary
+
+
+@dataclass
+class _Load:
+    """One load under way: where its rows go, what it has read (by location and by the name shown), and
+    which part each bundle belongs to."""
+
+    writer: BatchWriter
+    summary: LoadSummary
+    found: Discovery
+    limits: Limits
+    taken: set[str] = field(default_factory=set)  # node names given out
+    read_as: dict[Path, tuple[str, str]] = field(default_factory=dict)  # location -> (bundle_id, node)
+    by_display: dict[str, tuple[str, str]] = field(default_factory=dict)  # display -> (bundle_id, node)
+    part_of: dict[Path, int] = field(default_factory=dict)  # node bundle location -> index in parts
+    cluster_of: dict[Path, str] = field(default_factory=dict)
+    done: int = 0
+
+    def account_found(self) -> None:
+        """What discovery met that belongs to no part: inputs not read, duplicates, its problems."""
+        summary = self.summary
+        summary.unread_inputs = list(self.found.unread)
+        summary.duplicates = list(self.found.duplicates)
+        for path, problem in self.found.problems:
+            self.writer.add("parse_problems", "", None, [_problem(path, problem)])
+            summary.problems += 1
+
+    def scope(self, plan: Plan, chosen: list[int]) -> tuple[list[NodeSource], list[ExtraSource]]:
+        """The node bundles (named) and extra/ folders of the chosen parts, each part's entry begun."""
+        found, summary = self.found, self.summary
+        sources = _name(found, plan, chosen, summary)
+        self.part_of = {found.nodes[i].location: n for n, p in enumerate(chosen) for i in plan.parts[p].nodes}
+        self.cluster_of = {
+            found.nodes[i].location: plan.parts[p].cluster for p in chosen for i in plan.parts[p].nodes
+        }
+        extras = _label([e for p in chosen for e in plan.parts[p].extras])
+        part_of_extra = {e.location: n for n, p in enumerate(chosen) for e in plan.parts[p].extras}
+        summary.parts = [
+            {"cluster": plan.parts[p].cluster, "folder": plan.parts[p].folder,
+             "collected_at": _iso(plan.parts[p].last), "nodes": [], "bundle_ids": []}
+            for p in chosen
+        ]  # fmt: skip
+        self.taken = {s.node_name for s in sources if s.node_name}
+        for extra in extras:
+            summary.extras.append(
+                {"bundle_id": _cluster_id(extra), "node": "", "source": extra.display, "type": "cluster"}
+            )
+            summary.parts[part_of_extra[extra.location]]["bundle_ids"].append(_cluster_id(extra))
+        return sources, extras
+
+    def take(self, chunk: Chunk, progress: Callable[[int, int], None] | None, total: int) -> None:
+        """One task's bundles into the store: each read as its node, an extra/ share as the cluster's."""
         dropped: list[str] = []  # bundle ids whose rows in the chunk are replaced by a re-read
         for source, data in chunk.items:
             if source is None:  # a share of a cluster's extra/ folder
-                if data.failed:
-                    data.unread.append(UnreadInput(data.display, f"reading failed: {data.failed}"))
-                    writer.add("parse_problems", "", None, [_problem(data.display, data.unread[-1].reason)])
-                    summary.problems += 1
-                _store(writer, data, summary, is_node=False)
+                self._extra(data)
                 continue
-            if not source.node_name and data.node in taken and not data.failed:
+            if not source.node_name and data.node in self.taken and not data.failed:
                 dropped.append(data.bundle_id)
-                data = _reread_as_unique(source, data, limits, taken, summary, by_display)
-            if data.failed:
-                reason = f"reading failed: {data.failed}"
-                summary.unread_inputs.append(UnreadInput(source.display, reason))
-                writer.add("parse_problems", "", None, [_problem(source.display, reason)])
-                summary.problems += 1
-                _issues(writer, "", None, "unread", summary.unread_inputs[-1:])
-            else:
-                taken.add(data.node)
-                _store(writer, data, summary, cluster=cluster_of.get(source.location))
-                scope = summary.parts[part_of[source.location]] if source.location in part_of else None
-                if scope is not None:
-                    scope["bundle_ids"].append(data.bundle_id)
-                    scope["nodes"].append(data.node)
-                read_as[source.location] = (data.bundle_id, data.node)
-                by_display[source.display] = (data.bundle_id, data.node)
-            done += 1
+                data = _reread_as_unique(source, data, self.limits, self.taken, self.summary, self.by_display)
+            self._node(source, data)
+            self.done += 1
             if progress:
-                progress(done, total)
+                progress(self.done, total)
         for table, batch in chunk.arrow.items():
-            writer.add_arrow(table, _without(batch, dropped) if dropped else batch)
-    twin_of = {d["path"]: d["same_as"] for d in summary.duplicates}
-    chosen_nodes = {found.nodes[i].location for p in chosen for i in plan.parts[p].nodes}
-    for location, entry in found.checksums:
-        if location not in chosen_nodes and not (account and location not in plan.located):
-            continue  # a bundle of another part (or of an older snapshot): recorded with it
-        bundle_id, node = read_as.get(location, ("", None))
-        twin, hops = twin_of.get(str(entry["path"])), 0
-        while not bundle_id and twin is not None and hops < 10:  # a duplicate: the copy analyzed
-            bundle_id, node = by_display.get(twin, ("", None))
-            twin, hops = twin_of.get(twin), hops + 1
-        writer.add("bundle_checksum", bundle_id, node, [entry])
-        summary.checksums.append(entry)
-    if account:
-        _issues(writer, "", None, "unread", found.unread)
-    writer.add(
-        "input_issue",
-        "",
-        None,
-        [_issue(d["path"], "duplicate", same_as=d["same_as"]) for d in summary.duplicates],
-    )
-    for conflict in summary.node_conflicts:
-        claim = f"{len(conflict['bundles'])} different bundles claim node {conflict['node']!r}"
-        for b in conflict["bundles"]:
-            row = _issue(
-                b["path"], "node-conflict", reason=f"{claim}; this one is shown as {b['shown_as']!r}"
-            )
-            bundle_id = by_display.get(b["path"], ("", ""))[0]
-            writer.add("input_issue", bundle_id, b["shown_as"], [row])
-    writer.flush()
-    release_memory()  # the batches read and inserted: not kept in the RSS through the rules and reports
-    return summary
+            self.writer.add_arrow(table, _without(batch, dropped) if dropped else batch)
+
+    def _extra(self, data: NodeData) -> None:
+        if data.failed:
+            data.unread.append(UnreadInput(data.display, f"reading failed: {data.failed}"))
+            self.writer.add("parse_problems", "", None, [_problem(data.display, data.unread[-1].reason)])
+            self.summary.problems += 1
+        _store(self.writer, data, self.summary, is_node=False)
+
+    def _node(self, source: NodeSource, data: NodeData) -> None:
+        summary, writer = self.summary, self.writer
+        if data.failed:
+            reason = f"reading failed: {data.failed}"
+            summary.unread_inputs.append(UnreadInput(source.display, reason))
+            writer.add("parse_problems", "", None, [_problem(source.display, reason)])
+            summary.problems += 1
+            _issues(writer, "", None, "unread", summary.unread_inputs[-1:])
+            return
+        self.taken.add(data.node)
+        _store(writer, data, summary, cluster=self.cluster_of.get(source.location))
+        if source.location in self.part_of:
+            scope = summary.parts[self.part_of[source.location]]
+            scope["bundle_ids"].append(data.bundle_id)
+            scope["nodes"].append(data.node)
+        self.read_as[source.location] = (data.bundle_id, data.node)
+        self.by_display[source.display] = (data.bundle_id, data.node)
+
+    def checksums(self, plan: Plan, chosen: list[int], account: bool) -> None:
+        """Each checked tarball's digest row, under the bundle analyzed for it (a duplicate's: its copy's)."""
+        found = self.found
+        twin_of = {d["path"]: d["same_as"] for d in self.summary.duplicates}
+        chosen_nodes = {found.nodes[i].location for p in chosen for i in plan.parts[p].nodes}
+        for location, entry in found.checksums:
+            if location not in chosen_nodes and not (account and location not in plan.located):
+                continue  # a bundle of another part (or of an older snapshot): recorded with it
+            bundle_id, node = self.read_as.get(location, ("", None))
+            twin, hops = twin_of.get(str(entry["path"])), 0
+            while not bundle_id and twin is not None and hops < 10:  # a duplicate: the copy analyzed
+                bundle_id, node = self.by_display.get(twin, ("", None))
+                twin, hops = twin_of.get(twin), hops + 1
+            self.writer.add("bundle_checksum", bundle_id, node, [entry])
+            self.summary.checksums.append(entry)
+
+    def input_issues(self, account: bool) -> None:
+        """The input_issue rows: inputs not read, duplicates, bundles that claim one node."""
+        writer, summary = self.writer, self.summary
+        if account:
+            _issues(writer, "", None, "unread", self.found.unread)
+        duplicates = [_issue(d["path"], "duplicate", same_as=d["same_as"]) for d in summary.duplicates]
+        writer.add("input_issue", "", None, duplicates)
+        for conflict in summary.node_conflicts:
+            claim = f"{len(conflict['bundles'])} different bundles claim node {conflict['node']!r}"
+            for b in conflict["bundles"]:
+                row = _issue(
+                    b["path"], "node-conflict", reason=f"{claim}; this one is shown as {b['shown_as']!r}"
+                )
+                bundle_id = self.by_display.get(b["path"], ("", ""))[0]
+                writer.add("input_issue", bundle_id, b["shown_as"], [row])
 
 
 def make_plan(found: Discovery, limits: Limits) -> Plan:
