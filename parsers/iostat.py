@@ -264,34 +264,42 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     cleaned = _clean(text)
     if "sysstat" in text[:4096] and _JSON.match("\n".join(cleaned.lines[:40])):
         return _parse_json(text, cleaned.lines)
-    result = ParseResult()
-    raw_lines = _RawLines(text)  # the lines as printed, for issues: split when the first one is said
-    noise = set(cleaned.noise)
-    commands = dict(cleaned.commands)
-    hosts = cleaned.hosts
-    states: dict[str | None, dict[str, Any]] = {}
-    # a double-spaced paste (a blank after every line): only two blanks in a row end a block
-    spaced = _double_spaced(cleaned.lines)
-    skip = 0  # lines before this one were read already, as device rows of one block (see _more_rows)
-    met = _Seen()  # cells and device names met by _more_rows
+    reader = _Reader(cleaned, _RawLines(text))
     for index, line in enumerate(cleaned.lines):
-        if index < skip:
-            continue
+        if index >= reader.skip:
+            reader.line(index, line)
+    return reader.finish()
+
+
+class _Reader:
+    """One capture being read: a state per host (its report, headers, a wrapped device name), the device
+    rows read ahead by the plain loop (``skip``), and the issues met."""
+
+    def __init__(self, cleaned: Cleaned, raw_lines: _RawLines) -> None:
+        self.cleaned = cleaned
+        self.result = ParseResult()
+        self.raw_lines = raw_lines  # the lines as printed, for issues: split when the first one is said
+        self.noise = set(cleaned.noise)
+        self.commands = dict(cleaned.commands)
+        self.hosts = cleaned.hosts
+        self.states: dict[str | None, dict[str, Any]] = {}
+        # a double-spaced paste (a blank after every line): only two blanks in a row end a block
+        self.spaced = _double_spaced(cleaned.lines)
+        self.skip = 0  # lines before this one were read already, as device rows of one block (_more_rows)
+        self.met = _Seen()  # cells and device names met by _more_rows
+
+    def line(self, index: int, line: str) -> None:
         no = index + 1
-        host = hosts[index] if hosts else None
-        st = states.get(host) or states.setdefault(host, _state())
-        if no in noise:  # a prompt, ^Z, a fence, an elision: not the end of a block
-            if no in commands and _IOSTAT_CMD.search(commands[no]):
-                _command(st, commands[no])
-            continue
+        host = self.hosts[index] if self.hosts else None
+        st = self.states.get(host) or self.states.setdefault(host, _state())
+        if no in self.noise:  # a prompt, ^Z, a fence, an elision: not the end of a block
+            if no in self.commands and _IOSTAT_CMD.search(self.commands[no]):
+                _command(st, self.commands[no])
+            return
         tokens = line.split()
         if not tokens:
-            if not spaced or (index and not cleaned.lines[index - 1].strip()):
-                st["header"] = st["cpu_cols"] = None
-                if (pending := st["pending"]) is not None:
-                    result.issue(pending[0], raw_lines[pending[0] - 1], "device name without its numbers")
-                    st["pending"] = None
-            continue
+            self._blank(index, st)
+            return
         stamp = None
         if (
             tokens[0] == "Datetime" and len(tokens) > 1
@@ -299,90 +307,139 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
             tokens, st["dated"] = tokens[1:], True
         elif st["dated"] and (dated := _dated(tokens)):
             stamp, tokens = dated
+        if self._head(no, line, tokens, st, host):
+            return
+        if st["cpu_cols"] is not None or (
+            st["header"] is None and len(tokens) == 6 and all(_NUM.match(t.rstrip("%")) for t in tokens)
+        ):
+            self._cpu(index, tokens, stamp, st, host)
+        elif self._header_or_command(line, tokens, st):
+            return
+        elif st["header"] is not None:
+            self._device_in_block(index, line, tokens, stamp, st, host)
+        else:
+            self.result.issue(
+                no, self.raw_lines[index], "line outside any iostat block (banner, avg-cpu, Device)"
+            )
+
+    def _blank(self, index: int, st: dict[str, Any]) -> None:
+        """A blank line ends a block (in a double-spaced paste, the second blank in a row does)."""
+        if not self.spaced or (index and not self.cleaned.lines[index - 1].strip()):
+            st["header"] = st["cpu_cols"] = None
+            if (pending := st["pending"]) is not None:
+                self._no_numbers(pending[0])
+                st["pending"] = None
+
+    def _no_numbers(self, no: int) -> None:
+        self.result.issue(no, self.raw_lines[no - 1], "device name without its numbers")
+
+    def _head(self, no: int, line: str, tokens: list[str], st: dict[str, Any], host: str | None) -> bool:
+        """The banner, a report's time, an avg-cpu header: True when the line was one."""
         first = tokens[0]
         if first == "Linux" and (m := _BANNER.match(line)):
             st.update(banner=True, seen=99, boot=None, dated=False)
-            result.add("iostat_host", _host(no, m, host))
+            self.result.add("iostat_host", _host(no, m, host))
         elif first[0].isdigit() and _TS.match(line):
             _next(st, "ts")
             st["ts"] = line.strip()
         elif first == "avg-cpu:":
             st["cpu_cols"] = _keys(tokens[1:])
-        elif st["cpu_cols"] is not None or (
-            st["header"] is None and len(tokens) == 6 and all(_NUM.match(t.rstrip("%")) for t in tokens)
-        ):
-            cols, st["cpu_cols"] = st["cpu_cols"] or [c for c in _CPU_RAW if c != "pct_sys"], None
-            values = _numbers([t[:-1] if t.endswith("%") else t for t in tokens])  # --human: "0.6%"
-            if len(values) != len(cols) or None in values:
-                result.issue(
-                    no, raw_lines[index], f"expected the {len(cols)} avg-cpu values under its header"
-                )
-                continue
-            _next(st, "cpu")
-            st["ts"] = stamp or st["ts"]
-            cpu = _cpu_row(_report_row(no, st, host), dict(zip(cols, values, strict=True)))
-            result.add("iostat_cpu", cpu)
-        elif first in ("Device:", "Device"):
+        else:
+            return False
+        return True
+
+    def _header_or_command(self, line: str, tokens: list[str], st: dict[str, Any]) -> bool:
+        """A Device header (first or last), an iostat command line, an artefact: True when it was one."""
+        first = tokens[0]
+        if first in ("Device:", "Device"):
             _next(st, "dev")
             st["header"], st["dev_last"], st["groups"] = _keys(tokens[1:]), False, None
         elif tokens[-1] in ("Device", "Device:") and len(tokens) > 1 and _LABEL.match(first):
             _device_last_header(st, [_key(t) for t in tokens[:-1]])
-        elif (
-            "iostat" in line and _IOSTAT_CMD.search(line) and not _NUM.match(tokens[-1])
-        ):  # `# iostat -xy 1 1`, `./iostat -mt`
-            _command(st, line)
-        elif first[0] in "[.^…" and _ARTEFACT.match(line.strip()):
-            continue
-        elif st["header"] is not None:
-            st["ts"] = stamp or st["ts"]
-            pending, st["pending"] = st["pending"], None
-            if len(tokens) == 1 and not st["dev_last"] and not _NUM.match(first):
-                # sysstat < 12 with -h: the device name alone, its numbers on the next line
-                if pending is not None:
-                    result.issue(pending[0], raw_lines[pending[0] - 1], "device name without its numbers")
-                st["pending"] = (no, first)
-                continue
+        elif "iostat" in line and _IOSTAT_CMD.search(line) and not _NUM.match(tokens[-1]):
+            _command(st, line)  # `# iostat -xy 1 1`, `./iostat -mt`
+        elif not (first[0] in "[.^…" and _ARTEFACT.match(line.strip())):
+            return False
+        return True
+
+    def _cpu(
+        self, index: int, tokens: list[str], stamp: str | None, st: dict[str, Any], host: str | None
+    ) -> None:
+        cols, st["cpu_cols"] = st["cpu_cols"] or [c for c in _CPU_RAW if c != "pct_sys"], None
+        values = _numbers([t[:-1] if t.endswith("%") else t for t in tokens])  # --human: "0.6%"
+        if len(values) != len(cols) or None in values:
+            self.result.issue(
+                index + 1, self.raw_lines[index], f"expected the {len(cols)} avg-cpu values under its header"
+            )
+            return
+        _next(st, "cpu")
+        st["ts"] = stamp or st["ts"]
+        cpu = _cpu_row(_report_row(index + 1, st, host), dict(zip(cols, values, strict=True)))
+        self.result.add("iostat_cpu", cpu)
+
+    def _device_in_block(
+        self,
+        index: int,
+        line: str,
+        tokens: list[str],
+        stamp: str | None,
+        st: dict[str, Any],
+        host: str | None,
+    ) -> None:
+        """A device row under a Device header (or the numbers of a name printed alone on the line before)."""
+        no, result, first = index + 1, self.result, tokens[0]
+        st["ts"] = stamp or st["ts"]
+        pending, st["pending"] = st["pending"], None
+        if len(tokens) == 1 and not st["dev_last"] and not _NUM.match(first):
+            # sysstat < 12 with -h: the device name alone, its numbers on the next line
             if pending is not None:
-                if len(tokens) == len(st["header"]):
-                    tokens = [pending[1], *tokens]
-                else:
-                    result.issue(pending[0], raw_lines[pending[0] - 1], "device name without its numbers")
-            if (
-                pending is None
-                and stamp is None
-                and hosts is None
-                and st["groups"] is None
-                and not st["dated"]
-                and not st["dev_last"]
-            ):  # the rows of the block that read plainly, in one loop
-                rows = result.tables.get("iostat_device") or []
-                if (skip := _more_rows(cleaned.lines, index, noise, st, rows, met)) > index:
-                    result.tables["iostat_device"] = rows
-                    continue
-            if st["dev_last"]:  # --human / --pretty: the device name is the last cell
-                tokens = tokens[-1:] + tokens[:-1]
-            device = _device(no, tokens, st["header"], st, host)
-            if device is None:
-                result.issue(
-                    no,
-                    raw_lines[index],
-                    f"expected a device name and {len(st['header'])} numbers"
-                    + (" (with --human units k, M, G, % where printed)" if st["dev_last"] else ""),
-                )
-            elif st["groups"] is not None and (same := st["groups"][1].get(tokens[0])) is not None:
-                _merge(same, device)  # another column group of the same device and report
+                self._no_numbers(pending[0])
+            st["pending"] = (no, first)
+            return
+        if pending is not None:
+            if len(tokens) == len(st["header"]):
+                tokens = [pending[1], *tokens]
             else:
-                if st["groups"] is not None:
-                    st["groups"][1][tokens[0]] = device
-                result.add("iostat_device", device)
+                self._no_numbers(pending[0])
+        if pending is None and stamp is None and self._plain_rows(index, st):
+            return
+        if st["dev_last"]:  # --human / --pretty: the device name is the last cell
+            tokens = tokens[-1:] + tokens[:-1]
+        device = _device(no, tokens, st["header"], st, host)
+        if device is None:
+            result.issue(
+                no,
+                self.raw_lines[index],
+                f"expected a device name and {len(st['header'])} numbers"
+                + (" (with --human units k, M, G, % where printed)" if st["dev_last"] else ""),
+            )
+        elif st["groups"] is not None and (same := st["groups"][1].get(tokens[0])) is not None:
+            _merge(same, device)  # another column group of the same device and report
         else:
-            result.issue(no, raw_lines[index], "line outside any iostat block (banner, avg-cpu, Device)")
-    for st in states.values():
-        if (pending := st["pending"]) is not None:
-            result.issue(pending[0], raw_lines[pending[0] - 1], "device name without its numbers")
-    if not (result.rows("iostat_host") or result.rows("iostat_cpu") or result.rows("iostat_device")):
-        seen = next((ln.strip() for ln in cleaned.lines if ln.strip()), "")[:120]
-        if any(st["report"] for st in states.values()):
+            if st["groups"] is not None:
+                st["groups"][1][tokens[0]] = device
+            result.add("iostat_device", device)
+
+    def _plain_rows(self, index: int, st: dict[str, Any]) -> bool:
+        """The rows of the block that read plainly, in one loop (_more_rows); True when it read this one."""
+        if self.hosts is not None or st["groups"] is not None or st["dated"] or st["dev_last"]:
+            return False
+        rows = self.result.tables.get("iostat_device") or []
+        self.skip = _more_rows(self.cleaned.lines, index, self.noise, st, rows, self.met)
+        if self.skip > index:
+            self.result.tables["iostat_device"] = rows
+            return True
+        return False
+
+    def finish(self) -> ParseResult:
+        result = self.result
+        for st in self.states.values():
+            if (pending := st["pending"]) is not None:
+                self._no_numbers(pending[0])
+        if result.rows("iostat_host") or result.rows("iostat_cpu") or result.rows("iostat_device"):
+            return result
+        seen = next((ln.strip() for ln in self.cleaned.lines if ln.strip()), "")[:120]
+        if any(st["report"] for st in self.states.values()):
             if result.issues:  # headers, but every value line failed
                 first_issue = result.issues[0]
                 raise ParseError(
@@ -391,7 +448,6 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
                 )
             return result  # headers of reports without rows (-z, idle)
         raise ParseError(f"expected an iostat banner, avg-cpu block or Device header; saw {seen!r}")
-    return result
 
 
 def _clean(text: str) -> Cleaned:
