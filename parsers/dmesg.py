@@ -99,6 +99,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from itertools import product
 from typing import Any, cast
@@ -350,131 +351,197 @@ _CANDIDATE = re.compile("|".join([trie(_shortest(CANDIDATE_KEYS)), LEVEL_RE2]))
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    raw = text.splitlines()
-    result = ParseResult(lines=raw)
-    clean, plain = _cleaner(text)  # travel noise taken off the lines looked at, and only those
-    ordinary = _ORDINARY.fullmatch
-    memo: dict[str, dict[str, Any] | None] = {}  # body -> its event (a copy of it is the row), see _event_of
-    errors: dict[tuple[str, str | None], dict[str, Any] | None] = {}  # (body, level) -> its kernel_error row
-    events: list[dict[str, Any]] = []
-    probes: list[tuple[int, str]] = []  # (line, address) of the nvidia driver's probe lines, in order
-    probed: set[str] = set()  # the devices of those lines as printed
-    current: dict[str, Any] | None = None
-    consumed = -1  # index of the last line that belongs to ``current`` (or was looked at)
-    # the line after an event's last one, cleaned when looking for its continuation lines: often the
-    # next candidate (a flapping link prints line after line), then cleaned once
-    ahead, ahead_line, ahead_host = -1, "", None
-    n = len(raw)
-    for i in candidate_lines(raw):
-        if i <= consumed:
-            continue  # an indented continuation line, already joined to its event
-        if i != consumed + 1:
-            current = None  # a line that is no event came between: nothing continues across it
-        consumed = i
-        o = ordinary(line := raw[i].rstrip()) if plain else None
-        if o is not None:  # "[ seconds] message" in a file without tags: clean as it is, stamped by uptime
+    scan = _Scan(text)
+    for i in candidate_lines(scan.raw):
+        if i > scan.consumed:  # else an indented continuation line, already joined to its event
+            scan.candidate(i)
+    return scan.finish(command, filename)
+
+
+@dataclass(slots=True)
+class _Line:
+    """A candidate line read: the message body, its stamp (the match and its groups, or the uptime of an
+    ordinary line), the host a tag or pipeline printed, and the line as cleaned."""
+
+    body: str
+    line: str
+    host: str | None
+    up: str | None
+    m: re.Match[str] | None = None  # _STAMP's match, None for an ordinary line or no stamp
+    g: tuple[Any, ...] | None = None  # its groups (_NO_STAMP for none); None for an ordinary line
+    inner: re.Match[str] | None = None
+    ordinary: bool = False
+
+
+class _Scan:
+    """One kernel log being read: its candidate lines, the event open for continuation lines, the
+    events, the nvidia driver's probe lines, and what one parse remembers (events and errors by body)."""
+
+    def __init__(self, text: str) -> None:
+        self.raw = raw = text.splitlines()
+        self.result = ParseResult(lines=raw)
+        self.clean, self.plain = _cleaner(text)  # travel noise taken off the lines looked at, and only those
+        self.memo: dict[str, dict[str, Any] | None] = {}  # body -> its event (a copy is the row), _event_of
+        self.errors: dict[
+            tuple[str, str | None], dict[str, Any] | None
+        ] = {}  # (body, level) -> kernel_error row
+        self.events: list[dict[str, Any]] = []
+        self.probes: list[
+            tuple[int, str]
+        ] = []  # (line, address) of the nvidia driver's probe lines, in order
+        self.probed: set[str] = set()  # the devices of those lines as printed
+        self.current: dict[str, Any] | None = None
+        self.consumed = -1  # index of the last line that belongs to ``current`` (or was looked at)
+        # the line after an event's last one, cleaned when looking for its continuation lines: often the
+        # next candidate (a flapping link prints line after line), then cleaned once
+        self.ahead: tuple[int, str, str | None] = (-1, "", None)
+
+    def candidate(self, i: int) -> None:
+        if i != self.consumed + 1:
+            self.current = None  # a line that is no event came between: nothing continues across it
+        self.consumed = i
+        read = self._read(i)
+        if read is None:
+            return  # indented, with no event above it
+        if read.body.startswith("nvidia "):
+            self._probe(i, read.body)
+        current = self.current
+        if current is not None and current.get("_open") and _continues(current, read.body, self._stamp(read)):
+            current["message"] = f"{current['message']} {_body(read.body)}".strip()
+            _classify_continuation(current)
+        elif not self._event(i, read):
+            return
+        self._continuation_lines(i)
+
+    def _read(self, i: int) -> _Line | None:
+        """The candidate line's stamp, host and body ("[ seconds] message" of a file without tags read by
+        one match); None for an indented line."""
+        raw = self.raw
+        o = _ORDINARY.fullmatch(line := raw[i].rstrip()) if self.plain else None
+        if o is not None:  # clean as it is, stamped by uptime
             up, body = o.groups()
-            m = g = inner = None
             host = None
             if "kernel:" in body and (after := _AFTER_UP.match(body)):
                 body = body[after.end() :]  # journalctl -o short-monotonic: "[  12.3] host kernel: "
                 host = after.group("host")
+            return _Line(body, line, host, up, ordinary=True)
+        if i == self.ahead[0]:
+            line, host = self.ahead[1], self.ahead[2]
         else:
-            if i == ahead:
-                line, host = ahead_line, ahead_host
-            else:
-                line, host, _, _ = clean(raw[i])
-            if line[:1].isspace():
-                continue  # indented, with no event above it
-            m = _STAMP.match(line)
-            if m is None:
-                g, body = _NO_STAMP, line.strip()
-            else:
-                g, body = m.groups(), line[m.end() :]
-            up = g[_UP]
-            inner = _INNER_UP.match(body) if g[_SYSLOG] or g[_ISO] else None
-            after = None
-            if inner:
-                body = body[inner.end() :]
-            elif up and "kernel:" in body and (after := _AFTER_UP.match(body)):
-                body = body[after.end() :]
-            if not host:  # else the host a log pipeline printed before the message
-                host = after.group("host") if after is not None else _printed_host(g)
-        if body.startswith("nvidia ") and (probe := _PROBE.match(body)) and probe.group(1) not in probed:
-            probed.add(probe.group(1))  # each device as printed is looked at once: probe lines repeat
+            line, host, _, _ = self.clean(raw[i])
+        if line[:1].isspace():
+            return None
+        m = _STAMP.match(line)
+        g, body = (_NO_STAMP, line.strip()) if m is None else (m.groups(), line[m.end() :])
+        up = g[_UP]
+        inner = _INNER_UP.match(body) if g[_SYSLOG] or g[_ISO] else None
+        after = None
+        if inner:
+            body = body[inner.end() :]
+        elif up and "kernel:" in body and (after := _AFTER_UP.match(body)):
+            body = body[after.end() :]
+        if not host:  # else the host a log pipeline printed before the message
+            host = after.group("host") if after is not None else _printed_host(g)
+        return _Line(body, line, host, up, m, g, inner)
+
+    @staticmethod
+    def _stamp(read: _Line) -> tuple[Any, ...]:
+        return _stamp_of(read.g) if read.g is not None and read.m is not None else _up_stamp(read.up)
+
+    def _probe(self, i: int, body: str) -> None:
+        """The nvidia driver's probe line of a device: each device as printed is looked at once."""
+        if (probe := _PROBE.match(body)) and probe.group(1) not in self.probed:
+            self.probed.add(probe.group(1))
             address = pci_address(probe.group(1))
-            if address and all(address != known for _, known in probes):
-                probes.append((i + 1, address))
-        if (
-            current is not None
-            and current.get("_open")
-            and _continues(current, body, _stamp_of(g) if g is not None and m is not None else _up_stamp(up))
-        ):
-            current["message"] = f"{current['message']} {_body(body)}".strip()
-            _classify_continuation(current)
-        else:
-            current = _event_of(body, memo)
-            loose = None
-            if current is None and o is None and m is None and (loose := _LOOSE_STAMP.match(line)):
-                body = line[loose.end() :]  # a stamp we cannot read in front of an event
-                if inner := _INNER_UP.match(body):
-                    body = body[inner.end() :]
-                current = _event_of(body, memo)
-            if current is not None and current["event_type"] == "-":
-                current = None  # a line the catalog knows that is no event of its own
-                continue
+            if address and all(address != known for _, known in self.probes):
+                self.probes.append((i + 1, address))
+
+    def _event(self, i: int, read: _Line) -> bool:
+        """The event of a line (a catalogued one, else an unclassified error), stamped and kept; False when
+        the line is none."""
+        body, line = read.body, read.line
+        current = _event_of(body, self.memo)
+        loose = inner = None
+        if current is None and not read.ordinary and read.m is None and (loose := _LOOSE_STAMP.match(line)):
+            body = line[loose.end() :]  # a stamp we cannot read in front of an event
+            if inner := _INNER_UP.match(body):
+                body = body[inner.end() :]
+            current = _event_of(body, self.memo)
+        if current is not None and current["event_type"] == "-":
+            self.current = None  # a line the catalog knows that is no event of its own
+            return False
+        if current is None:
+            if "GPU" in body:
+                _unreadable_device(self.result, i + 1, self.raw[i], body)
+            kmsg = read.g[_G["kmsg"]] if read.g is not None and read.m is not None else None
+            current = _unclassified_of(body, _level("" if read.ordinary else line, kmsg), self.errors)
             if current is None:
-                if "GPU" in body:
-                    _unreadable_device(result, i + 1, raw[i], body)
-                kmsg = g[_G["kmsg"]] if g is not None and m is not None else None
-                current = _unclassified_of(body, _level(line if o is None else "", kmsg), errors)
-                if current is None:
-                    continue
-            if o is not None:
-                current["ts_raw"], current["uptime_s"], current["ts"] = up, float(up), None
-            elif loose is not None:
-                stamp = loose.group("talos") or loose.group("bracket") or loose.group("syslog")
-                current["ts_raw"] = stamp.strip()
-                current["uptime_s"] = float(inner.group(1)) if inner else None
-                current["ts"] = None
-                result.issue(i + 1, raw[i], f"timestamp not understood: {stamp.strip()!r} (event kept)")
-            elif g is not None and m is not None:
-                current["ts_raw"], current["uptime_s"], current["ts"] = _stamp_of(g)
-            else:
-                current["ts_raw"] = current["uptime_s"] = current["ts"] = None
-            if inner:
-                current["uptime_s"] = float(inner.group(1))
-            current["line"] = i + 1
-            current["raw"] = line if o is not None else raw[i].rstrip()
-            current["host"] = host
-            events.append(current)
-        # indented lines without a timestamp continue the message above (dictionary lines of
-        # /dev/kmsg records are skipped without ending it)
+                self.current = None
+                return False
+        self._stamp_event(i, current, read, loose, inner)
+        self.current = current
+        self.events.append(current)
+        return True
+
+    def _stamp_event(
+        self,
+        i: int,
+        event: dict[str, Any],
+        read: _Line,
+        loose: re.Match[str] | None,
+        inner: re.Match[str] | None,
+    ) -> None:
+        if read.ordinary:
+            event["ts_raw"], event["uptime_s"], event["ts"] = read.up, float(read.up or 0), None
+        elif loose is not None:
+            stamp = loose.group("talos") or loose.group("bracket") or loose.group("syslog")
+            event["ts_raw"] = stamp.strip()
+            event["uptime_s"] = float(inner.group(1)) if inner else None
+            event["ts"] = None
+            self.result.issue(i + 1, self.raw[i], f"timestamp not understood: {stamp.strip()!r} (event kept)")
+        elif read.g is not None and read.m is not None:
+            event["ts_raw"], event["uptime_s"], event["ts"] = _stamp_of(read.g)
+        else:
+            event["ts_raw"] = event["uptime_s"] = event["ts"] = None
+        if read.inner:
+            event["uptime_s"] = float(read.inner.group(1))
+        event["line"] = i + 1
+        event["raw"] = read.line if read.ordinary else self.raw[i].rstrip()
+        event["host"] = read.host
+
+    def _continuation_lines(self, i: int) -> None:
+        """Indented lines without a timestamp continue the message above (dictionary lines of /dev/kmsg
+        records are skipped without ending it)."""
+        raw, current = self.raw, self.current
+        assert current is not None
         j = i + 1
-        while j < n:
-            if plain and raw[j][:1] == "[" and "]<std" not in raw[j]:
+        while j < len(raw):
+            if self.plain and raw[j][:1] == "[" and "]<std" not in raw[j]:
                 break  # no tag to take off (an mpirun "[1,0]<stdout>:" is the one that starts so): not indented
-            more, more_host, _, _ = clean(raw[j])
+            more, more_host, _, _ = self.clean(raw[j])
             if not more[:1].isspace():
-                ahead, ahead_line, ahead_host = j, more, more_host
+                self.ahead = (j, more, more_host)
                 break
             if more.strip() and not _KMSG_DICT.match(more):
                 current["message"] = f"{current['message']} {_body(more.strip())}".strip()
                 _classify_continuation(current)
             j += 1
-        consumed = j - 1
-    if not events and not any(_STAMP.match(clean(line)[0]) for line in raw):
-        raise ParseError("no kernel log lines found (no timestamps, no NVRM lines)")
-    events = _efa_devices(events)
-    _read_devices(result, events, probes)
-    boot = boot_of(command, filename)
-    for ev in _one_event_per_fault(events):
-        ev.pop("_open", None)  # internal markers: a message that may continue, its driver function
-        ev.pop("_func", None)
-        ev.setdefault("interface", None)
-        ev["boot"] = boot
-        result.add("kernel_event", ev)
-    return result
+        self.consumed = j - 1
+
+    def finish(self, command: str | None, filename: str | None) -> ParseResult:
+        result, events = self.result, self.events
+        if not events and not any(_STAMP.match(self.clean(line)[0]) for line in self.raw):
+            raise ParseError("no kernel log lines found (no timestamps, no NVRM lines)")
+        events = _efa_devices(events)
+        _read_devices(result, events, self.probes)
+        boot = boot_of(command, filename)
+        for ev in _one_event_per_fault(events):
+            ev.pop("_open", None)  # internal markers: a message that may continue, its driver function
+            ev.pop("_func", None)
+            ev.setdefault("interface", None)
+            ev["boot"] = boot
+            result.add("kernel_event", ev)
+        return result
 
 
 #: Distinct message bodies whose event (or none) one parse remembers: a kernel log says the same
