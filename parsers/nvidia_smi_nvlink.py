@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from parsers._base import CollectorError, Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
@@ -116,79 +117,94 @@ def detect(text: str) -> int:
 
 def parse(text: str, *, command: str | None = None, filename: str | None = None) -> ParseResult:
     require_text(text)
-    result = ParseResult()
     cleaned = clean_lines(text)
-    gpu: dict[str, Any] | None = None  # the current nvidia-smi GPU header / dcgmi entity
-    links: dict[tuple[int, int | None], dict[str, Any]] = {}  # nvidia-smi rows by (GPU, link), file-wide
-    extras: dict[int, dict[str, str]] = {}  # id(row) -> its extra keys
-    prefix: tuple[int, str] | None = None  # ("Firmware Version:", indent) for the lines under it
+    reader = _Reader()
     for i, raw in enumerate(cleaned.lines):
-        no, line = i + 1, raw.strip()
-        host = cleaned.hosts[i] if cleaned.hosts else None
-        if not line or set(line) <= {"."} or line.startswith(("+-", "|", "Key:", "No NvSwitches", "No GPUs")):
-            continue
-        if _COMMAND.match(line) or line in ("GPUs:", "NvSwitches:"):
-            gpu = None
-            continue
-        if m := _GPU.match(line):
-            uuid = m["uuid"] if m["uuid"] and m["uuid"].strip(". ") else None
-            gpu = {"gpu": int(m["gpu"]), "gpu_name": m["name"], "uuid": uuid, "source": "nvidia-smi"}
-            prefix = None
-        elif m := _DCGM_ENTITY.match(line):
-            key = "gpu" if m["kind"] == "gpuId" else "nvswitch_id"
-            gpu = {key: int(m["id"]), "source": "dcgmi"}
-        elif gpu and gpu["source"] == "nvidia-smi" and (m := _LINK_ANY.match(line)):
-            status = _link(line)
-            if status is not None:
-                links[gpu["gpu"], status[0]] = _add(result, no, gpu, *status, host=host)
-                continue
-            pairs = _pairs(m["rest"])
-            if not pairs:
-                result.issue(no, raw, "not an NVLink status, error, capability or counter line")
-                continue
-            row = links.get((gpu["gpu"], int(m["link"])))  # the link's status row, when -s came first
-            if row is None:
-                row = links[gpu["gpu"], int(m["link"])] = _add(
-                    result, no, gpu, int(m["link"]), None, None, host=host
-                )
-            extras.setdefault(id(row), {}).update(pairs)
-        elif _DCGM_LINE.match(line) and gpu and gpu["source"] == "dcgmi":
-            for link, letter in enumerate(line.split()):
-                _add(result, no, gpu, link, None, _DCGM_STATES[letter], host=host)
-        elif _NO_INFO.search(line) and gpu and gpu["source"] == "nvidia-smi":
-            _add(
-                result,
-                no,
-                gpu,
-                None,
-                None,
-                "inactive" if "inactive" in line.lower() else "not_supported",
-                host=host,
-            )
-        elif gpu and gpu["source"] == "nvidia-smi" and (kv := key_value(line)):
-            indent = len(raw) - len(raw.lstrip())
-            if prefix and indent <= prefix[0]:
-                prefix = None
-            if not kv[1]:
-                prefix = (indent, kv[0])
-                continue
-            row = links.get((gpu["gpu"], None))
-            if row is None:
-                row = links[gpu["gpu"], None] = _add(result, no, gpu, None, None, None, host=host)
-            extras.setdefault(id(row), {})[f"{prefix[1]}: {kv[0]}" if prefix else kv[0]] = kv[1]
-        else:
-            result.issue(no, raw, "not an NVLink status line")
+        reader.line(i + 1, raw, cleaned.hosts[i] if cleaned.hosts else None)
+    result = reader.result
     for row in result.rows("nvlink"):
-        row["extra"] = json.dumps(extras.get(id(row), {}))
+        row["extra"] = json.dumps(reader.extras.get(id(row), {}))
     if not result.rows("nvlink"):
         if m := _TOOL_ERROR.search(text):
             raise CollectorError(m.group(0).strip()[:300])
-        if (gpu or "No GPUs found" in text) and not result.issues:
+        if (reader.gpu or "No GPUs found" in text) and not result.issues:
             result.tables["nvlink"] = []  # GPU headers without links, or dcgmi saw no GPU/NVSwitch
             return result
         seen = next((x.strip() for x in cleaned.lines if x.strip()), "")[:80]
         raise ParseError(f"expected NVLink status lines (GPU N: ... / Link N: ... / gpuId N:), saw {seen!r}")
     return result
+
+
+@dataclass
+class _Reader:
+    """The state of one capture: the GPU or dcgmi entity being read, the nvidia-smi rows by (GPU, link)
+    file-wide, the keys without a column, the heading of the lines under a key without a value."""
+
+    result: ParseResult = field(default_factory=ParseResult)
+    gpu: dict[str, Any] | None = None  # the current nvidia-smi GPU header / dcgmi entity
+    links: dict[tuple[int, int | None], dict[str, Any]] = field(default_factory=dict)
+    extras: dict[int, dict[str, str]] = field(default_factory=dict)  # id(row) -> its extra keys
+    prefix: tuple[int, str] | None = None  # ("Firmware Version:", indent) for the lines under it
+
+    def line(self, no: int, raw: str, host: str | None) -> None:
+        line = raw.strip()
+        if not line or set(line) <= {"."} or line.startswith(("+-", "|", "Key:", "No NvSwitches", "No GPUs")):
+            return
+        gpu = self.gpu
+        smi = gpu is not None and gpu["source"] == "nvidia-smi"
+        if _COMMAND.match(line) or line in ("GPUs:", "NvSwitches:"):
+            self.gpu = None
+        elif m := _GPU.match(line):
+            uuid = m["uuid"] if m["uuid"] and m["uuid"].strip(". ") else None
+            self.gpu = {"gpu": int(m["gpu"]), "gpu_name": m["name"], "uuid": uuid, "source": "nvidia-smi"}
+            self.prefix = None
+        elif m := _DCGM_ENTITY.match(line):
+            key = "gpu" if m["kind"] == "gpuId" else "nvswitch_id"
+            self.gpu = {key: int(m["id"]), "source": "dcgmi"}
+        elif gpu and smi and (m := _LINK_ANY.match(line)):
+            self._link_line(no, raw, line, m, gpu, host)
+        elif _DCGM_LINE.match(line) and gpu and gpu["source"] == "dcgmi":
+            for link, letter in enumerate(line.split()):
+                _add(self.result, no, gpu, link, None, _DCGM_STATES[letter], host=host)
+        elif _NO_INFO.search(line) and gpu and smi:
+            state = "inactive" if "inactive" in line.lower() else "not_supported"
+            _add(self.result, no, gpu, None, None, state, host=host)
+        elif gpu and smi and (kv := key_value(line)):
+            self._gpu_key(no, raw, kv, gpu, host)
+        else:
+            self.result.issue(no, raw, "not an NVLink status line")
+
+    def _link_line(
+        self, no: int, raw: str, line: str, m: re.Match[str], gpu: dict[str, Any], host: str | None
+    ) -> None:
+        """A ``Link N:`` line of nvidia-smi: its status, else its counters or capabilities (kept in extra)."""
+        status = _link(line)
+        if status is not None:
+            self.links[gpu["gpu"], status[0]] = _add(self.result, no, gpu, *status, host=host)
+            return
+        pairs = _pairs(m["rest"])
+        if not pairs:
+            self.result.issue(no, raw, "not an NVLink status, error, capability or counter line")
+            return
+        row = self.links.get((gpu["gpu"], int(m["link"])))  # the link's status row, when -s came first
+        if row is None:
+            row = self.links[gpu["gpu"], int(m["link"])] = _add(
+                self.result, no, gpu, int(m["link"]), None, None, host=host
+            )
+        self.extras.setdefault(id(row), {}).update(pairs)
+
+    def _gpu_key(self, no: int, raw: str, kv: tuple[str, str], gpu: dict[str, Any], host: str | None) -> None:
+        """A GPU-level key (``Firmware Version:`` and the lines under it): kept in the GPU row's extra."""
+        indent = len(raw) - len(raw.lstrip())
+        if self.prefix and indent <= self.prefix[0]:
+            self.prefix = None
+        if not kv[1]:
+            self.prefix = (indent, kv[0])
+            return
+        row = self.links.get((gpu["gpu"], None))
+        if row is None:
+            row = self.links[gpu["gpu"], None] = _add(self.result, no, gpu, None, None, None, host=host)
+        self.extras.setdefault(id(row), {})[f"{self.prefix[1]}: {kv[0]}" if self.prefix else kv[0]] = kv[1]
 
 
 def _pairs(rest: str) -> dict[str, str]:
