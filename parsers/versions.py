@@ -283,6 +283,18 @@ def _parse(text: str) -> ParseResult:
     return state.result
 
 
+def _skipped(line: str) -> bool:
+    """A line with no version to read: a comment ("# Debug packages installed: no", prose), dpkg's header,
+    apt's notes, banners, a kernel log line without a version (the dmesg parser reads those)."""
+    return bool(
+        line.startswith("#")
+        or _DPKG_HEADER.match(line)
+        or _APT_NOISE.match(line)
+        or _BANNER.match(line)
+        or _DMESG_STAMP.match(line)
+    )
+
+
 class _State:
     """The commands seen so far give meaning to bare values that follow them."""
 
@@ -307,22 +319,10 @@ class _State:
             return self.add(no, _package_component(name), None, "package", detail=f"{name}: not installed")
         cmd = _COMMAND.match(line)
         if cmd or line.startswith("---"):
-            command = cmd["cmd"] if cmd else line.lstrip("- ")
-            self.pending.append(command)
-            self.packages_file |= "efa_installed_packages" in command
-            if mod := re.search(r"modinfo\s+(?:-F\s+\w+\s+)?([\w-]+)", command):
-                self.module, self.modpath, self.modrow = mod.group(1), None, None
+            self.command(cmd["cmd"] if cmd else line.lstrip("- "))
             return True
-        found = [(c, m.group(1), s) for p, c, s in _LINES if (m := p.search(line))]
-        for component, version, source in found:  # the nvidia-smi banner carries two
-            self.packages_file |= component == "efa_installer"
-            self.add(no, component, version, source)
-        if found:
+        if self.catalogued(no, line) or _skipped(line):
             return True
-        if line.startswith("#") or _DPKG_HEADER.match(line) or _APT_NOISE.match(line) or _BANNER.match(line):
-            return True  # a comment ("# Debug packages installed: no", prose), dpkg's header, apt's notes, banners
-        if _DMESG_STAMP.match(line):
-            return True  # a kernel log line without a version (the dmesg parser reads those)
         if m := _KEY_VALUE.match(line):
             return self.key_value(no, m["key"], m["value"].strip())
         if m := _DKMS.match(line):
@@ -333,6 +333,25 @@ class _State:
         if line.startswith("/"):
             path, _, value = line.partition(":")
             return self.path_line(no, path, value.strip())
+        return self.words(no, line)
+
+    def command(self, command: str) -> None:
+        """A command line: what the bare values after it answer (a modinfo's module among them)."""
+        self.pending.append(command)
+        self.packages_file |= "efa_installed_packages" in command
+        if mod := re.search(r"modinfo\s+(?:-F\s+\w+\s+)?([\w-]+)", command):
+            self.module, self.modpath, self.modrow = mod.group(1), None, None
+
+    def catalogued(self, no: int, line: str) -> bool:
+        """The versions the catalogue of lines finds (the nvidia-smi banner carries two)."""
+        found = [(c, m.group(1), s) for p, c, s in _LINES if (m := p.search(line))]
+        for component, version, source in found:
+            self.packages_file |= component == "efa_installer"
+            self.add(no, component, version, source)
+        return bool(found)
+
+    def words(self, no: int, line: str) -> bool:
+        """A line of words: a file of a listing, a dpkg / apt / rpm package line, a modinfo key, a bare value."""
         tokens = line.split()
         if file := next((t for t in tokens if any(p.search(t) for p, _ in _FILES)), None):
             return self.path_line(no, file, "")  # ls -l, ldconfig -p
