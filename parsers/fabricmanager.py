@@ -240,6 +240,17 @@ def parse(text: str, *, command: str | None = None, filename: str | None = None)
     return _Parser(text).run()
 
 
+def _loaded(row: dict[str, Any], m: re.Match[str]) -> None:
+    """The ``Loaded:`` line of a status block: load state, unit file, its state, the vendor preset."""
+    row["load_state"] = m["load"]
+    parts = [p.strip() for p in (m["inner"] or "").split(";")]
+    row["unit_file"] = parts[0] or None if parts[0].startswith("/") else None
+    row["unit_file_state"] = parts[1] if len(parts) > 1 and "preset" not in parts[1] else None
+    row["preset"] = next((p.split(":", 1)[1].strip() for p in parts if "preset:" in p), None)
+    if m["load"] == "not-found":
+        row["active_state"] = "not-found"
+
+
 class _Parser:
     """One pass over the cleaned lines; state of the open status block and the last event."""
 
@@ -271,36 +282,7 @@ class _Parser:
         return self._finish()
 
     def _line(self, no: int, s: str, host: str | None) -> None:
-        if (s[0] in "-=l(" and _NOISE.match(s)) or (("#" in s or "$" in s) and _SHELL_PROMPT.match(s)):
-            self.event, self.in_fabric = None, False
-            return
-        if "." in s and (m := _UNIT.match(s)):
-            self._close_status()
-            self.row = self._state_row(no, m["unit"], "status", host)
-            self.row["description"] = m["d"]
-            self.in_status, self.event = True, None
-            return
-        if "Unit " in s and (m := _NOT_FOUND.match(s)):
-            self._close_status()
-            row = self._state_row(no, m["unit"], "status", host)
-            row.update(load_state="not-found", active_state="not-found")
-            return
-        if (m := _JOURNAL.match(s)) and (m["hostname"] is not None or not m["stamp"].startswith("[")):
-            # a journal line; its host may be redacted ("xxx", "<redacted>") or cut (none: the ident
-            # follows the stamp); a kernel line "[ 12.3] nvidia-nvswitch3: ..." is no journal line
-            self._close_status(keep_row=True)
-            self._journal(no, m, host)
-            return
-        if s.startswith("[") and (m := _FMLOG.match(s)):
-            self._close_status(keep_row=True)
-            ev = self._event(no, host, message=m["msg"], level=m["level"], tid=to_int(m["tid"]))
-            ev["fm_ts"] = ev["ts"] = _fm_time(m["fmts"])
-            ev["ts_text"] = m["fmts"]
-            self._classify(ev)
-            return
-        if s.startswith("░░"):
-            if self.event is not None:
-                self._detail(s)
+        if self._heading(no, s, host) or self._log_line(no, s, host):
             return
         if s == "Fabric":
             self.in_fabric = True
@@ -323,20 +305,58 @@ class _Parser:
             elif _TREE.match(s) and self.last_key is not None:
                 self._attribute(no, self.row["unit"] or "", "", self.last_key, s.lstrip("├└│|`─- "), host)
             return
+        self._other(no, s, host)
+
+    def _heading(self, no: int, s: str, host: str | None) -> bool:
+        """Noise and prompts (they end an event), a unit's status heading, a unit systemd does not know."""
+        if (s[0] in "-=l(" and _NOISE.match(s)) or (("#" in s or "$" in s) and _SHELL_PROMPT.match(s)):
+            self.event, self.in_fabric = None, False
+        elif "." in s and (m := _UNIT.match(s)):
+            self._close_status()
+            self.row = self._state_row(no, m["unit"], "status", host)
+            self.row["description"] = m["d"]
+            self.in_status, self.event = True, None
+        elif "Unit " in s and (m := _NOT_FOUND.match(s)):
+            self._close_status()
+            row = self._state_row(no, m["unit"], "status", host)
+            row.update(load_state="not-found", active_state="not-found")
+        else:
+            return False
+        return True
+
+    def _log_line(self, no: int, s: str, host: str | None) -> bool:
+        """A journal line, a Fabric Manager log line, a journal detail line ("░░ ...")."""
+        if (m := _JOURNAL.match(s)) and (m["hostname"] is not None or not m["stamp"].startswith("[")):
+            # a journal line; its host may be redacted ("xxx", "<redacted>") or cut (none: the ident
+            # follows the stamp); a kernel line "[ 12.3] nvidia-nvswitch3: ..." is no journal line
+            self._close_status(keep_row=True)
+            self._journal(no, m, host)
+        elif s.startswith("[") and (m := _FMLOG.match(s)):
+            self._close_status(keep_row=True)
+            ev = self._event(no, host, message=m["msg"], level=m["level"], tid=to_int(m["tid"]))
+            ev["fm_ts"] = ev["ts"] = _fm_time(m["fmts"])
+            ev["ts_text"] = m["fmts"]
+            self._classify(ev)
+        elif s.startswith("░░"):
+            if self.event is not None:
+                self._detail(s)
+        else:
+            return False
+        return True
+
+    def _other(self, no: int, s: str, host: str | None) -> None:
+        """A kernel SXid line, the rest of an event's message, a failed job, else an unrecognised line."""
         if "SXid" in s and _KERNEL_SXID.search(s):  # a kernel line (dmesg, journalctl -k) in the capture
             stamp = re.match(r"^\[\s*([^\]]+)\]\s*", s)
             ev = self._event(no, host, message=s[stamp.end() :] if stamp else s, level=None, tid=None)
             ev.update(ident="kernel", ts_text=stamp.group(1) if stamp else None)
             self._classify(ev)
-            return
-        if self.event is not None and not s.startswith(("===", "--")):
+        elif self.event is not None and not s.startswith(("===", "--")):
             self._detail(s)
-            return
-        if s.startswith(("Job for ", "Failed to start ", "Failed to restart ")):
+        elif s.startswith(("Job for ", "Failed to start ", "Failed to restart ")):
             ev = self._event(no, host, message=s, level=None, tid=None)
             ev.update(ident="systemctl", event="job_failed", severity="error")
-            return
-        if re.search(r"\d", s) or "fabric" in s.lower():
+        elif re.search(r"\d", s) or "fabric" in s.lower():
             self.result.issue(
                 no, s, "unrecognised line (not systemctl status, journal or Fabric Manager log)"
             )
@@ -365,30 +385,9 @@ class _Parser:
         row = self.row
         assert row is not None
         if m := _LOADED.match(s):
-            row["load_state"] = m["load"]
-            parts = [p.strip() for p in (m["inner"] or "").split(";")]
-            row["unit_file"] = parts[0] or None if parts[0].startswith("/") else None
-            row["unit_file_state"] = parts[1] if len(parts) > 1 and "preset" not in parts[1] else None
-            preset = next((p.split(":", 1)[1].strip() for p in parts if "preset:" in p), None)
-            row["preset"] = preset
-            if m["load"] == "not-found":
-                row["active_state"] = "not-found"
+            _loaded(row, m)
         elif m := _ACTIVE.match(s):
-            rest = m["rest"].split(" since ")[0]
-            parens = re.findall(r"\(([^)]*)\)", rest)
-            row["active_state"] = "not-found" if row["load_state"] == "not-found" else m["active"]
-            row["result"] = next(
-                (p.split(":", 1)[1].strip() for p in parens if p.startswith("Result:")), None
-            )
-            row["sub_state"] = next((p for p in parens if ":" not in p), None)
-            if row["sub_state"] is None and row["result"] is not None:
-                row["sub_state"] = m["active"]  # "failed (Result: signal)": systemd's sub state is "failed"
-            if sm := _SINCE.search(m["rest"]):
-                try:
-                    row["since"] = datetime.strptime(sm["ts"], "%Y-%m-%d %H:%M:%S").isoformat()
-                except ValueError:  # a clock that is none (25:61:00): said, the line kept
-                    self.result.issue(no, s, f"unreadable time in 'since': {sm['ts']!r}")
-                row["since_tz"] = sm["tz"]
+            self._active(row, m, s, no)
         elif m := re.match(r"^Main PID:\s*(\S+)(?:\s*\((?P<inner>[^)]*)\))?", s):
             row["main_pid"] = to_int(m.group(1))
             if row["main_pid"] is None:
@@ -408,6 +407,22 @@ class _Parser:
         else:
             return False
         return True
+
+    def _active(self, row: dict[str, Any], m: re.Match[str], s: str, no: int) -> None:
+        """The ``Active:`` line: state, sub state, result, since when (a clock that is none is said)."""
+        rest = m["rest"].split(" since ")[0]
+        parens = re.findall(r"\(([^)]*)\)", rest)
+        row["active_state"] = "not-found" if row["load_state"] == "not-found" else m["active"]
+        row["result"] = next((p.split(":", 1)[1].strip() for p in parens if p.startswith("Result:")), None)
+        row["sub_state"] = next((p for p in parens if ":" not in p), None)
+        if row["sub_state"] is None and row["result"] is not None:
+            row["sub_state"] = m["active"]  # "failed (Result: signal)": systemd's sub state is "failed"
+        if sm := _SINCE.search(m["rest"]):
+            try:
+                row["since"] = datetime.strptime(sm["ts"], "%Y-%m-%d %H:%M:%S").isoformat()
+            except ValueError:  # a clock that is none (25:61:00): said, the line kept
+                self.result.issue(no, s, f"unreadable time in 'since': {sm['ts']!r}")
+            row["since_tz"] = sm["tz"]
 
     def _keep(self, key: str, value: str) -> None:
         self.last_key = key
