@@ -241,6 +241,19 @@ def _line(
     line: str, no: int, raw: str, report: dict[str, Any], state: dict[str, Any], result: ParseResult
 ) -> bool:
     """Read one line into the report; False when it is no line of RAS's."""
+    if _totals(line, report, state):
+        return True
+    state["last"] = line
+    return (
+        _collection(line, no, report, result)
+        or _block(line, no, report, state, result)
+        or _peers(line, no, state, result)
+        or bool(_KNOWN.match(line))
+    )
+
+
+def _totals(line: str, report: dict[str, Any], state: dict[str, Any]) -> bool:
+    """The version line and the totals (nodes, processes, GPUs) of the report."""
     if _VERSION.match(line):
         return True
     if m := _TOTALS.match(line):
@@ -251,7 +264,11 @@ def _line(
         if "(total)" in state.get("last", ""):
             report.update(nodes=int(m[1]), processes=int(m[2]), gpus=int(m[3]))
         return True
-    state["last"] = line
+    return False
+
+
+def _collection(line: str, no: int, report: dict[str, Any], result: ParseResult) -> bool:
+    """The collection time and a row of the communicators table."""
     if m := _COMMS.match(line):
         report["collect_s"] = float(m[1])
         report["format"] = "text"
@@ -263,59 +280,64 @@ def _line(
             "comm_hash": None,
         })  # fmt: skip
         return True
+    return False
+
+
+def _block(line: str, no: int, report: dict[str, Any], state: dict[str, Any], result: ParseResult) -> bool:
+    """A block's heading (INCOMPLETE, DEAD, a communicator), its end, timeouts, what differs, a group."""
     if line in ("INCOMPLETE", "DEAD", "The outlier node:", "The outlier nodes:", "TIMEOUT"):
         state.update(block=line.split()[-1].rstrip(":").upper(), comm=None, hash=None, op=None, group=None)
-        return True
-    if line in ("Errors", "Warnings") or line.startswith("="):
+    elif line in ("Errors", "Warnings") or line.startswith("="):
         state.update(block=None, comm=None, hash=None)
-        return True
-    if m := _BLOCK.match(line):
+    elif m := _BLOCK.match(line):
         state.update(block=m[3].split(",")[0], comm=f"#{m[1]}", hash=m[2], op=None, group=None)
-        return True
-    if m := _TIMEOUT.match(line):
+    elif m := _TIMEOUT.match(line):
         report["timeouts"] = (report["timeouts"] or 0) + int(m[1])
-        return True
-    if m := _DIFFERENT.match(line):
+    elif m := _DIFFERENT.match(line):
         state["op"] = m[1] or "status"
-        return True
-    if m := _GROUP.match(line):
+    elif m := _GROUP.match(line):
         count = int(m[2]) if m[2] else 0 if "not launched" in line else None
         state["group"] = {"size": int(m[1]), "count": count, "status": m[3] or m[4]}
         if count is not None:
             result.add("ras_count", {"line": no, "comm": state.get("comm"), "comm_hash": state.get("hash"),
                                      "operation": state.get("op"), "count": count, "ranks": int(m[1])})  # fmt: skip
-        return True
+    else:
+        return False
+    return True
+
+
+def _peers(line: str, no: int, state: dict[str, Any], result: ParseResult) -> bool:
+    """A peer named by a line: the monitor's, a missing or dead process, an outlier node, a rank."""
     if m := _MONITOR.match(line):
         ts = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S").isoformat()
         problem = "dead" if m[2] == "PEER_DEAD" else m[2].lower()
         _peer(result, no, problem, state, pid=int(m[3]), host=m[4], gpu=m[5], ts=ts, status=m[2])
-        return True
-    if m := _PROCESS.match(line):
-        block = state.get("block")
-        problem = "dead" if block == "DEAD" else "missing"
+    elif m := _PROCESS.match(line):
+        problem = "dead" if state.get("block") == "DEAD" else "missing"
         _peer(result, no, problem, {**state, "comm": None, "hash": None}, pid=int(m[1]), host=m[2], gpu=m[3])
-        return True
-    if m := _OUTLIER.match(line):
+    elif m := _OUTLIER.match(line):
         for pid in m[2].split(","):
             _peer(result, no, "outlier_node", {}, pid=int(pid), host=m[1])
-        return True
-    if m := _RANK.match(line):
-        group = state.get("group") or {}
-        block = state.get("block")
-        problem = {"INCOMPLETE": "missing", "ERROR": "error"}.get(block or "")
-        if problem is None:
-            problem = "status" if state.get("op") == "status" else "count"
-        count = int(m[2]) if m[2] else 0 if "not launched" in line else group.get("count")
-        status = m[3] or m[4] or group.get("status")
-        _peer(result, no, problem, state, rank=int(m[1]), gpu=m[5], pid=int(m[6]) if m[6] else None, host=m[7],
-              count=count if problem == "count" else None, status=status, group_size=group.get("size"))  # fmt: skip
-        return True
-    if m := _RANK_LIST.match(line):
+    elif m := _RANK.match(line):
+        _rank(line, no, m, state, result)
+    elif m := _RANK_LIST.match(line):
         problem = "missing" if m[1] == "missing" else "status"
         for rank in _ranks(m[2]):
             _peer(result, no, problem, state, rank=rank, status="UNKNOWN" if m[1] == "unknown" else None)
-        return True
-    return bool(_KNOWN.match(line))
+    else:
+        return False
+    return True
+
+
+def _rank(line: str, no: int, m: re.Match[str], state: dict[str, Any], result: ParseResult) -> None:
+    group = state.get("group") or {}
+    problem = {"INCOMPLETE": "missing", "ERROR": "error"}.get(state.get("block") or "")
+    if problem is None:
+        problem = "status" if state.get("op") == "status" else "count"
+    count = int(m[2]) if m[2] else 0 if "not launched" in line else group.get("count")
+    status = m[3] or m[4] or group.get("status")
+    _peer(result, no, problem, state, rank=int(m[1]), gpu=m[5], pid=int(m[6]) if m[6] else None, host=m[7],
+          count=count if problem == "count" else None, status=status, group_size=group.get("size"))  # fmt: skip
 
 
 def _ranks(text: str) -> list[int]:
@@ -358,45 +380,55 @@ def _json(text: str) -> ParseResult:
         "timeouts": ras.get("timeouts_count"), "time": doc.get("timestamp"),
     })  # fmt: skip
     for n, comm in enumerate(doc["communicators"]):
-        if not isinstance(comm, dict):
-            continue
-        name, chash = f"#{n}", str(comm.get("hash", "")).removeprefix("0x") or None
-        ranks = [r for r in comm.get("ranks") or [] if isinstance(r, dict)]
-        missing = [r for r in comm.get("missing_ranks") or [] if isinstance(r, dict)]
-        at = line_of(f'"{comm.get("hash")}"')
-        result.add("ras_comm", {
-            "line": at, "group": n, "comms": 1, "nodes": len({r.get("host") for r in ranks + missing}),
-            "ranks_per_node": None, "ranks_per_comm": comm.get("size"), "ranks_in_group": comm.get("size"),
-            "status": None, "errors": "INCOMPLETE" if missing else "OK", "comm_hash": chash,
-        })  # fmt: skip
-        state = {"comm": name, "hash": chash}
-        for r in missing:
-            status: dict[str, Any] = r["status"] if isinstance(r.get("status"), dict) else {}
-            _peer(result, at, "dead" if status.get("considered_dead") else "missing", state, rank=r.get("rank"),
-                  gpu=str(r.get("cuda_dev")), pid=r.get("pid"), host=r.get("host"),
-                  status="unresponsive" if status.get("unresponsive") else None)  # fmt: skip
-        counts: dict[str, dict[int, list[dict[str, Any]]]] = {}
-        for r in ranks:
-            status = r["status"] if isinstance(r.get("status"), dict) else {}
-            if status.get("async_error") not in (None, 0) or status.get("init_state") not in (None, 0, 7):
-                _peer(result, at, "error", state, rank=r.get("rank"), gpu=str(r.get("cuda_dev")), pid=r.get("pid"),
-                      host=r.get("host"), status=f"async_error {status.get('async_error')}")  # fmt: skip
-            for op, value in (r.get("collective_counts") or {}).items():
-                if isinstance(value, int):
-                    counts.setdefault(op, {}).setdefault(value, []).append(r)
-        for op, by_count in counts.items():
-            if len(by_count) < 2:
-                continue
-            common = max(by_count, key=lambda c: len(by_count[c]))
-            for count, members in sorted(by_count.items()):
-                result.add("ras_count", {"line": at, "comm": name, "comm_hash": chash, "operation": op,
-                                         "count": count, "ranks": len(members)})  # fmt: skip
-                if count == common:
-                    continue
-                for r in members:
-                    _peer(result, at, "count", {**state, "op": op}, rank=r.get("rank"), gpu=str(r.get("cuda_dev")),
-                          pid=r.get("pid"), host=r.get("host"), count=count, group_size=len(members))  # fmt: skip
+        if isinstance(comm, dict):
+            _json_comm(result, n, comm, line_of(f'"{comm.get("hash")}"'))
     return result
+
+
+def _json_comm(result: ParseResult, n: int, comm: dict[str, Any], at: int) -> None:
+    """One communicator of the JSON form: its row, its missing and failed ranks, its diverging counts."""
+    name, chash = f"#{n}", str(comm.get("hash", "")).removeprefix("0x") or None
+    ranks = [r for r in comm.get("ranks") or [] if isinstance(r, dict)]
+    missing = [r for r in comm.get("missing_ranks") or [] if isinstance(r, dict)]
+    result.add("ras_comm", {
+        "line": at, "group": n, "comms": 1, "nodes": len({r.get("host") for r in ranks + missing}),
+        "ranks_per_node": None, "ranks_per_comm": comm.get("size"), "ranks_in_group": comm.get("size"),
+        "status": None, "errors": "INCOMPLETE" if missing else "OK", "comm_hash": chash,
+    })  # fmt: skip
+    state = {"comm": name, "hash": chash}
+    for r in missing:
+        status: dict[str, Any] = r["status"] if isinstance(r.get("status"), dict) else {}
+        _peer(result, at, "dead" if status.get("considered_dead") else "missing", state, rank=r.get("rank"),
+              gpu=str(r.get("cuda_dev")), pid=r.get("pid"), host=r.get("host"),
+              status="unresponsive" if status.get("unresponsive") else None)  # fmt: skip
+    counts: dict[str, dict[int, list[dict[str, Any]]]] = {}
+    for r in ranks:
+        status = r["status"] if isinstance(r.get("status"), dict) else {}
+        if status.get("async_error") not in (None, 0) or status.get("init_state") not in (None, 0, 7):
+            _peer(result, at, "error", state, rank=r.get("rank"), gpu=str(r.get("cuda_dev")), pid=r.get("pid"),
+                  host=r.get("host"), status=f"async_error {status.get('async_error')}")  # fmt: skip
+        for op, value in (r.get("collective_counts") or {}).items():
+            if isinstance(value, int):
+                counts.setdefault(op, {}).setdefault(value, []).append(r)
+    _json_counts(result, at, state, counts)
+
+
+def _json_counts(
+    result: ParseResult, at: int, state: dict[str, Any], counts: dict[str, dict[int, list[dict[str, Any]]]]
+) -> None:
+    """Each operation whose ranks counted differently: a row per count, and the ranks off the common one."""
+    for op, by_count in counts.items():
+        if len(by_count) < 2:
+            continue
+        common = max(by_count, key=lambda c: len(by_count[c]))
+        for count, members in sorted(by_count.items()):
+            result.add("ras_count", {"line": at, "comm": state["comm"], "comm_hash": state["hash"], "operation": op,
+                                     "count": count, "ranks": len(members)})  # fmt: skip
+            if count == common:
+                continue
+            for r in members:
+                _peer(result, at, "count", {**state, "op": op}, rank=r.get("rank"), gpu=str(r.get("cuda_dev")),
+                      pid=r.get("pid"), host=r.get("host"), count=count, group_size=len(members))  # fmt: skip
 
 
 def _line_finder(text: str) -> Any:
