@@ -104,7 +104,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from parsers._base import Column, ParseError, ParseResult, ParserInfo, require_text, sample_of
@@ -347,9 +348,7 @@ def _describe(lines: list[str], hosts: list[str | None], facts: _Facts) -> None:
     ]
     base = min((len(ln) - len(ln.lstrip()) for ln in heads), default=0)
     nested = any(len(ln) - len(ln.lstrip()) > base for ln in lines if ln.strip())
-    node: str | None = None
-    section = ""  # "" until the first field: a command echo before it is not read
-    last: dict[str, Any] | None = None  # the annotation a wrapped value line belongs to
+    at = _DescribeAt()
     for no, line in enumerate(lines, start=1):
         s = line.strip()
         if not s:
@@ -358,30 +357,51 @@ def _describe(lines: list[str], hosts: list[str | None], facts: _Facts) -> None:
         indent = len(line) - len(line.lstrip())
         m = _FIELD.match(s)
         if m and indent <= base and (m.group(1) in _KNOWN or (nested and indent == base)):
-            section, value, last = m.group(1), (m.group(2) or "").strip(), None
-            if section == "Name":
-                node = value
-                facts.add(no, "node_name", node, "k8s-node", node, host)
-            elif section == "ProviderID":
-                facts.provider(no, value, node, host)
-            elif section in ("Labels", "Taints") or section in _SECTIONS:
-                if value:
-                    last = _describe_item(facts, section, value, no, line, node, host)
-            elif section not in _SKIPPED and value and value != "<none>":
-                facts.add(no, section, value, "k8s-node", node, host)
-            continue
-        if section == "Conditions":
-            last = _condition(facts.result, s, no, line, node, host, last)
-            continue
-        if not section or section in _SKIPPED:
-            continue  # a command echo before the first field, or a table that is not placement
-        if section == "Annotations" and last is not None and not _ITEM.match(s):
-            last["value"] = f"{last['value']} {s}".strip()  # a value kubectl wrapped onto its own line
-            continue
-        if section in ("Labels", "Taints") or section in _SECTIONS:
-            last = _describe_item(facts, section, s, no, line, node, host)
-        elif _LOOKS_LIKE_DATA.search(s):
-            facts.result.issue(no, line, f"line under {section or 'no field'} not read")
+            _describe_field(facts, at, m, no, line, host)
+        else:
+            _describe_under(facts, at, s, no, line, host)
+
+
+@dataclass
+class _DescribeAt:
+    """Where a ``kubectl describe node`` is being read: its node, the field, the item a wrapped line joins."""
+
+    node: str | None = None
+    section: str = ""  # "" until the first field: a command echo before it is not read
+    last: dict[str, Any] | None = None  # the annotation (or condition) a wrapped value line belongs to
+
+
+def _describe_field(
+    facts: _Facts, at: _DescribeAt, m: re.Match[str], no: int, line: str, host: str | None
+) -> None:
+    """A field of the describe (``Name:``, ``ProviderID:``, ``Labels:`` and its first item, ...)."""
+    at.section, value, at.last = m.group(1), (m.group(2) or "").strip(), None
+    section = at.section
+    if section == "Name":
+        at.node = value
+        facts.add(no, "node_name", value, "k8s-node", value, host)
+    elif section == "ProviderID":
+        facts.provider(no, value, at.node, host)
+    elif section in ("Labels", "Taints") or section in _SECTIONS:
+        if value:
+            at.last = _describe_item(facts, section, value, no, line, at.node, host)
+    elif section not in _SKIPPED and value and value != "<none>":
+        facts.add(no, section, value, "k8s-node", at.node, host)
+
+
+def _describe_under(facts: _Facts, at: _DescribeAt, s: str, no: int, line: str, host: str | None) -> None:
+    """A line under a field: a condition row, an item, a value kubectl wrapped, else a line not read."""
+    section = at.section
+    if section == "Conditions":
+        at.last = _condition(facts.result, s, no, line, at.node, host, at.last)
+    elif not section or section in _SKIPPED:
+        return  # a command echo before the first field, or a table that is not placement
+    elif section == "Annotations" and at.last is not None and not _ITEM.match(s):
+        at.last["value"] = f"{at.last['value']} {s}".strip()  # a value kubectl wrapped onto its own line
+    elif section in ("Labels", "Taints") or section in _SECTIONS:
+        at.last = _describe_item(facts, section, s, no, line, at.node, host)
+    elif _LOOKS_LIKE_DATA.search(s):
+        facts.result.issue(no, line, f"line under {section or 'no field'} not read")
 
 
 def _condition(
@@ -640,40 +660,8 @@ _NUMBERS = ("level", "blockindex", "blocksize")
 def _slurm(lines: list[str], hosts: list[str | None], result: ParseResult) -> None:
     entries: list[dict[str, Any]] = []
     settings: dict[str, str] = {}
-    buf, first = "", 0
-    for no, line in enumerate(lines, start=1):
-        s = line.split("#", 1)[0].rstrip()
-        if s.endswith("\\"):  # a line continued on the next one
-            buf, first = buf + s[:-1] + " ", first or no
-            continue
-        s, at = (buf + s).strip(), first or no
-        buf, first = "", 0
-        if not s:
-            continue
-        current: dict[str, Any] | None = None
-        stray: list[str] = []
-        for tok in s.split():
-            key, eq, value = tok.partition("=")
-            low = key.lower()
-            if not eq:
-                stray.append(tok)
-            elif low in _ENTRIES:
-                current = {"line": at, "name": value, "source": _ENTRIES[low], "f": {}, "host": hosts[at - 1]}
-                current["raw"] = lines[at - 1]
-                entries.append(current)
-            elif low in _GLOBALS:
-                settings[key] = value
-            elif current is None:
-                stray.append(tok)
-            else:
-                current["f"][key] = value
-        if stray and current is None:
-            if not any(k in s.lower() for k in _GLOBALS):
-                result.issue(
-                    at, lines[at - 1], "topology line without SwitchName=, BlockName= or BlockSizes="
-                )
-        elif stray:
-            result.issue(at, lines[at - 1], f"words outside key=value read past: {' '.join(stray)[:80]}")
+    for at, s in _joined(lines):
+        _slurm_line(at, s, lines, hosts, result, entries, settings)
     kept: list[dict[str, Any]] = []
     for e in entries:
         f = {k.lower(): v for k, v in e["f"].items()}
@@ -691,32 +679,91 @@ def _slurm(lines: list[str], hosts: list[str | None], result: ParseResult) -> No
         for child in e["children"]:
             parent.setdefault(child, e["name"])
     for e in kept:
-        f, tree = e["lf"], e["source"] == "slurm-topology"
-        level = (_int(f.get("level")) if "level" in f else _level(e, switches)) if tree else None
-        # a number that does not read stays in extra as printed, and is reported
-        odd = {k: v for k, v in e["f"].items() if k.lower() in _NUMBERS and _int(v) is None}
-        if odd:
-            words = " ".join(f"{k}={v}" for k, v in odd.items())
-            result.issue(e["line"], e["raw"], f"not a number: {words[:120]} (kept in extra)")
-        extra = {k: v for k, v in e["f"].items() if k.lower() not in _COLUMNS or k in odd}
-        if e["source"] != "slurm-topology":
-            extra.update(settings)
-        for node in e["nodes"] or [None]:
-            result.add(
-                "topology_member",
-                {
-                    "line": e["line"],
-                    "source": e["source"],
-                    "switch": e["name"],
-                    "level": level,
-                    "parent": parent.get(e["name"]) if tree else None,
-                    "node_name": node,
-                    "block_index": _int(f.get("blockindex")),
-                    "block_size": _int(f.get("blocksize")),
-                    "extra": json.dumps(extra) if extra else None,
-                    "host": e["host"],
-                },
-            )
+        _slurm_members(e, switches, parent, settings, result)
+
+
+def _joined(lines: list[str]) -> Iterator[tuple[int, str]]:
+    """(first line, text) of each line of topology.conf, comments cut, continued lines joined."""
+    buf, first = "", 0
+    for no, line in enumerate(lines, start=1):
+        s = line.split("#", 1)[0].rstrip()
+        if s.endswith("\\"):  # a line continued on the next one
+            buf, first = buf + s[:-1] + " ", first or no
+            continue
+        s, at = (buf + s).strip(), first or no
+        buf, first = "", 0
+        if s:
+            yield at, s
+
+
+def _slurm_line(
+    at: int,
+    s: str,
+    lines: list[str],
+    hosts: list[str | None],
+    result: ParseResult,
+    entries: list[dict[str, Any]],
+    settings: dict[str, str],
+) -> None:
+    """One line's key=value words: a switch or block entry and its fields, or a global setting."""
+    current: dict[str, Any] | None = None
+    stray: list[str] = []
+    for tok in s.split():
+        key, eq, value = tok.partition("=")
+        low = key.lower()
+        if not eq:
+            stray.append(tok)
+        elif low in _ENTRIES:
+            current = {"line": at, "name": value, "source": _ENTRIES[low], "f": {}, "host": hosts[at - 1]}
+            current["raw"] = lines[at - 1]
+            entries.append(current)
+        elif low in _GLOBALS:
+            settings[key] = value
+        elif current is None:
+            stray.append(tok)
+        else:
+            current["f"][key] = value
+    if stray and current is None:
+        if not any(k in s.lower() for k in _GLOBALS):
+            result.issue(at, lines[at - 1], "topology line without SwitchName=, BlockName= or BlockSizes=")
+    elif stray:
+        result.issue(at, lines[at - 1], f"words outside key=value read past: {' '.join(stray)[:80]}")
+
+
+def _slurm_members(
+    e: dict[str, Any],
+    switches: dict[str, dict[str, Any]],
+    parent: dict[str, str],
+    settings: dict[str, str],
+    result: ParseResult,
+) -> None:
+    """The topology_member rows of one switch or block: one per node, or one without a node."""
+    f, tree = e["lf"], e["source"] == "slurm-topology"
+    level = (_int(f.get("level")) if "level" in f else _level(e, switches)) if tree else None
+    # a number that does not read stays in extra as printed, and is reported
+    odd = {k: v for k, v in e["f"].items() if k.lower() in _NUMBERS and _int(v) is None}
+    if odd:
+        words = " ".join(f"{k}={v}" for k, v in odd.items())
+        result.issue(e["line"], e["raw"], f"not a number: {words[:120]} (kept in extra)")
+    extra = {k: v for k, v in e["f"].items() if k.lower() not in _COLUMNS or k in odd}
+    if e["source"] != "slurm-topology":
+        extra.update(settings)
+    for node in e["nodes"] or [None]:
+        result.add(
+            "topology_member",
+            {
+                "line": e["line"],
+                "source": e["source"],
+                "switch": e["name"],
+                "level": level,
+                "parent": parent.get(e["name"]) if tree else None,
+                "node_name": node,
+                "block_index": _int(f.get("blockindex")),
+                "block_size": _int(f.get("blocksize")),
+                "extra": json.dumps(extra) if extra else None,
+                "host": e["host"],
+            },
+        )
 
 
 def _level(
