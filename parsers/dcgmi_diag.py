@@ -282,12 +282,11 @@ def _row(st: dict[str, Any], no: int, raw: str, body: str, result: ParseResult) 
     """Handle one ``| name | value |`` row (body = the text after the first ``|``)."""
     sep = body.find("|")
     if sep < 0:
-        name, value = body.strip(), ""
+        name = body.strip()
         if _RESULT.match(name.split()[-1] if name else "") or not name:
             result.issue(no, raw, "table row without a column separator")
-            return
-        # a row cut by the paste after its first cell ("| PCIe"): the test name without a result
-        result.issue(no, raw, "row cut after the test name: no result")
+        else:  # a row cut by the paste after its first cell ("| PCIe"): the test name without a result
+            result.issue(no, raw, "row cut after the test name: no result")
         return
     name = body[:sep].strip()
     cell = body[sep + 1 :]
@@ -298,33 +297,41 @@ def _row(st: dict[str, Any], no: int, raw: str, body: str, result: ParseResult) 
     if name == "Diagnostic" and value == "Result":
         return
     if st["category"] == "Metadata" or name in ("DCGM Version", _DRV):
-        last = st.get("meta_last")
-        if not name and last is not None:  # a wrapped value: glue the piece like a message piece
-            prev = st["meta"][last]
-            st["meta"][last] = prev + value if len(prev) >= _CHUNK else f"{prev} {value}".strip()
-            attr = st["meta_rows"][last]
-            attr.update(_long("", attr["section"], last, st["meta"][last], attr["line"]))
-        elif name:
-            st["meta"][name], st["meta_last"] = value, name
-            st["meta_rows"][name] = _attr(st, no, "", st["category"] or "", name, value)
-        return
-    if lab := _LABEL.match(name):
+        _metadata(st, no, name, value)
+    elif lab := _LABEL.match(name):
         _flush(st)
         gpu = int(lab.group(3)) if lab.group(2) and lab.group(2).upper() == "GPU" else None
         st["msg"] = {"gpu": gpu, "kind": lab.group(1).lower(), "chunks": [_piece(cell)]}
         st["msg"].update(line=no, label=lab.group(1), host=st["host"])
-        return
+    elif name:
+        _flush(st)
+        if res := _RESULT.match(value):
+            st["test"] = {"name": name, "category": st["category"], "rows": {}}
+            _results(st, no, res, value)
+        else:
+            result.issue(no, raw, "row is neither a test result nor a message")
+    else:
+        _continued(st, no, raw, cell, value, result)
+
+
+def _metadata(st: dict[str, Any], no: int, name: str, value: str) -> None:
+    """A row of the Metadata block (DCGM and driver versions among them); a row without a name is the
+    rest of the value above it."""
+    last = st.get("meta_last")
+    if not name and last is not None:  # a wrapped value: glue the piece like a message piece
+        prev = st["meta"][last]
+        st["meta"][last] = prev + value if len(prev) >= _CHUNK else f"{prev} {value}".strip()
+        attr = st["meta_rows"][last]
+        attr.update(_long("", attr["section"], last, st["meta"][last], attr["line"]))
+    elif name:
+        st["meta"][name], st["meta_last"] = value, name
+        st["meta_rows"][name] = _attr(st, no, "", st["category"] or "", name, value)
+
+
+def _continued(st: dict[str, Any], no: int, raw: str, cell: str, value: str, result: ParseResult) -> None:
+    """A row without a name: one entity's result of the test above, its results, or a message's next piece."""
     res = _RESULT.match(value)
     ent = _ENTITY.match(value)
-    if name:
-        if not res:
-            _flush(st)
-            result.issue(no, raw, "row is neither a test result nor a message")
-            return
-        _flush(st)
-        st["test"] = {"name": name, "category": st["category"], "rows": {}}
-        _results(st, no, res, value)
-        return
     if ent and st["test"]:
         _flush(st)
         gpu = int(ent.group(2)) if ent.group(1).upper() == "GPU" else None
@@ -584,14 +591,7 @@ def _scan_json(text: str, exc: json.JSONDecodeError) -> ParseResult:
         s = line.strip()
         m = _JSON_KEY.match(s)
         if not m:
-            if s.startswith('"') and cur["array"] is not None and s.rstrip(",").endswith('"'):
-                item = s.rstrip(",").strip('"')
-                attr = _long(path["entity"], " / ".join(path["section"]), cur["array"], item, no)
-                result.add("dcgm_attribute", {**attr, "host": None})
-            if s.startswith('"') and cur["array"] in ("warnings", "info") and cur["row"] is not None:
-                _attach(cur["row"], "info" if cur["array"] == "info" else "warning", s.rstrip(",").strip('"'))
-            elif s.startswith("]"):
-                cur["array"] = None
+            _scan_item(result, path, cur, no, s)
             continue
         key, raw = m["key"], m["value"]
         try:
@@ -599,28 +599,7 @@ def _scan_json(text: str, exc: json.JSONDecodeError) -> ParseResult:
         except (json.JSONDecodeError, RecursionError):
             value = raw.strip('"')
         _scan_attribute(result, path, cur, no, key, raw, value)
-        if raw is None:
-            cur["array"] = key
-        elif key == "category":
-            cur["category"] = value
-        elif key == "name":
-            cur["test"], cur["gpus"] = value, [None]
-        elif key in ("gpu_ids", "gpu_id", "entity_id"):
-            cur["gpus"] = [int(g) for g in re.findall(r"\d+", str(value))] or [None]
-        elif key == "status" and cur["test"] is not None:
-            for gpu in cur["gpus"]:
-                row = dict.fromkeys(_TEST_COLUMNS)
-                row.update(
-                    line=no, category=cur["category"], test=cur["test"], gpu=gpu, result=_status(str(value))
-                )
-                row["result_printed"] = value
-                rows.append(row)
-                cur["row"] = row
-            cur["gpus"] = [None]
-        elif key == "warning" and cur["row"] is not None and value:
-            _attach(cur["row"], "warning", _DUP_GPU.sub(r"GPU \1", str(value)))
-        elif key in ("version", _DRV):
-            meta[key] = value
+        _scan_key(cur, rows, meta, no, key, raw, value)
     if not rows:
         raise ParseError(
             f"dcgmi diag JSON that does not load ({exc.msg} at line {exc.lineno}) holds no test result"
@@ -633,6 +612,53 @@ def _scan_json(text: str, exc: json.JSONDecodeError) -> ParseResult:
                  f"JSON does not load ({exc.msg}): read key by key; results after this point may be missing")  # fmt: skip
     _run(result, 1, "json", meta, None, None, [], False)
     return result
+
+
+def _scan_item(result: ParseResult, path: dict[str, Any], cur: dict[str, Any], no: int, s: str) -> None:
+    """A line of a JSON document read line by line that is no key: an item of the open list, its end."""
+    if s.startswith('"') and cur["array"] is not None and s.rstrip(",").endswith('"'):
+        item = s.rstrip(",").strip('"')
+        attr = _long(path["entity"], " / ".join(path["section"]), cur["array"], item, no)
+        result.add("dcgm_attribute", {**attr, "host": None})
+    if s.startswith('"') and cur["array"] in ("warnings", "info") and cur["row"] is not None:
+        _attach(cur["row"], "info" if cur["array"] == "info" else "warning", s.rstrip(",").strip('"'))
+    elif s.startswith("]"):
+        cur["array"] = None
+
+
+def _scan_key(
+    cur: dict[str, Any],
+    rows: list[dict[str, Any]],
+    meta: dict[str, Any],
+    no: int,
+    key: str,
+    raw: str | None,
+    value: Any,
+) -> None:
+    """One key of a JSON document read line by line: a list opens, a test, its GPUs, its status, a warning,
+    the versions."""
+    if raw is None:
+        cur["array"] = key
+    elif key == "category":
+        cur["category"] = value
+    elif key == "name":
+        cur["test"], cur["gpus"] = value, [None]
+    elif key in ("gpu_ids", "gpu_id", "entity_id"):
+        cur["gpus"] = [int(g) for g in re.findall(r"\d+", str(value))] or [None]
+    elif key == "status" and cur["test"] is not None:
+        for gpu in cur["gpus"]:
+            row = dict.fromkeys(_TEST_COLUMNS)
+            row.update(
+                line=no, category=cur["category"], test=cur["test"], gpu=gpu, result=_status(str(value))
+            )
+            row["result_printed"] = value
+            rows.append(row)
+            cur["row"] = row
+        cur["gpus"] = [None]
+    elif key == "warning" and cur["row"] is not None and value:
+        _attach(cur["row"], "warning", _DUP_GPU.sub(r"GPU \1", str(value)))
+    elif key in ("version", _DRV):
+        meta[key] = value
 
 
 def _scan_attribute(
