@@ -404,6 +404,22 @@ class _State:
 
     def line(self, no: int, line: str, raw: str, tag: str | None) -> None:
         self.raw = raw
+        line, stacked = self.untag(no, line, raw)
+        body = line.lstrip("#").strip()
+        if not body:
+            return
+        self.hits += 1
+        # cheap substring and first-character tests first: one specific regex per line, not a cascade
+        if self.data_line(no, line, raw, stacked, tag) or self.comment_line(no, line, body, raw, tag):
+            return
+        self.hits -= 1
+        self.other_line(no, line, body, tag)
+        if body[0].isdigit() and _ROWISH.match(body) or "Rank" in body and _RANKISH.search(body):
+            self.result.issue(no, raw, "line looks like a result or rank line but does not parse")
+
+    def untag(self, no: int, line: str, raw: str) -> tuple[str, str | None]:
+        """The line without the tags no launcher pattern took off (a rank tag, a job tag before Open MPI's,
+        a prefix before nccl-tests' own '#'), and the stacked tags it had."""
         if line.startswith("[") and (m := _RANK_TAG.match(line)):  # "[0] #  Rank ...": a rank tag
             line = line[m.end() :]
         stacked = None  # tags stacked before nccl-tests' own text that no launcher pattern took off
@@ -419,18 +435,23 @@ class _State:
             and "NCCL " not in line[: m.start()]
         ):
             stacked, line = line[: m.start()].strip(), line[m.start() :]  # "<tag> #  Avg bus bandwidth ..."
-        body = line.lstrip("#").strip()
-        if not body:
-            return
-        self.hits += 1
-        # cheap substring and first-character tests first: one specific regex per line, not a cascade
+        return line, stacked
+
+    def data_line(self, no: int, line: str, raw: str, stacked: str | None, tag: str | None) -> bool:
+        """An NCCL log line or a result row (by its first cell, or by its shape behind a prefix)."""
         if "NCCL " in line and (m := _NCCL_SOURCE.match(line) or _NCCL.match(line)):
             self.nccl_line(no, m, tag)
         elif line[0].isdigit() and _ROW.match(line):
             self.hits -= not self.result_row(no, line, raw, stacked or None)
         elif split := _row_at(line):  # a result row by its shape, behind a prefix no launcher took off
             self.hits -= not self.result_row(no, split[1], raw, split[0] or None)
-        elif body[0] in "nC" and (m := _BANNER.match(body)):
+        else:
+            return False
+        return True
+
+    def comment_line(self, no: int, line: str, body: str, raw: str, tag: str | None) -> bool:
+        """The banner, the nThread header, a rank line, the table header, the summary lines."""
+        if body[0] in "nC" and (m := _BANNER.match(body)):
             run = self.start(1, 2).row
             if m.group(1):
                 run["tests_version"] = m.group(1)
@@ -449,10 +470,8 @@ class _State:
         elif body.startswith("Out of bounds") and (m := re.match(r"Out of bounds values\s*:\s*(\S+)", body)):
             self.cur.row["oob_values"] = self.number(no, raw, "Out of bounds values", m.group(1), to_int)
         else:
-            self.hits -= 1
-            self.other_line(no, line, body, tag)
-            if body[0].isdigit() and _ROWISH.match(body) or "Rank" in body and _RANKISH.search(body):
-                self.result.issue(no, raw, "line looks like a result or rank line but does not parse")
+            return False
+        return True
 
     def number(self, no: int, raw: str, name: str, printed: str | None, convert: Any) -> Any:
         """``printed`` read by ``convert``; a value that should be a number but is not is a ParseIssue."""
@@ -539,7 +558,7 @@ class _State:
         )
 
     def nccl_line(self, no: int, m: re.Match[str], tag: str | None) -> None:
-        host, level, msg, net = m["host"] or _host_tag(tag), m["level"], m["msg"].strip(), self.cur.net
+        host, level, msg = m["host"] or _host_tag(tag), m["level"], m["msg"].strip()
         prefix = None  # what the line printed before its host (tags, stamps), as printed
         if m["host"]:
             at = self.raw.find(f"{m['host']}:{m['pid']}:")
@@ -550,6 +569,20 @@ class _State:
             odd = f"{m['host']}:{m['pid']}:{m['tid']} [{m['dev']}]"
             self.result.issue(no, self.raw, f"NCCL log line with a non-numeric pid, tid or device: {odd!r}")
         low = msg.lower()  # substring tests first: most INFO lines need none of the regexes below
+        version, provider = self.net_facts(msg, low)
+        if msg[:1] in ("C", "R"):
+            self.connection(no, msg, host, prefix)
+        code = None if level == "INFO" else _error_code(m.group(0))
+        if code is None:
+            code = self.info_code(no, msg, low, level, host, prefix, version is not None, provider)
+        if code is not None:
+            device = int(m["dev"]) if m["dev"] and m["dev"].isdigit() else None  # host:pid:tid [cudaDev]
+            self.event(no, host, level, code, msg, prefix, _code_location(m["between"], msg), device)
+
+    def net_facts(self, msg: str, low: str) -> tuple[re.Match[str] | None, str | None]:
+        """What an NCCL line says of the run: its version, the OFI provider, the network, IB in use; the
+        version's match and the provider as printed."""
+        net = self.cur.net
         v = _VERSION.search(msg) if "version" in msg else None
         if v:
             self.cur.row["nccl_version"] = self.cur.row["nccl_version"] or v.group(1)
@@ -561,9 +594,11 @@ class _State:
                 net.setdefault(key, n.group(1).lower())
         if "NET/IB" in msg and re.search(r"NET/IB\s*: Using \[", msg):
             net.setdefault("ib", "yes")
-        if msg[:1] not in ("C", "R"):
-            pass
-        elif c := _CHANNEL.match(msg):
+        return v, p.group(1) if p else None
+
+    def connection(self, no: int, msg: str, host: str | None, prefix: str | None) -> None:
+        """A ``Channel``/``Ring`` connection line: a transport row, or an issue when it does not read."""
+        if c := _CHANNEL.match(msg):
             self.result.add("nccl_transport", {
                 "line": no, "run": self.cur.row["run"], "host": host, "channel": int(c["ch"]),
                 "conn": to_int(c["conn"]), "src_rank": int(c["src"]), "src_dev": c["sdev"],
@@ -575,27 +610,37 @@ class _State:
             cut = not re.search(r"\bvia\s+\S", msg)  # with a via, a field before it is not what it should be
             why = "without a readable 'via' (cut?)" if cut else "does not parse"
             self.result.issue(no, self.raw, f"Channel/Ring connection line {why}")
-        code = None if level == "INFO" else _error_code(m.group(0))
-        if code is None:
-            if ("tcp" in low or "socket" in low) and _TCP.search(msg) or (p and "tcp" in p.group(1).lower()):
-                code = "TCP_FALLBACK"
-            elif (
-                ("net/ofi" in low or "libfabric" in low)
-                and _OFI_EFA.search(msg)
-                and "tcp" not in net.get("provider", "")
-            ):
-                code = "OFI_EFA"
-            elif v:
-                code = "NCCL_VERSION"
-            elif "NET/Socket" in msg and _SOCKET_INIT.search(msg):
-                self.cur.socket_lines.append(
-                    {"line": no, "host": host, "level": level, "message": msg, "prefix": prefix}
-                )
-            elif level != "INFO":
-                code = "WARN"
-        if code is not None:
-            device = int(m["dev"]) if m["dev"] and m["dev"].isdigit() else None  # host:pid:tid [cudaDev]
-            self.event(no, host, level, code, msg, prefix, _code_location(m["between"], msg), device)
+
+    def info_code(
+        self,
+        no: int,
+        msg: str,
+        low: str,
+        level: str,
+        host: str | None,
+        prefix: str | None,
+        version: bool,
+        provider: str | None,
+    ) -> str | None:
+        """The code of a line without an error code of its own: TCP fallback, OFI over EFA, the version, a
+        warning; NET/Socket lines kept until the run's transport is known."""
+        net = self.cur.net
+        if ("tcp" in low or "socket" in low) and _TCP.search(msg) or (provider and "tcp" in provider.lower()):
+            return "TCP_FALLBACK"
+        if (
+            ("net/ofi" in low or "libfabric" in low)
+            and _OFI_EFA.search(msg)
+            and "tcp" not in net.get("provider", "")
+        ):
+            return "OFI_EFA"
+        if version:
+            return "NCCL_VERSION"
+        if "NET/Socket" in msg and _SOCKET_INIT.search(msg):
+            self.cur.socket_lines.append(
+                {"line": no, "host": host, "level": level, "message": msg, "prefix": prefix}
+            )
+            return None
+        return "WARN" if level != "INFO" else None
 
     def other_line(self, no: int, line: str, body: str, tag: str | None) -> None:
         run = self.cur.row
@@ -700,6 +745,13 @@ class _State:
                     row["run"] = renumber.get(row["run"], row["run"])
             for i, r in enumerate(runs, start=1):
                 r.row["run"] = i
+        self.transports(runs)
+        result.tables["nccl_log_event"].sort(key=lambda e: e["line"])
+        self.run_rows(runs)
+        return result
+
+    def transports(self, runs: list[_Run]) -> None:
+        """Each run's network transport and provider: its own lines', else the file's."""
         file_net = {k: v for r in runs for k, v in reversed(list(r.net.items()))}
         file_socket = [s for r in runs for s in r.socket_lines]
         for r in runs:
@@ -711,7 +763,10 @@ class _State:
             r.row.update(
                 net_transport=transport, net_provider=r.net.get("provider") or file_net.get("provider")
             )
-        result.tables["nccl_log_event"].sort(key=lambda e: e["line"])
+
+    def run_rows(self, runs: list[_Run]) -> None:
+        """The nccl_run rows: each run's first line, its ranks and hosts, its results, whether it was cut."""
+        result = self.result
         ranks_of: dict[int, list[dict[str, Any]]] = {}
         for k in result.rows("nccl_rank"):
             ranks_of.setdefault(k["run"], []).append(k)
@@ -728,7 +783,6 @@ class _State:
             run.update(hosts=",".join(hosts) or None, n_results=r.results)
             run["truncated"] = run["avg_busbw_gbps"] is None
             result.add("nccl_run", run)
-        return result
 
     def cur_run_event(self, run: _Run, ev: dict[str, Any]) -> None:
         key = (run.row["run"], ev["host"], "TCP_FALLBACK")
