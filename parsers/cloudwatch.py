@@ -328,6 +328,22 @@ def _parse(text: str, filename: str, command: str) -> ParseResult:
 def _json_docs(text: str, start: int, base: dict[str, Any], result: ParseResult) -> None:
     if "//" in text or "/*" in text:  # the AWS docs' JSON with comments in it
         text = text[:start] + _without_js_comments(text[start:])
+    docs = _decoded(text, start, result)
+    queries = dict(base.get("queries") or {})
+    queries.update({_text(q.get("Id")): q for d in docs for q in _dicts(d.get("MetricDataQueries"))})
+    queries.update({_text(d.get("Id")): d for d in docs if _is_query(d)})  # a pasted file://q.json list
+    find = _Locator(text)
+    for doc in docs:
+        info = _merge({"label": doc.get("Label")}, _hints(str(doc.get("Label") or ""), words=True), base)
+        doc_extra = {k: v for k, v in doc.items() if k not in _DOC_KEYS}  # NextToken, keys not seen before
+        for dp in _dicts(doc.get("Datapoints")):
+            _json_datapoint(dp, info, doc_extra, find, result)
+        for res in _dicts(doc.get("MetricDataResults")):
+            _json_result(doc, res, doc_extra, queries, base, find, result)
+
+
+def _decoded(text: str, start: int, result: ParseResult) -> list[dict[str, Any]]:
+    """The JSON documents of the text, one after another (a truncated one kept up to its cut, said)."""
     docs: list[Any] = []
     decoder, pos = json.JSONDecoder(), start
     while pos < len(text):
@@ -344,39 +360,48 @@ def _json_docs(text: str, start: int, base: dict[str, Any], result: ParseResult)
             doc = {"Datapoints": doc}  # a bare Datapoints list (--query Datapoints)
         docs.extend(doc if isinstance(doc, list) else [doc])
         pos = text.find("{", pos) if text.find("{", pos) >= 0 else len(text)
-    docs = [d for d in docs if isinstance(d, dict)]
-    queries = dict(base.get("queries") or {})
-    queries.update({_text(q.get("Id")): q for d in docs for q in _dicts(d.get("MetricDataQueries"))})
-    queries.update({_text(d.get("Id")): d for d in docs if _is_query(d)})  # a pasted file://q.json list
-    find = _Locator(text)
-    for doc in docs:
-        info = _merge({"label": doc.get("Label")}, _hints(str(doc.get("Label") or ""), words=True), base)
-        doc_extra = {k: v for k, v in doc.items() if k not in _DOC_KEYS}  # NextToken, keys not seen before
-        for dp in _dicts(doc.get("Datapoints")):
-            line = find(json.dumps(dp.get("Timestamp")))
-            stats = {k: dp[k] for k in ("Sum", "Average", "Minimum", "Maximum", "SampleCount") if k in dp}
-            stats.update(dp["ExtendedStatistics"] if isinstance(dp.get("ExtendedStatistics"), dict) else {})
-            other = {**doc_extra, **{k: v for k, v in dp.items() if k not in _DP_KEYS}}
-            for stat, value in stats.items():
-                dp_info = _merge({"statistic": stat, "unit": dp.get("Unit")}, info)
-                _add(result, line, dp.get("Timestamp"), value, dp_info, extra=other)
-        for res in _dicts(doc.get("MetricDataResults")):
-            info, expression = _result_info(_text(res.get("Id")), _text(res.get("Label")), queries, base)
-            info.update(status_code=res.get("StatusCode"))
-            other = {**doc_extra, **{k: v for k, v in res.items() if k not in _RESULT_KEYS}, **expression}
-            if doc.get("Messages"):
-                other["Messages"] = doc["Messages"]
-            stamps, values = _list(res.get("Timestamps")), _list(res.get("Values"))
-            value_lines: list[int] = []
-            if values and find.first("Timestamps", "Values") == "Values":
-                value_lines = find.array("Values", len(values))
-            stamp_lines = [find(json.dumps(ts)) for ts in stamps]
-            if values and not value_lines:
-                value_lines = find.array("Values", len(values))
-            for i, ts in enumerate(stamps):
-                value = values[i] if i < len(values) else None
-                info["value_line"] = value_lines[i] if i < len(value_lines) else None
-                _add(result, stamp_lines[i], ts, value, info, extra=other)
+    return [d for d in docs if isinstance(d, dict)]
+
+
+def _json_datapoint(
+    dp: dict[str, Any], info: dict[str, Any], doc_extra: dict[str, Any], find: _Locator, result: ParseResult
+) -> None:
+    """One datapoint of get-metric-statistics: a row per statistic it holds."""
+    line = find(json.dumps(dp.get("Timestamp")))
+    stats = {k: dp[k] for k in ("Sum", "Average", "Minimum", "Maximum", "SampleCount") if k in dp}
+    stats.update(dp["ExtendedStatistics"] if isinstance(dp.get("ExtendedStatistics"), dict) else {})
+    other = {**doc_extra, **{k: v for k, v in dp.items() if k not in _DP_KEYS}}
+    for stat, value in stats.items():
+        dp_info = _merge({"statistic": stat, "unit": dp.get("Unit")}, info)
+        _add(result, line, dp.get("Timestamp"), value, dp_info, extra=other)
+
+
+def _json_result(
+    doc: dict[str, Any],
+    res: dict[str, Any],
+    doc_extra: dict[str, Any],
+    queries: dict[str | None, Any],
+    base: dict[str, Any],
+    find: _Locator,
+    result: ParseResult,
+) -> None:
+    """One MetricDataResults item of get-metric-data: a row per timestamp, its value and both lines."""
+    info, expression = _result_info(_text(res.get("Id")), _text(res.get("Label")), queries, base)
+    info.update(status_code=res.get("StatusCode"))
+    other = {**doc_extra, **{k: v for k, v in res.items() if k not in _RESULT_KEYS}, **expression}
+    if doc.get("Messages"):
+        other["Messages"] = doc["Messages"]
+    stamps, values = _list(res.get("Timestamps")), _list(res.get("Values"))
+    value_lines: list[int] = []
+    if values and find.first("Timestamps", "Values") == "Values":
+        value_lines = find.array("Values", len(values))
+    stamp_lines = [find(json.dumps(ts)) for ts in stamps]
+    if values and not value_lines:
+        value_lines = find.array("Values", len(values))
+    for i, ts in enumerate(stamps):
+        value = values[i] if i < len(values) else None
+        info["value_line"] = value_lines[i] if i < len(value_lines) else None
+        _add(result, stamp_lines[i], ts, value, info, extra=other)
 
 
 def _text_output(lines: list[str], original: str, base: dict[str, Any], result: ParseResult) -> None:
@@ -384,75 +409,97 @@ def _text_output(lines: list[str], original: str, base: dict[str, Any], result: 
     scalar values in sorted key order (Average < Maximum < Minimum < SampleCount < Sum < Timestamp <
     Unit; Id < Label < StatusCode), a list of scalars one ``KEY<TAB>value`` line each, and a response's
     own scalars (Label, NextToken) on a line of their own."""
-    printed = original.splitlines()
-    stats = sorted(base.get("statistics") or ([base["statistic"]] if base.get("statistic") else []))
-    label: str | None = None
-    result_info: dict[str, Any] | None = None
-    stamps: list[tuple[int, str]] = []
-    values: list[tuple[int, float | None]] = []
-    last: dict[str, Any] | None = None  # the DATAPOINTS row an EXTENDEDSTATISTICS line belongs to
-
-    def flush() -> None:
-        if result_info is not None:
-            for i, (no, ts) in enumerate(stamps):
-                value_no, value = values[i] if i < len(values) else (None, None)
-                info = {**result_info, "value_line": value_no}
-                _add(result, no, ts, value, info, printed[no - 1])
-
+    reader = _TextOutput(original.splitlines(), base, result)
     for no, line in enumerate(lines, start=1):
-        key, _, rest = line.partition("\t")
-        cells = rest.split("\t") if rest else []
-        if not line:
-            continue
-        if "\t" not in line and _TEXT_ROW.match(line):  # tabs turned to spaces: the cells by shape
-            key, *cells = line.split()
-            if key == "METRICDATARESULTS" and len(cells) >= 3 and cells[-1] in _STATUS_CODES:
-                cells = [cells[0], " ".join(cells[1:-1]), cells[-1]]  # a label of several words
-            elif key == "METRICDATARESULTS" and len(cells) >= 2:
-                cells = [cells[0], " ".join(cells[1:])]
-        if key == "DATAPOINTS":
-            at = next((i for i, c in enumerate(cells) if _ts(c) and not _NUMBERISH.match(c)), None)
-            if at is None:
-                result.issue(no, printed[no - 1], "DATAPOINTS row without a timestamp")
-                continue
-            numbers = cells[:at]
-            unit = cells[at + 1] if at + 1 < len(cells) else None
-            names: list[str | None] = list(stats) if len(stats) == len(numbers) else [None] * len(numbers)
-            if len(numbers) > 1 and None in names:
-                result.issue(
-                    no, printed[no - 1], "text output names no statistic: values kept, statistic null"
-                )
-            info = _merge({"label": label}, _hints(label or "", words=True), base, {"unit": unit})
-            for name, cell in zip(names, numbers, strict=True):
-                if cell and to_float(cell) is None:
-                    result.issue(no, printed[no - 1], f"DATAPOINTS value not a number: {cell!r}")
-                elif cell:
-                    _add(result, no, cells[at], to_float(cell), {**info, "statistic": name}, printed[no - 1])
-            last = {**info, "ts": cells[at]}
-        elif key == "EXTENDEDSTATISTICS" and last is not None:
-            ext = sorted(base.get("extended") or [])
-            for i, cell in enumerate(cells):
-                name = ext[i] if len(ext) == len(cells) else None
-                _add(result, no, last["ts"], to_float(cell), {**last, "statistic": name}, printed[no - 1])
-        elif key == "METRICDATARESULTS":
-            flush()
-            rid, rlabel, status = (cells + [None, None, None])[:3]
-            result_info = _result_info(rid, rlabel, base.get("queries") or {}, base)[0]
-            result_info.update(status_code=status)
-            stamps, values = [], []
-        elif key == "TIMESTAMPS" and cells:
-            stamps.append((no, cells[0]))
-        elif key == "VALUES" and cells:
-            values.append((no, to_float(cells[0])))
-        elif key == "MESSAGES":
-            continue  # Code<TAB>Value: nothing to attach a row to
-        elif label is None and re.fullmatch(r"[\w./: -]+", line) and not cells:
-            label = line  # the response's Label (get-metric-statistics) or NextToken
-        elif re.search(r"\d", line):
-            result.issue(no, printed[no - 1], "not a row of aws cloudwatch --output text")
-    flush()
+        if line:
+            reader.line(no, line)
+    reader.flush()
     if not result.rows("cw_metric") and not result.issues:
         raise ParseError("aws --output text without DATAPOINTS or TIMESTAMPS/VALUES rows")
+
+
+class _TextOutput:
+    """``--output text`` being read: the response's label, the METRICDATARESULTS item open with its
+    TIMESTAMPS and VALUES, the last DATAPOINTS row (an EXTENDEDSTATISTICS line belongs to it)."""
+
+    def __init__(self, printed: list[str], base: dict[str, Any], result: ParseResult) -> None:
+        self.printed, self.base, self.result = printed, base, result
+        self.stats = sorted(base.get("statistics") or ([base["statistic"]] if base.get("statistic") else []))
+        self.label: str | None = None
+        self.result_info: dict[str, Any] | None = None
+        self.stamps: list[tuple[int, str]] = []
+        self.values: list[tuple[int, float | None]] = []
+        self.last: dict[str, Any] | None = None
+
+    def flush(self) -> None:
+        """The rows of the METRICDATARESULTS item read: a timestamp and its value each."""
+        if self.result_info is not None:
+            for i, (no, ts) in enumerate(self.stamps):
+                value_no, value = self.values[i] if i < len(self.values) else (None, None)
+                info = {**self.result_info, "value_line": value_no}
+                _add(self.result, no, ts, value, info, self.printed[no - 1])
+
+    def line(self, no: int, line: str) -> None:
+        key, cells = _text_cells(line)
+        if key == "DATAPOINTS":
+            self.datapoints(no, cells)
+        elif key == "EXTENDEDSTATISTICS" and self.last is not None:
+            ext = sorted(self.base.get("extended") or [])
+            for i, cell in enumerate(cells):
+                name = ext[i] if len(ext) == len(cells) else None
+                _add(self.result, no, self.last["ts"], to_float(cell), {**self.last, "statistic": name},
+                     self.printed[no - 1])  # fmt: skip
+        elif key == "METRICDATARESULTS":
+            self.flush()
+            rid, rlabel, status = (cells + [None, None, None])[:3]
+            self.result_info = _result_info(rid, rlabel, self.base.get("queries") or {}, self.base)[0]
+            self.result_info.update(status_code=status)
+            self.stamps, self.values = [], []
+        elif key == "TIMESTAMPS" and cells:
+            self.stamps.append((no, cells[0]))
+        elif key == "VALUES" and cells:
+            self.values.append((no, to_float(cells[0])))
+        elif key == "MESSAGES":
+            return  # Code<TAB>Value: nothing to attach a row to
+        elif self.label is None and re.fullmatch(r"[\w./: -]+", line) and not cells:
+            self.label = line  # the response's Label (get-metric-statistics) or NextToken
+        elif re.search(r"\d", line):
+            self.result.issue(no, self.printed[no - 1], "not a row of aws cloudwatch --output text")
+
+    def datapoints(self, no: int, cells: list[str]) -> None:
+        """A DATAPOINTS row: its statistics' values (named by the command's --statistics), its time, unit."""
+        printed, result = self.printed[no - 1], self.result
+        at = next((i for i, c in enumerate(cells) if _ts(c) and not _NUMBERISH.match(c)), None)
+        if at is None:
+            result.issue(no, printed, "DATAPOINTS row without a timestamp")
+            return
+        numbers = cells[:at]
+        unit = cells[at + 1] if at + 1 < len(cells) else None
+        names: list[str | None] = (
+            list(self.stats) if len(self.stats) == len(numbers) else [None] * len(numbers)
+        )
+        if len(numbers) > 1 and None in names:
+            result.issue(no, printed, "text output names no statistic: values kept, statistic null")
+        info = _merge({"label": self.label}, _hints(self.label or "", words=True), self.base, {"unit": unit})
+        for name, cell in zip(names, numbers, strict=True):
+            if cell and to_float(cell) is None:
+                result.issue(no, printed, f"DATAPOINTS value not a number: {cell!r}")
+            elif cell:
+                _add(result, no, cells[at], to_float(cell), {**info, "statistic": name}, printed)
+        self.last = {**info, "ts": cells[at]}
+
+
+def _text_cells(line: str) -> tuple[str, list[str]]:
+    """A text-output line's key and cells; tabs turned to spaces are read by the cells' shape."""
+    key, _, rest = line.partition("\t")
+    cells = rest.split("\t") if rest else []
+    if "\t" not in line and _TEXT_ROW.match(line):
+        key, *cells = line.split()
+        if key == "METRICDATARESULTS" and len(cells) >= 3 and cells[-1] in _STATUS_CODES:
+            cells = [cells[0], " ".join(cells[1:-1]), cells[-1]]  # a label of several words
+        elif key == "METRICDATARESULTS" and len(cells) >= 2:
+            cells = [cells[0], " ".join(cells[1:])]
+    return key, cells
 
 
 def _table_output(lines: list[str], original: str, base: dict[str, Any], result: ParseResult) -> None:
@@ -623,21 +670,42 @@ def _csv(text: str, original: str, base: dict[str, Any], result: ParseResult) ->
         raise ParseError(f"CloudWatch CSV not readable: {exc}") from exc
     header = [_COLS.get(re.sub(r"[^a-z0-9]", "", h.lower()), h) for h in rows[0][1]]
     if "value" in header and "ts" in header:
-        for no, cells in rows[1:]:
-            got = dict(zip(header, cells, strict=False))
-            value = to_float(got["value"]) if len(cells) == len(header) else None
-            if value is None:
-                result.issue(no, printed[no - 1], "CSV row without a numeric value")
-                continue
-            info = {k: got.get(k) or None for k in _INFO_KEYS if k != "dimensions"}
-            for dim in (d for d in _NS_BY_DIM if got.get(d) and not info["dimension_name"]):
-                info.update(dimension_name=dim, dimension_value=got[dim])
-            _add(
-                result, no, got["ts"], value, _merge(info, _hints(got.get("dimensions") or ""), base), raw[no]
-            )
+        _csv_long(rows, header, raw, printed, base, result)
         return
     if len(header) < 2:
         raise ParseError("not a CloudWatch CSV: no Value column and no series columns")
+    _csv_wide(rows, raw, printed, base, result)
+
+
+def _csv_long(
+    rows: list[tuple[int, list[str]]],
+    header: list[str],
+    raw: dict[int, str],
+    printed: list[str],
+    base: dict[str, Any],
+    result: ParseResult,
+) -> None:
+    """A CSV of one value per row (a Timestamp and a Value column, the metric's names beside them)."""
+    for no, cells in rows[1:]:
+        got = dict(zip(header, cells, strict=False))
+        value = to_float(got["value"]) if len(cells) == len(header) else None
+        if value is None:
+            result.issue(no, printed[no - 1], "CSV row without a numeric value")
+            continue
+        info = {k: got.get(k) or None for k in _INFO_KEYS if k != "dimensions"}
+        for dim in (d for d in _NS_BY_DIM if got.get(d) and not info["dimension_name"]):
+            info.update(dimension_name=dim, dimension_value=got[dim])
+        _add(result, no, got["ts"], value, _merge(info, _hints(got.get("dimensions") or ""), base), raw[no])
+
+
+def _csv_wide(
+    rows: list[tuple[int, list[str]]],
+    raw: dict[int, str],
+    printed: list[str],
+    base: dict[str, Any],
+    result: ParseResult,
+) -> None:
+    """A console export: a time column, then one column per series (metadata rows name each series)."""
     series = [_merge({"label": h}, _hints(h, words=True)) for h in rows[0][1][1:]]
     base = _merge(base, {"period_s": _min_gap(_ts(cells[0]) for _, cells in rows[1:])})
     for no, cells in rows[1:]:
@@ -731,6 +799,23 @@ def _hints(text: str, words: bool = False, filename: bool = False) -> dict[str, 
 
     Bare words (``DataReadBytes``, ``Sum``) count only in labels and file names (``words``).
     """
+    info = _flags(text)
+    pairs = re.findall(r"Name=([\w.:/-]+),Value=([^\s,'\"]+)", text)
+    pairs = pairs or re.findall(r"\b(\w+Id)=([\w.:/-]+)", text)
+    if pairs:
+        info["dimension_name"], info["dimension_value"] = pairs[0]
+        info["dimensions"] = json.dumps(dict(pairs))
+    for dim, pattern in _ID_DIMS:
+        if "dimension_name" not in info and (m := re.search(pattern, text)):
+            info["dimension_name"], info["dimension_value"] = dim, m.group(0)
+            info["dimensions"] = json.dumps({dim: m.group(0)})
+    if words:
+        _word_hints(info, text, filename)
+    return info
+
+
+def _flags(text: str) -> dict[str, Any]:
+    """What the command line's flags (or ``key=value`` words) name: namespace, metric, statistics, period."""
     info: dict[str, Any] = {}
     if m := re.search(r"--namespace[= ]+['\"]?([\w/.-]+)|\bnamespace[=:]\s*([\w/.-]+)|\bAWS/\w+", text, re.I):
         info["namespace"] = m.group(1) or m.group(2) or m.group(0)
@@ -748,17 +833,11 @@ def _hints(text: str, words: bool = False, filename: bool = False) -> dict[str, 
         r"--extended-statistics[= ]+((?:['\"]?[\w.()%:]+['\"]?[ ,]*)+?)(?=\s--|\s*$)", text, re.M
     ):
         info["extended"] = re.findall(r"[\w.()%:]+", m.group(1))
-    pairs = re.findall(r"Name=([\w.:/-]+),Value=([^\s,'\"]+)", text)
-    pairs = pairs or re.findall(r"\b(\w+Id)=([\w.:/-]+)", text)
-    if pairs:
-        info["dimension_name"], info["dimension_value"] = pairs[0]
-        info["dimensions"] = json.dumps(dict(pairs))
-    for dim, pattern in _ID_DIMS:
-        if "dimension_name" not in info and (m := re.search(pattern, text)):
-            info["dimension_name"], info["dimension_value"] = dim, m.group(0)
-            info["dimensions"] = json.dumps({dim: m.group(0)})
-    if not words:
-        return info
+    return info
+
+
+def _word_hints(info: dict[str, Any], text: str, filename: bool) -> None:
+    """What a label's or file name's bare words name: a statistic, a namespace, a metric."""
     rest = re.sub(r"\S+=\S*|\bAWS/\w+|" + "|".join(p for _, p in _ID_DIMS), " ", text)
     others: list[str] = []  # a label's words that are no statistic and no namespace
     for word in re.split(r"[\s,;()\[\]_.-]+" if filename else r"[\s,;()\[\]\"']+", rest):
@@ -775,7 +854,6 @@ def _hints(text: str, words: bool = False, filename: bool = False) -> dict[str, 
             others.append(word)
     if not filename and (metric := _label_metric(others)):
         info.setdefault("metric", metric)
-    return info
 
 
 def _label_metric(words: list[str]) -> str | None:
