@@ -414,6 +414,23 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None if value is None else str(value)
 
 
+def _sizes(row: dict[str, Any], side: str, e: Mapping[str, Any], bad: list[str]) -> None:
+    """An entry's input or output tensor sizes (as JSON and as a count of elements) and dtypes; sizes that
+    are no lists of whole numbers are named in ``bad``."""
+    sizes = e.get(f"{side}_sizes")
+    ok = isinstance(sizes, list) and all(
+        isinstance(s, list) and all(_int(d) is not None for d in s) for s in sizes
+    )
+    if sizes is not None and not ok:
+        bad.append(f"{side}_sizes")
+    row[f"{side}_sizes"] = json.dumps(sizes, separators=(", ", ": ")) if ok else None
+    row[f"numel_{'in' if side == 'input' else 'out'}"] = (
+        sum(math.prod(int(d) for d in s) for s in sizes) if ok and sizes else None
+    )
+    dtypes = e.get(f"{side}_dtypes")
+    row[f"{side}_dtypes"] = ",".join(str(d) for d in dtypes) if isinstance(dtypes, list) and dtypes else None
+
+
 def _entry(rank: int | None, n: int, e: Mapping[str, Any], result: ParseResult) -> dict[str, Any]:
     bad: list[str] = []
 
@@ -447,20 +464,7 @@ def _entry(rank: int | None, n: int, e: Mapping[str, Any], result: ParseResult) 
         "thread_name": _str(e.get("thread_name")) or None,
     }  # fmt: skip
     for side in ("input", "output"):
-        sizes = e.get(f"{side}_sizes")
-        ok = isinstance(sizes, list) and all(
-            isinstance(s, list) and all(_int(d) is not None for d in s) for s in sizes
-        )
-        if sizes is not None and not ok:
-            bad.append(f"{side}_sizes")
-        row[f"{side}_sizes"] = json.dumps(sizes, separators=(", ", ": ")) if ok else None
-        row[f"numel_{'in' if side == 'input' else 'out'}"] = (
-            sum(math.prod(int(d) for d in s) for s in sizes) if ok and sizes else None
-        )
-        dtypes = e.get(f"{side}_dtypes")
-        row[f"{side}_dtypes"] = (
-            ",".join(str(d) for d in dtypes) if isinstance(dtypes, list) and dtypes else None
-        )
+        _sizes(row, side, e, bad)
     frames = e.get("frames")
     top = frames[0] if isinstance(frames, list) and frames and isinstance(frames[0], dict) else None
     row["frame"] = (
