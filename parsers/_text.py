@@ -284,6 +284,18 @@ def _tag_kind(lines: list[str]) -> re.Pattern[str] | None:
 _QUICK = ("\r", "`", "<-", "<=", "←", "$ ", "# ", "$\n", "...", "…", "^", "]+", "]-", "> ")
 
 
+def _noise(line: str) -> bool:
+    """A line that travelled with the output and says nothing of it: a Markdown fence, a job-control
+    line, an elision ("...", "[snip]")."""
+    stripped = line.lstrip() if line[:1] in (" ", "\t") else line
+    first = stripped[:1]
+    return bool(
+        (("```" in line or "~~~" in line) and _FENCE.match(line))
+        or ((first == "^" or (first == "[" and stripped[1:2].isdigit())) and _JOB_NOISE.match(line))
+        or (first in (".", "…", "<", "[") and (first != "[" or len(stripped) <= 24) and _ELISION.match(line))
+    )
+
+
 class LineCleaner:
     """Cleans one line at a time, with the launcher tag of its file (see ``clean_lines``).
 
@@ -306,9 +318,9 @@ class LineCleaner:
             head = [_unprefix(line, self.prefix) for line in head]
         self.pattern = _tag_kind(head) if tags else None
 
-    def clean(self, line: str) -> tuple[str, str | None, str | None, bool]:
-        """(cleaned line, launcher tag, command of a prompt line, whether the line was noise blanked)."""
-        line = line.rstrip()
+    def _untagged(self, line: str) -> tuple[str, str | None]:
+        """The line without the capture's common prefix, a Markdown quote, its launcher tag (returned) or
+        an mpirun tag."""
         if self.prefix:
             line = _unprefix(line, self.prefix)
         host = None
@@ -322,19 +334,14 @@ class LineCleaner:
                 host, line = m.group(1), line[m.end() :]
         elif line.startswith("[") and (m := _MPIRUN.match(line)):
             line = line[m.end() :]
+        return line, host
+
+    def clean(self, line: str) -> tuple[str, str | None, str | None, bool]:
+        """(cleaned line, launcher tag, command of a prompt line, whether the line was noise blanked)."""
+        line, host = self._untagged(line.rstrip())
         if "`" in line:
             line = line.strip("`").rstrip() if not _FENCE.match(line) else line
-        stripped = line.lstrip() if line[:1] in (" ", "\t") else line
-        first = stripped[:1]
-        if (
-            (("```" in line or "~~~" in line) and _FENCE.match(line))
-            or ((first == "^" or (first == "[" and stripped[1:2].isdigit())) and _JOB_NOISE.match(line))
-            or (
-                first in (".", "…", "<", "[")
-                and (first != "[" or len(stripped) <= 24)
-                and _ELISION.match(line)
-            )
-        ):
+        if _noise(line):
             return "", host, None, True
         if ("$" in line or "#" in line or "➜" in line) and (m := _PROMPT.match(line)):
             return "", host, (m.group("cmd") or "").strip() or None, True
