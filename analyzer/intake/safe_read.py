@@ -221,6 +221,35 @@ def resolve_link(name: str, readlink: Callable[[str], tuple[str, bool] | None]) 
     return "/".join(resolved), ""
 
 
+def _refused(info: tarfile.TarInfo, limits: Limits) -> str | None:
+    """Why a member that is no folder or link is not read (not a regular file, sparse, refused by the
+    library's data filter, over the per-file cap), else None."""
+    if not info.isreg():
+        return "not a regular file (device, FIFO or other)"
+    if info.issparse():
+        return "sparse member (holes the archive does not hold): not read"
+    if refused := _library_filter(info):
+        return refused
+    if info.size > limits.max_file_bytes:
+        return f"{info.size} bytes exceeds the per-file cap"
+    return None
+
+
+def _over_caps(total: int, size: int, name: str, limits: Limits, archive_bytes: int) -> str | None:
+    """Why reading stops before a member of ``size`` bytes (the total cap, an implausible expansion the
+    headers already tell), else None."""
+    if total + size > limits.max_bundle_bytes:
+        return "bundle exceeds the total size cap; the rest was not read"
+    if total + size > max(limits.ratio_floor_bytes, limits.max_ratio * archive_bytes):
+        # told by the header, before decompressing: no archive holds more than that
+        return (
+            f"expansion ratio over {limits.max_ratio:g}:1 is implausible: the members "
+            f"declare more than that times the archive's {archive_bytes} bytes (a "
+            f"compression bomb?); reading stopped at {name}"
+        )
+    return None
+
+
 def iter_tar(
     path: Path,
     limits: Limits,
@@ -254,11 +283,12 @@ def iter_tar(
                         errors.append(f"more than {limits.max_members} members; the rest was not read")
                         break
                     name = safe_member_name(info.name)
-                    if name is None and info.isdir() and info.name.rstrip("/") == ".":
-                        continue  # the top of 'tar -C dir .': nothing to read
                     if name is None:
-                        refusals.append(Refusal(info.name, "unsafe name (absolute path or '..')"))
-                        inside = info.name
+                        if not (
+                            info.isdir() and info.name.rstrip("/") == "."
+                        ):  # not the top of 'tar -C dir .'
+                            refusals.append(Refusal(info.name, "unsafe name (absolute path or '..')"))
+                            inside = info.name
                         continue
                     seen.add(name)
                     if info.isdir():
@@ -268,31 +298,11 @@ def iter_tar(
                         links[name] = (info.linkname, info.islnk())
                         continue
                     inside = name
-                    if not info.isreg():
-                        refusals.append(Refusal(name, "not a regular file (device, FIFO or other)"))
+                    if (why := _refused(info, limits)) is not None:
+                        refusals.append(Refusal(name, why))
                         continue
-                    if info.issparse():
-                        refusals.append(
-                            Refusal(name, "sparse member (holes the archive does not hold): not read")
-                        )
-                        continue
-                    refused = _library_filter(info)
-                    if refused:
-                        refusals.append(Refusal(name, refused))
-                        continue
-                    if info.size > limits.max_file_bytes:
-                        refusals.append(Refusal(name, f"{info.size} bytes exceeds the per-file cap"))
-                        continue
-                    if total + info.size > limits.max_bundle_bytes:
-                        errors.append("bundle exceeds the total size cap; the rest was not read")
-                        break
-                    if total + info.size > max(limits.ratio_floor_bytes, limits.max_ratio * archive_bytes):
-                        # told by the header, before decompressing: no archive holds more than that
-                        errors.append(
-                            f"expansion ratio over {limits.max_ratio:g}:1 is implausible: the members "
-                            f"declare more than that times the archive's {archive_bytes} bytes (a "
-                            f"compression bomb?); reading stopped at {name}"
-                        )
+                    if (stop := _over_caps(total, info.size, name, limits, archive_bytes)) is not None:
+                        errors.append(stop)
                         break
                     files.add(name)
                     wanted = select is None or select(name)
