@@ -192,85 +192,123 @@ def _discover(
     directory being walked (display, path), the folder of a node bundle found directly in it."""
     if path.is_symlink() and depth > 0:
         found.refuse(display, "link inside a bundle directory not followed")
-        return
-    if not path.exists():
+    elif not path.exists():
         found.refuse(display, "no such file or directory")
+    elif _seen_before(path, display, found):
         return
-    if _seen_before(path, display, found):
+    elif path.is_dir():
+        _discover_dir(path, display, workdir, limits, found, depth, folder, parent)
+    elif is_tarball(path):
+        _discover_tarball(path, display, workdir, limits, found, depth, folder, parent)
+    else:
+        _discover_file(path, display, workdir, limits, found, depth, folder, parent)
+
+
+def _discover_dir(
+    path: Path,
+    display: str,
+    workdir: Path,
+    limits: Limits,
+    found: Discovery,
+    depth: int,
+    folder: str | None,
+    parent: tuple[str, Path] | None,
+) -> None:
+    """A directory: a node bundle (with or without its meta.env), another tool's folder, an extra/
+    folder, else a folder whose entries are discovered in turn."""
+    if (path / "meta.env").is_file():
+        holder = folder or _holder(found, path, parent)
+        found.nodes.append(NodeSource(path, False, display, folder=holder))
+        found.heads[path] = Head(_read_meta(path, limits))
         return
-    if path.is_dir():
-        if (path / "meta.env").is_file():
-            holder = folder or _holder(found, path, parent)
-            found.nodes.append(NodeSource(path, False, display, folder=holder))
-            found.heads[path] = Head(_read_meta(path, limits))
-            return
-        kind = foreign.detect(path)
-        if kind is not None:  # a folder another tool wrote (the HyperPod issue report's)
-            _convert_foreign(kind, path, display, workdir, limits, found, folder, parent, depth)
-            return
-        if depth == 0 and path.name == "extra":
-            found.extras.append(ExtraSource(path, display, folder=_holder(found, path, None)))
-            return
-        parts = node_parts(path)
-        if parts:  # one node's bundle whose meta.env is missing: read, and named
-            holder = folder or _holder(found, path, parent)
-            found.nodes.append(NodeSource(path, False, display, folder=holder))
-            found.heads[path] = Head(None)
-            found.unread.append(UnreadInput(display, _meta_missing(parts, path.name)))
-            return
-        if depth >= MAX_DEPTH:
-            found._loose.append(
-                UnreadInput(display, f"directory more than {MAX_DEPTH} levels deep: not searched")
-            )
-            return
-        try:
-            children = sorted(path.iterdir())
-        except OSError as exc:
-            found.refuse(display, f"directory not readable: {exc.strerror or exc}")
-            return
-        if folder is None and any(_is_extra(child) for child in children):
-            folder = _folder(found, display)  # it holds extra/: a cluster folder, with all below it
-        for child in children:
-            child_display = _join(display, child.name)
-            if _is_extra(child):
-                if not _seen_before(child, child_display, found):
-                    found.extras.append(ExtraSource(child, child_display, folder=folder or ""))
-            elif (
-                child.is_dir() or child.is_symlink() or is_tarball(child) or foreign.detect(child) is not None
-            ):
-                _discover(child, child_display, workdir, limits, found, depth + 1, folder, (display, path))
-            elif not _checksum_of_tarball(child):  # a .sha256 / .md5 is checked with its tarball
-                found._loose.append(UnreadInput(child_display, loose_file_reason(child)))
+    kind = foreign.detect(path)
+    if kind is not None:  # a folder another tool wrote (the HyperPod issue report's)
+        _convert_foreign(kind, path, display, workdir, limits, found, folder, parent, depth)
         return
-    if is_tarball(path):
-        _check_checksum(path, display, found, depth)
-        if _duplicate_tarball(path, display, found):
-            return
-        peek = peek_tar(path)
-        kind = foreign.detect(path) if peek.shape != "node" else None
-        if kind is not None:  # a tarball another tool wrote (the EKS log collector's)
-            _convert_foreign(kind, path, display, workdir, limits, found, folder, parent, depth)
-        elif peek.shape == "node":
-            holder = folder or _holder(found, path, parent)
-            found.nodes.append(NodeSource(path, True, display, folder=holder))
-            found.heads[path] = Head(peek.meta, peek.top)
-            if peek.parts:  # one node's bundle whose meta.env is missing: read, and named
-                found.unread.append(UnreadInput(display, _meta_missing(peek.parts, peek.top or path.name)))
-        elif peek.shape == "cluster":
-            dest = workdir / f"cluster-{len(list(workdir.iterdir())):04d}"
-            dest.mkdir()
-            refusals: list[Refusal] = []
-            errors: list[str] = []
-            extract_tree(path, dest, limits, refusals, errors)
-            for r in refusals:
-                found.refuse(f"{display}!{r.path}", f"member refused: {r.reason}")
-            for e in errors:
-                found.refuse(display, e)
-            # a cluster tarball is a folder of its own (or several, each holding an extra/)
-            _discover(dest, f"{display}!", workdir, limits, found, depth + 1, None, None)
-        else:
-            found.refuse(display, peek.shape)
+    if depth == 0 and path.name == "extra":
+        found.extras.append(ExtraSource(path, display, folder=_holder(found, path, None)))
         return
+    parts = node_parts(path)
+    if parts:  # one node's bundle whose meta.env is missing: read, and named
+        holder = folder or _holder(found, path, parent)
+        found.nodes.append(NodeSource(path, False, display, folder=holder))
+        found.heads[path] = Head(None)
+        found.unread.append(UnreadInput(display, _meta_missing(parts, path.name)))
+        return
+    if depth >= MAX_DEPTH:
+        found._loose.append(
+            UnreadInput(display, f"directory more than {MAX_DEPTH} levels deep: not searched")
+        )
+        return
+    try:
+        children = sorted(path.iterdir())
+    except OSError as exc:
+        found.refuse(display, f"directory not readable: {exc.strerror or exc}")
+        return
+    if folder is None and any(_is_extra(child) for child in children):
+        folder = _folder(found, display)  # it holds extra/: a cluster folder, with all below it
+    for child in children:
+        child_display = _join(display, child.name)
+        if _is_extra(child):
+            if not _seen_before(child, child_display, found):
+                found.extras.append(ExtraSource(child, child_display, folder=folder or ""))
+        elif child.is_dir() or child.is_symlink() or is_tarball(child) or foreign.detect(child) is not None:
+            _discover(child, child_display, workdir, limits, found, depth + 1, folder, (display, path))
+        elif not _checksum_of_tarball(child):  # a .sha256 / .md5 is checked with its tarball
+            found._loose.append(UnreadInput(child_display, loose_file_reason(child)))
+
+
+def _discover_tarball(
+    path: Path,
+    display: str,
+    workdir: Path,
+    limits: Limits,
+    found: Discovery,
+    depth: int,
+    folder: str | None,
+    parent: tuple[str, Path] | None,
+) -> None:
+    """A tarball: a node bundle, another tool's archive, a cluster tarball (unpacked and discovered)."""
+    _check_checksum(path, display, found, depth)
+    if _duplicate_tarball(path, display, found):
+        return
+    peek = peek_tar(path)
+    kind = foreign.detect(path) if peek.shape != "node" else None
+    if kind is not None:  # a tarball another tool wrote (the EKS log collector's)
+        _convert_foreign(kind, path, display, workdir, limits, found, folder, parent, depth)
+    elif peek.shape == "node":
+        holder = folder or _holder(found, path, parent)
+        found.nodes.append(NodeSource(path, True, display, folder=holder))
+        found.heads[path] = Head(peek.meta, peek.top)
+        if peek.parts:  # one node's bundle whose meta.env is missing: read, and named
+            found.unread.append(UnreadInput(display, _meta_missing(peek.parts, peek.top or path.name)))
+    elif peek.shape == "cluster":
+        dest = workdir / f"cluster-{len(list(workdir.iterdir())):04d}"
+        dest.mkdir()
+        refusals: list[Refusal] = []
+        errors: list[str] = []
+        extract_tree(path, dest, limits, refusals, errors)
+        for r in refusals:
+            found.refuse(f"{display}!{r.path}", f"member refused: {r.reason}")
+        for e in errors:
+            found.refuse(display, e)
+        # a cluster tarball is a folder of its own (or several, each holding an extra/)
+        _discover(dest, f"{display}!", workdir, limits, found, depth + 1, None, None)
+    else:
+        found.refuse(display, peek.shape)
+
+
+def _discover_file(
+    path: Path,
+    display: str,
+    workdir: Path,
+    limits: Limits,
+    found: Discovery,
+    depth: int,
+    folder: str | None,
+    parent: tuple[str, Path] | None,
+) -> None:
+    """A file that is no tarball: another tool's input, else named with what it looks like."""
     kind = foreign.detect(path)
     if kind is not None:
         _convert_foreign(kind, path, display, workdir, limits, found, folder, parent, depth)
