@@ -751,8 +751,22 @@ def read_text(text: str, origin: str = "") -> ReportContent | str:
                 note=DRIVER_NOT_LOADED_NOTE,
             )
         )
-    have = {o.kind for o in content.outputs}
     safe = safe_mode(blocks[0], text)
+    unread = _absent(content, text, blocks, safe)
+    _no_query_said(content, no_driver, safe)
+    if unread:
+        content.problems.append(
+            "the script skipped or failed sections hptriage does not read: " + "; ".join(unread)
+        )
+    if origin:
+        locate(text, content.outputs, origin)
+    return content
+
+
+def _absent(content: ReportContent, text: str, blocks: list[Block], safe: bool) -> list[str]:
+    """The outputs the script skipped or failed, as absent probes of their kinds (a --safe-mode run skips
+    nvidia-smi); the skipped sections of no kind hptriage reads are returned, to be named."""
+    have = {o.kind for o in content.outputs}
     unread: list[str] = []
     for section, why in skipped_sections(text, blocks):
         kinds = next((k for pattern, k in _SKIP_KINDS if pattern.search(section)), ())
@@ -768,34 +782,34 @@ def read_text(text: str, origin: str = "") -> ReportContent | str:
         for kind in ("nvidia-smi-q", "nvidia-smi-nvlink"):
             if kind not in have and all(a.kind != kind for a in content.absent):
                 content.absent.append(Absent(kind, SAFE_MODE_NOTE))
+    return unread
+
+
+def _no_query_said(content: ReportContent, no_driver: tuple[str, str] | None, safe: bool) -> None:
+    """Why the report holds no 'nvidia-smi --query' output, when it holds none."""
     if no_driver is not None:
         first = no_driver[0].splitlines()[0].strip()
         content.problems.append(
             f"no 'nvidia-smi --query' output: the report says no NVIDIA driver is loaded ({first!r}); read "
             "as nvidia-smi's answer, so the node is judged by it"
         )
-    elif "nvidia-smi-q" not in have:
-        skipped = next((a.note for a in content.absent if a.kind == "nvidia-smi-q"), "")
-        skipped = skipped.removeprefix(f"{SOURCE}: ")
-        if safe:
-            content.problems.append(
-                "no 'nvidia-smi --query' output: the report was written with --safe-mode, which skips "
-                "nvidia-smi (and the GPUs' information files and InfiniBand)"
-            )
-        elif skipped:
-            content.problems.append(f"no 'nvidia-smi --query' output: the script skipped it ({skipped})")
-        else:
-            content.problems.append(
-                "no 'nvidia-smi --query' output in the report (a --safe-mode run, nvidia-smi failed, or a "
-                "script that did not run it)"
-            )
-    if unread:
+        return
+    if "nvidia-smi-q" in {o.kind for o in content.outputs}:
+        return
+    skipped = next((a.note for a in content.absent if a.kind == "nvidia-smi-q"), "")
+    skipped = skipped.removeprefix(f"{SOURCE}: ")
+    if safe:
         content.problems.append(
-            "the script skipped or failed sections hptriage does not read: " + "; ".join(unread)
+            "no 'nvidia-smi --query' output: the report was written with --safe-mode, which skips "
+            "nvidia-smi (and the GPUs' information files and InfiniBand)"
         )
-    if origin:
-        locate(text, content.outputs, origin)
-    return content
+    elif skipped:
+        content.problems.append(f"no 'nvidia-smi --query' output: the script skipped it ({skipped})")
+    else:
+        content.problems.append(
+            "no 'nvidia-smi --query' output in the report (a --safe-mode run, nvidia-smi failed, or a "
+            "script that did not run it)"
+        )
 
 
 def locate(text: str, outputs: list[Output], origin: str) -> None:
