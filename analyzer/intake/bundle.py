@@ -196,26 +196,41 @@ def _discover(
         found.refuse(display, "no such file or directory")
     elif _seen_before(path, display, found):
         return
-    elif path.is_dir():
-        _discover_dir(path, display, workdir, limits, found, depth, folder, parent)
-    elif is_tarball(path):
-        _discover_tarball(path, display, workdir, limits, found, depth, folder, parent)
     else:
-        _discover_file(path, display, workdir, limits, found, depth, folder, parent)
+        at = _At(path, display, workdir, limits, found, depth, folder, parent)
+        if path.is_dir():
+            _discover_dir(at)
+        elif is_tarball(path):
+            _discover_tarball(at)
+        else:
+            _discover_file(at)
 
 
-def _discover_dir(
-    path: Path,
-    display: str,
-    workdir: Path,
-    limits: Limits,
-    found: Discovery,
-    depth: int,
-    folder: str | None,
-    parent: tuple[str, Path] | None,
-) -> None:
+@dataclass(frozen=True)
+class _At:
+    """Where discovery stands: the path and how it is shown, the work directory, the limits, what was
+    found so far, the depth, the cluster folder known (``folder``) and the directory walked (``parent``)."""
+
+    path: Path
+    display: str
+    workdir: Path
+    limits: Limits
+    found: Discovery
+    depth: int
+    folder: str | None
+    parent: tuple[str, Path] | None
+
+    def unpack(
+        self,
+    ) -> tuple[Path, str, Path, Limits, Discovery, int, str | None, tuple[str, Path] | None]:
+        return (self.path, self.display, self.workdir, self.limits, self.found, self.depth, self.folder,
+                self.parent)  # fmt: skip
+
+
+def _discover_dir(at: _At) -> None:
     """A directory: a node bundle (with or without its meta.env), another tool's folder, an extra/
     folder, else a folder whose entries are discovered in turn."""
+    path, display, workdir, limits, found, depth, folder, parent = at.unpack()
     if (path / "meta.env").is_file():
         holder = folder or _holder(found, path, parent)
         found.nodes.append(NodeSource(path, False, display, folder=holder))
@@ -258,17 +273,9 @@ def _discover_dir(
             found._loose.append(UnreadInput(child_display, loose_file_reason(child)))
 
 
-def _discover_tarball(
-    path: Path,
-    display: str,
-    workdir: Path,
-    limits: Limits,
-    found: Discovery,
-    depth: int,
-    folder: str | None,
-    parent: tuple[str, Path] | None,
-) -> None:
+def _discover_tarball(at: _At) -> None:
     """A tarball: a node bundle, another tool's archive, a cluster tarball (unpacked and discovered)."""
+    path, display, workdir, limits, found, depth, folder, parent = at.unpack()
     _check_checksum(path, display, found, depth)
     if _duplicate_tarball(path, display, found):
         return
@@ -298,17 +305,9 @@ def _discover_tarball(
         found.refuse(display, peek.shape)
 
 
-def _discover_file(
-    path: Path,
-    display: str,
-    workdir: Path,
-    limits: Limits,
-    found: Discovery,
-    depth: int,
-    folder: str | None,
-    parent: tuple[str, Path] | None,
-) -> None:
+def _discover_file(at: _At) -> None:
     """A file that is no tarball: another tool's input, else named with what it looks like."""
+    path, display, workdir, limits, found, depth, folder, parent = at.unpack()
     kind = foreign.detect(path)
     if kind is not None:
         _convert_foreign(kind, path, display, workdir, limits, found, folder, parent, depth)
