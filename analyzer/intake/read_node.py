@@ -434,11 +434,8 @@ class _NodeReader:
             kept = ParsedFile(name, kind, command, self.origins.get(name))
             self.parsed.append(kept)
         if kind not in parsers.WHOLE_FILE_KINDS and (too_long := long_line(text)):
-            self._file(name, kind, kind_source, size, "failed", 0)
             why = f"line {too_long[0]} is {too_long[1]} characters long (no tool prints that)"
-            self.problem(name, kind, f"not parsed: {why}")
-            if kept is not None:
-                kept.error = why
+            self._not_parsed(name, kind, kind_source, size, kept, "failed", f"not parsed: {why}", why)
             return
         try:
             module = parsers.module_for(kind)
@@ -454,22 +451,15 @@ class _NodeReader:
             self._file(name, kind, kind_source, size, "empty", 0)
             return
         except CollectorError as exc:
-            self._file(name, kind, kind_source, size, "tool-error", 0)
-            self.problem(name, kind, f"the tool reported an error instead of output: {exc}")
-            if kept is not None:
-                kept.error = str(exc)
+            said = f"the tool reported an error instead of output: {exc}"
+            self._not_parsed(name, kind, kind_source, size, kept, "tool-error", said, str(exc))
             return
         except ParseError as exc:
-            self._file(name, kind, kind_source, size, "failed", 0)
-            self.problem(name, kind, f"not parsed: {exc}")
-            if kept is not None:
-                kept.error = str(exc)
+            self._not_parsed(name, kind, kind_source, size, kept, "failed", f"not parsed: {exc}", str(exc))
             return
         except Exception as exc:  # a parser bug must not lose the rest of the bundle
-            self._file(name, kind, kind_source, size, "failed", 0)
-            self.problem(name, kind, f"parser error ({type(exc).__name__}): {exc}")
-            if kept is not None:
-                kept.error = f"parser error ({type(exc).__name__}): {exc}"
+            why = f"parser error ({type(exc).__name__}): {exc}"
+            self._not_parsed(name, kind, kind_source, size, kept, "failed", why, why)
             return
         if kept is not None:
             kept.result, kept.offset = result, offset
@@ -487,6 +477,11 @@ class _NodeReader:
                 f"{kind} output in extra/ names no node: analyzed as node {name!r}; put it in its node's "
                 "bundle (cmd/) to tie it to that node",
             )
+        self._issues(name, kind, result)
+        self._file(name, kind, kind_source, size, "parsed", n_rows)
+
+    def _issues(self, name: str, kind: str, result: ParseResult) -> None:
+        """The lines a parse did not understand, each a problem at its line of the source."""
         for issue in result.issues:
             self.problem(
                 name,
@@ -497,7 +492,16 @@ class _NodeReader:
             )
         if result.issues_dropped:
             self.problem(name, kind, f"{result.issues_dropped} more lines not understood (not listed)")
-        self._file(name, kind, kind_source, size, "parsed", n_rows)
+
+    def _not_parsed(
+        self, name: str, kind: str, kind_source: str, size: int, kept: ParsedFile | None, status: str, said: str,
+        why: str,
+    ) -> None:  # fmt: skip
+        """A file its parser could not read: its file row, the problem said, why for ``hptriage parse``."""
+        self._file(name, kind, kind_source, size, status, 0)
+        self.problem(name, kind, said)
+        if kept is not None:
+            kept.error = why
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _set_meta(self, data: bytes | None) -> None:
