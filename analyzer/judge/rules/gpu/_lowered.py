@@ -11,12 +11,12 @@ more than ``below_fraction`` below its reference is low.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from statistics import median
 
 from analyzer.judge.engine import Context, too_few_peers
-from analyzer.judge.findings import Evidence
+from analyzer.judge.findings import Evidence, Finding
 from analyzer.judge.peers import NODE_TYPE_SQL
 from analyzer.judge.signals.gpus import GpuState
 
@@ -123,6 +123,27 @@ def judge(
             names = " or ".join(dict.fromkeys(m.name for m in measures))
             out.unjudged.setdefault(node, set()).add(f"no {names} read")
     return out
+
+
+def per_node(
+    ctx: Context,
+    judged: Judged,
+    cause: Callable[[Low], str],
+    finding: Callable[[str, str, str, list[Low]], Finding],
+) -> Iterator[Finding]:
+    """One finding per node and cause of its GPUs judged low (``finding(bundle_id, node, cause, lows)``);
+    a node not judged (too few peers, no value read) is said so, unless it has a finding."""
+    by_node: dict[tuple[str, str, str], list[Low]] = {}
+    for lo in judged.lows:
+        by_node.setdefault((lo.state.bundle_id, lo.state.node, cause(lo)), []).append(lo)
+    flagged = set()
+    for (bundle_id, node, why), lows in by_node.items():
+        flagged.add(node)
+        yield finding(bundle_id, node, why, lows)
+    for node, reasons in judged.unjudged.items():
+        if node not in flagged:
+            for reason in sorted(reasons):
+                ctx.not_judged([node], reason)
 
 
 def evidence(ctx: Context, s: GpuState, fields: Iterable[str]) -> list[Evidence]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from analyzer.judge.engine import Context, RuleInfo
 from analyzer.judge.findings import Finding, Route, Severity
-from analyzer.judge.rules.gpu._lowered import Low, Measure, evidence, fmt, judge, said
+from analyzer.judge.rules.gpu._lowered import Low, Measure, evidence, fmt, judge, per_node, said
 from analyzer.judge.signals.gpus import gpu_states
 
 TARGET = "hyperpod-node-debugger § G"
@@ -77,18 +77,12 @@ MEMORY = Measure(
 def check(ctx: Context) -> Iterable[Finding]:
     below = float(ctx.threshold(RULE, "below_fraction"))
     judged = judge(ctx, gpu_states(ctx), [GRAPHICS, MEMORY], below, int(ctx.threshold(RULE, "min_nodes")))
-    by_node: dict[tuple[str, str, str], list[Low]] = {}
-    for lo in judged.lows:
-        cause = "set" if lo.basis == "default" else "peers"
-        by_node.setdefault((lo.state.bundle_id, lo.state.node, cause), []).append(lo)
-    flagged = set()
-    for (bundle_id, node, cause), lows in by_node.items():
-        flagged.add(node)
-        yield _finding(ctx, bundle_id, node, cause, lows, below)
-    for node, why in judged.unjudged.items():
-        if node not in flagged:
-            for reason in sorted(why):
-                ctx.not_judged([node], reason)
+    yield from per_node(
+        ctx,
+        judged,
+        lambda lo: "set" if lo.basis == "default" else "peers",
+        lambda bundle_id, node, cause, lows: _finding(ctx, bundle_id, node, cause, lows, below),
+    )
 
 
 def _finding(ctx: Context, bundle_id: str, node: str, cause: str, lows: list[Low], below: float) -> Finding:
