@@ -221,6 +221,18 @@ def resolve_link(name: str, readlink: Callable[[str], tuple[str, bool] | None]) 
     return "/".join(resolved), ""
 
 
+def too_big(size: int, limits: Limits) -> str | None:
+    """Why a member of ``size`` bytes is not read: over the per-file cap (else None)."""
+    return f"{size} bytes exceeds the per-file cap" if size > limits.max_file_bytes else None
+
+
+def over_total(total: int, size: int, limits: Limits, what: str = "bundle") -> str | None:
+    """Why reading stops before ``size`` more bytes: the total cap of the bundle (``what``) (else None)."""
+    if total + size > limits.max_bundle_bytes:
+        return f"{what} exceeds the total size cap; the rest was not read"
+    return None
+
+
 def _refused(info: tarfile.TarInfo, limits: Limits) -> str | None:
     """Why a member that is no folder or link is not read (not a regular file, sparse, refused by the
     library's data filter, over the per-file cap), else None."""
@@ -230,16 +242,14 @@ def _refused(info: tarfile.TarInfo, limits: Limits) -> str | None:
         return "sparse member (holes the archive does not hold): not read"
     if refused := _library_filter(info):
         return refused
-    if info.size > limits.max_file_bytes:
-        return f"{info.size} bytes exceeds the per-file cap"
-    return None
+    return too_big(info.size, limits)
 
 
 def _over_caps(total: int, size: int, name: str, limits: Limits, archive_bytes: int) -> str | None:
     """Why reading stops before a member of ``size`` bytes (the total cap, an implausible expansion the
     headers already tell), else None."""
-    if total + size > limits.max_bundle_bytes:
-        return "bundle exceeds the total size cap; the rest was not read"
+    if stop := over_total(total, size, limits):
+        return stop
     if total + size > max(limits.ratio_floor_bytes, limits.max_ratio * archive_bytes):
         # told by the header, before decompressing: no archive holds more than that
         return (
@@ -483,11 +493,11 @@ def iter_zip(
                             )
                         )
                         continue
-                    if info.file_size > limits.max_file_bytes:
-                        refusals.append(Refusal(name, f"{info.file_size} bytes exceeds the per-file cap"))
+                    if why := too_big(info.file_size, limits):
+                        refusals.append(Refusal(name, why))
                         continue
-                    if total + info.file_size > limits.max_bundle_bytes:
-                        errors.append("archive exceeds the total size cap; the rest was not read")
+                    if stop := over_total(total, info.file_size, limits, "archive"):
+                        errors.append(stop)
                         return
                     if select is not None and not select(name):
                         total += info.file_size
@@ -504,8 +514,8 @@ def iter_zip(
                         continue
                     total += len(data)
                     consumed += info.compress_size
-                    if total > limits.max_bundle_bytes:
-                        errors.append("archive exceeds the total size cap; the rest was not read")
+                    if stop := over_total(total, 0, limits, "archive"):
+                        errors.append(stop)
                         return
                     if total > limits.ratio_floor_bytes and total / max(consumed, 1) > limits.max_ratio:
                         errors.append(
@@ -616,11 +626,11 @@ def iter_dir(
             if not stat.S_ISREG(st.st_mode):
                 refusals.append(Refusal(rel, "not a regular file (device, FIFO or other)"))
                 continue
-            if st.st_size > limits.max_file_bytes:
-                refusals.append(Refusal(rel, f"{st.st_size} bytes exceeds the per-file cap"))
+            if big := too_big(st.st_size, limits):
+                refusals.append(Refusal(rel, big))
                 continue
-            if total + st.st_size > limits.max_bundle_bytes:
-                errors.append("bundle exceeds the total size cap; the rest was not read")
+            if stop := over_total(total, st.st_size, limits):
+                errors.append(stop)
                 return
             if select is not None and not select(rel):
                 total += st.st_size
