@@ -57,14 +57,20 @@ def hang(res: Result) -> list:  # type: ignore[type-arg]
     return res.of("nccl.collective.hung")
 
 
-def test_dumps_added_to_each_node_trace_the_hang_to_the_node_with_the_xid(tmp_path: Path) -> None:
-    """collector.sh --add puts each rank's dump in its node's extra/: the dumps alone name the node."""
-    root = cluster(tmp_path)
+def add_dumps_to_nodes(root: Path) -> None:
+    """Each rank's flight-recorder dump in its node's extra/ (as collector.sh --add puts it); the ranks of
+    p5-node-02 never started the collective."""
     for node, ranks in NODES.items():
         (root / node / "extra").mkdir()
         for r in ranks:
             stuck = "never started" if node == "p5-node-02" else None
             (root / node / "extra" / f"nccl_trace_rank_{r}").write_bytes(rank_dump(r, stuck=stuck))
+
+
+def test_dumps_added_to_each_node_trace_the_hang_to_the_node_with_the_xid(tmp_path: Path) -> None:
+    """collector.sh --add puts each rank's dump in its node's extra/: the dumps alone name the node."""
+    root = cluster(tmp_path)
+    add_dumps_to_nodes(root)
     res = analyze(root)
     (found,) = hang(res)
     assert found.severity == Severity.CRITICAL and found.node == "p5-node-02"
@@ -96,11 +102,7 @@ def test_the_suspect_node_ranks_first_even_below_another_nodes_critical_count(tm
         "dmesg", "backintime-2568-dmesg-ext4-aborted-journal-read-only.txt"
     )
     root = cluster(tmp_path, dmesg={"p5-node-03": sick})
-    for node, ranks in NODES.items():
-        (root / node / "extra").mkdir()
-        for r in ranks:
-            stuck = "never started" if node == "p5-node-02" else None
-            (root / node / "extra" / f"nccl_trace_rank_{r}").write_bytes(rank_dump(r, stuck=stuck))
+    add_dumps_to_nodes(root)
     res = analyze(root)
     (found,) = hang(res)
     assert found.node == "p5-node-02" and found.params["ranks_first"] is True
