@@ -146,16 +146,20 @@ def discover_inputs(paths: Sequence[Path], workdir: Path, limits: Limits | None 
     return discover(list(paths), workdir, limits or Limits())
 
 
-def plan_parts(found: Discovery, limits: Limits | None = None) -> tuple[Plan, dict[str, str]]:
+def plan_parts(
+    found: Discovery, limits: Limits | None = None, *, nodes: bool = True
+) -> tuple[Plan, dict[str, str]]:
     """What was found grouped into parts (one cluster's bundles in one folder), with duplicates
-    dropped, and the content digest of every node bundle and ``extra/`` folder, by its display name."""
+    dropped, and the content digest of every node bundle and ``extra/`` folder, by its display name.
+    ``nodes`` False: of the extra/ folders alone (a node bundle marked ``digest`` gives its digest when
+    it is read: ``LoadSummary.bundles``)."""
     from analyzer.intake.bundle import content_digest
     from analyzer.intake.load import make_plan
     from analyzer.intake.safe_read import Limits
 
     limits = limits or Limits()
     plan = make_plan(found, limits)
-    digest = {s.display: content_digest(s.location, s.is_tar, limits) for s in found.nodes}
+    digest = {s.display: content_digest(s.location, s.is_tar, limits) for s in found.nodes if nodes}
     digest.update({e.display: content_digest(e.location, False, limits) for e in found.extras})
     return plan, digest
 

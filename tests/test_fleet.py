@@ -38,6 +38,22 @@ def rows(con: Any, sql: str) -> list[tuple[Any, ...]]:
     return sorted((tuple(r) for r in con.execute(sql).fetchall()), key=repr)
 
 
+def fact_rows(ds: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Each fact table's row count per bundle, as the dataset's views read it."""
+    from analyzer.fleet.dataset import open_dataset, tables_in
+    from analyzer.history.ingest import STORE_TABLES
+
+    con = open_dataset(ds)
+    try:
+        return {
+            t: rows(con, f'SELECT bundle_hash, count(*) FROM "{t}" GROUP BY 1')
+            for t in tables_in(ds)
+            if t not in STORE_TABLES
+        }
+    finally:
+        con.close()
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("fleet") / "c1"
@@ -103,12 +119,20 @@ def test_dataset_is_hive_partitioned_and_appendable(
     doc = json.loads((ds / "_hptriage_schema.json").read_text())
     assert doc["tables"]["findings"]["partitioned_by"] == ["cluster", "collection_date"]
     node_files = sorted((ds / "node").rglob("*.parquet"))
-    assert len(node_files) == 12 and all(
+    assert len(node_files) == 12 and all(  # --jobs 2 on 13 inputs: a batch of one bundle each
         "cluster=c1" in str(p) and "collection_date=2026-" in str(p) for p in node_files
     )
+    facts = fact_rows(ds)
+    assert len(facts["node"]) == 12 and {n for _, n in facts["node"]} == {1}
     again = run("ingest", str(cluster), "--parquet", str(ds), "-q", "--jobs", "1")
     assert "already stored; 0 new bundle(s), 13 already in the dataset" in again.output
-    assert sorted((ds / "node").rglob("*.parquet")) == node_files  # the same files, not more
+    # read again in one batch: one file a partition (collection day), each bundle's rows once (the old
+    # files of one bundle each removed)
+    batched = list((ds / "node").rglob("*.parquet"))
+    assert len(batched) == len({p.parent for p in node_files}) < 12
+    assert fact_rows(ds) == facts
+    again = run("ingest", str(cluster), "--parquet", str(ds), "-q", "--jobs", "2")
+    assert len(list((ds / "node").rglob("*.parquet"))) == 12 and fact_rows(ds) == facts
     # a second day of the cluster, with one node changed: a new snapshot, 1 new bundle, the rest known
     day2 = tmp_path / "day2" / "c1"
     generate.generate(day2, 12, "mixed", 3)
@@ -230,3 +254,33 @@ def test_foreign_inputs_are_ingested_as_by_the_history_store(tmp_path: Path) -> 
     assert {r[2] for r in rows(store, COMPARED["bundle"])} >= {"dgx-a", "dgx-b"}
     for name in ("findings", "bundle", "snapshot_bundle", "snapshot", "rule_outcome"):
         assert rows(dataset, COMPARED[name]) == rows(store, COMPARED[name]), name
+
+
+def test_a_bundle_in_two_batches_is_stored_once(cluster: Path, tmp_path: Path) -> None:
+    """The same bundles in two folders of one run (two batches, two snapshots) and again in a later run
+    with other batches: each bundle's fact rows are in the dataset once, and the schema document counts
+    what the files hold."""
+    import shutil
+
+    import duckdb
+
+    from analyzer.fleet.dataset import write_schema_doc
+
+    alone = tmp_path / "alone"
+    assert run("ingest", str(cluster), "--parquet", str(alone), "-q", "--jobs", "1").exit_code == 0
+    once = fact_rows(alone)
+    twice = tmp_path / "twice"
+    for copy in ("a", "b"):
+        shutil.copytree(cluster, tmp_path / copy / "c1")
+    both = run(
+        "ingest", str(tmp_path / "a"), str(tmp_path / "b"), "--parquet", str(twice), "-q", "--jobs", "1"
+    )
+    assert both.exit_code == 0, both.output
+    assert fact_rows(twice) == once
+    assert run("ingest", str(tmp_path / "b"), "--parquet", str(twice), "-q", "--jobs", "2").exit_code == 0
+    assert fact_rows(twice) == once
+    kept = json.loads((twice / "_hptriage_schema.json").read_text())
+    recount = write_schema_doc(duckdb.connect(), twice)
+    assert {t: d["rows"] for t, d in kept["tables"].items()} == {
+        t: d["rows"] for t, d in recount["tables"].items()
+    }

@@ -73,8 +73,8 @@ def local_answers(
     from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     workers = jobs or min(os.cpu_count() or 1, 8)
-    # batches small enough that every worker has several
-    units = batches(tasks, max(1, min(BATCH, len(tasks) // (workers * 4))))
+    # batches small enough that every worker has several (one worker: as large as a batch may be)
+    units = batches(tasks, BATCH if workers <= 1 else max(1, min(BATCH, len(tasks) // (workers * 4))))
     done = 0
 
     def said(answer: dict[str, Any]) -> dict[str, Any]:

@@ -2,10 +2,12 @@
 into the Parquet dataset ``export`` writes; the rules that compare nodes then run once per snapshot on
 this machine over what was written.
 
-Each worker takes one input (:func:`run_task`): :func:`analyzer.fleet.read_input.read_input` gives its
-rows, the fact rows of every bundle whose collection time is known are written straight into the
-dataset (one file per table and bundle, named by the bundle's content hash), and only the small rest
-(bundle rows, the node-local rules' findings and outcomes, what could not be read) travels back.  The
+Each worker takes a batch of inputs of one folder (:func:`analyzer.fleet.worker.run_tasks`):
+:func:`analyzer.fleet.read_input.read_inputs` gives their rows, the fact rows of every bundle whose
+collection time is known are written straight into the dataset (one file per table and partition, named
+by the batch's bundle hashes), and only the small rest (bundle rows, the node-local rules' findings and
+outcomes, what could not be read, the files written) travels back; the driver keeps each bundle's rows
+in one file (:mod:`analyzer.fleet.repeats`).  The
 driver groups the bundles into snapshots as ``ingest --db`` does (one cluster's bundles in one folder),
 runs the cross-node rules over each snapshot's rows read back from the dataset through DuckDB, merges
 the outcomes, and writes the snapshot's rows.  A snapshot already in the dataset, judged by the same

@@ -116,7 +116,8 @@ def read_inputs(
                 (folder / (_safe(base) + _digest_suffix(checksum))).write_bytes(checksum)
         found = discover_inputs([folder], work / "discover", limits)
         _place(found, str(folder), given, place or Place(parent), work / "discover")
-        plan, digest = plan_parts(found, limits)
+        found.nodes[:] = [replace(n, digest=True) for n in found.nodes]  # digested in the one read
+        plan, digest = plan_parts(found, limits, nodes=False)
         con = connect(None)
         entries: list[dict[str, Any]] = []
         unread: list[tuple[str, str]] = [(u.path, u.reason) for u in found.unread]
@@ -128,7 +129,7 @@ def read_inputs(
             for b in summary.bundles:
                 entries.append({"bundle_id": b["bundle_id"], "source": b["source"], "kind": "node",
                                 "cluster": part.cluster, "folder": part.folder,
-                                "bundle_hash": digest.get(b["source"])})  # fmt: skip
+                                "bundle_hash": b.get("content_digest")})  # fmt: skip
             for e in summary.extras:
                 entries.append({"bundle_id": e["bundle_id"], "source": e["source"], "kind": "cluster",
                                 "cluster": part.cluster, "folder": part.folder,

@@ -26,7 +26,7 @@ from analyzer.fleet.read_input import (
     UNREAD,
     stored_bundle_id,
 )
-from analyzer.fleet.worker import HELD, concat_tables
+from analyzer.fleet.worker import HELD, WRITTEN, Written, concat_tables
 
 if TYPE_CHECKING:
     import duckdb
@@ -68,6 +68,7 @@ class _Group:
     findings: list[pa.Table] = field(default_factory=list)
     outcomes: list[dict[str, Any]] = field(default_factory=list)
     held: dict[str, list[pa.Table]] = field(default_factory=dict)
+    written: list[Written] = field(default_factory=list)  # the fact files its workers wrote
 
 
 def gather(answers: Iterable[dict[str, Any]], result: FleetIngest) -> dict[str, _Group]:
@@ -89,6 +90,8 @@ def gather(answers: Iterable[dict[str, Any]], result: FleetIngest) -> dict[str, 
             group.outcomes += outcomes
             for table, rows in answer[HELD].items():
                 group.held.setdefault(table, []).append(rows)
+        if folders:
+            groups[min(folders)].written += answer.get(WRITTEN, [])
     return groups
 
 
@@ -104,7 +107,10 @@ def judge_snapshots(
     the one its meta.env names, else the one most nodes of its folder name, else the folder's), judged
     by the cross-node rules over the dataset.  Which snapshot a bundle is first stored with is settled
     here in order; the snapshots are then judged independently (``map_parts``)."""
+    from analyzer.fleet.repeats import settle_repeats
+
     known = _known(root)
+    settle_repeats(root, [w for g in groups.values() for w in g.written], known.bundles, tally)
     jobs: list[tuple[_Part, Path, Settings, _Known]] = []
     for folder, group in groups.items():
         named = Counter(
@@ -376,23 +382,24 @@ class _Part:
 
 
 def _load_facts(con: duckdb.DuckDBPyConnection, root: Path, places: dict[str, tuple[str, str]]) -> None:
-    """The fact rows of the given bundles, read from their files in the dataset into the analysis
-    tables (bundle_id as stored; the node table's cluster from its partition).  Files are found by one
-    listing per table and partition."""
+    """The fact rows of the given bundles, read from the files of their partitions in the dataset (a
+    batch's file holds several bundles: the rows are chosen by bundle_hash) into the analysis tables
+    (bundle_id as stored; the node table's cluster from its partition)."""
+    import pyarrow as pa
+
     from analyzer.history.ingest import STORE_TABLES
     from analyzer.store.tables import all_schemas
 
-    by_partition: dict[tuple[str, str], set[str]] = {}
-    for h, place in places.items():
-        by_partition.setdefault(place, set()).add(f"{h}_0.parquet")
+    con.register("_wanted", pa.table({"bundle_hash": pa.array(sorted(places), pa.string())}))
+    partitions = sorted({(cluster, str(day)) for cluster, day in places.values()})  # a known day is a date
     for table in all_schemas():
         if table in STORE_TABLES or not (root / table).is_dir():
             continue
         files = []
-        for (cluster, day), wanted in by_partition.items():
+        for cluster, day in partitions:
             folder = root / table / f"cluster={partition_value(cluster)}" / f"collection_date={day}"
             try:
-                files += [str(folder / n) for n in sorted(set(os.listdir(folder)) & wanted)]
+                files += [str(folder / n) for n in sorted(os.listdir(folder)) if n.endswith("_0.parquet")]
             except FileNotFoundError:
                 continue
         if not files:
@@ -404,4 +411,7 @@ def _load_facts(con: duckdb.DuckDBPyConnection, root: Path, places: dict[str, tu
         )
         got = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {scan}").fetchall()}
         columns = ", ".join(f'"{c}"' for c in sorted(have & got - {"collection_date"}))
-        con.execute(f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM {scan}')
+        con.execute(
+            f'INSERT INTO "{table}" ({columns}) SELECT {columns} FROM {scan}'
+            " WHERE bundle_hash IN (SELECT bundle_hash FROM _wanted)"
+        )

@@ -1,8 +1,8 @@
 """The workers' side of ``ingest --parquet``: inputs of one folder read together
 (:func:`analyzer.fleet.read_input.read_inputs`), the fact rows of every bundle whose collection time is
-known written straight into the dataset (one file per table and bundle, named by the bundle's content
-hash), and only the small rest (bundle rows, the node-local rules' findings and outcomes, what could not
-be read, what was written) handed back as the answer.
+known written straight into the dataset (one file per table and batch, named by its bundles' content
+hashes: :class:`Written`), and only the small rest (bundle rows, the node-local rules' findings and
+outcomes, what could not be read, what was written) handed back as the answer.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 
 #: Keys of a worker's answer besides the tables read_input returns.
-HELD = "held"
+HELD, WRITTEN = "held", "written"
 SMALL = (BUNDLE, FINDINGS, OUTCOMES, UNREAD)
 
 
@@ -44,9 +44,34 @@ class Task:
     place: Place | None = None
 
 
-#: Inputs of one folder read together by one worker: one store and one run of the node-local rules for
-#: all of them (a worker's cost per input falls to about a third).
-BATCH = 16
+#: Inputs of one folder read together by one worker: one store, one run of the node-local rules and one
+#: file per fact table for all of them (a worker's cost per input: 115 ms alone, ~60 ms in a batch of 32).
+BATCH = 32
+
+
+@dataclass(frozen=True)
+class Written:
+    """The fact files a worker wrote for the bundles of one partition of a batch: one file per table,
+    ``<table>/cluster=<cluster>/collection_date=<day>/<stem>_0.parquet``, holding these bundles' rows."""
+
+    cluster: str
+    day: str
+    stem: str
+    hashes: tuple[str, ...]
+
+
+def batch_stem(hashes: list[str]) -> str:
+    """The name of a batch's fact files: the bundle's own hash for one bundle, else a hash of the
+    bundles' hashes, so that writing the same bundles again replaces the same files.
+
+    >>> batch_stem(["ab" * 32]) == "ab" * 32, batch_stem(["b", "a"]) == batch_stem(["a", "b"])
+    (True, True)
+    """
+    if len(hashes) == 1:
+        return hashes[0]
+    import hashlib
+
+    return "batch-" + hashlib.sha256("\n".join(sorted(hashes)).encode()).hexdigest()[:32]
 
 
 def run_task(task: Task, root: str, settings: Settings | None = None) -> dict[str, Any]:
@@ -117,6 +142,7 @@ def digest_inputs(
     place: Place | None = None,
 ) -> dict[str, Any]:
     """:func:`digest_input` of several inputs of one folder, read together (read_inputs)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from analyzer.fleet.read_input import read_inputs
@@ -132,21 +158,29 @@ def digest_inputs(
             )
     held: dict[str, pa.Table] = {}
     tally = Tally()
+    together: dict[tuple[str, str], list[str]] = {}  # (cluster, day) -> the bundles written there
+    for h, partition in where.items():
+        together.setdefault(partition, []).append(h)
+    written = [Written(*at, batch_stem(hashes), tuple(sorted(hashes))) for at, hashes in together.items()]
     for table, rows in tables.items():
         if table in SMALL or rows.num_rows == 0:
             continue
-        hashes = pc.unique(rows.column("bundle_hash")).to_pylist()
-        for h in hashes:
-            mine = rows if len(hashes) == 1 else rows.filter(pc.equal(rows.column("bundle_hash"), h))
-            if h in where:
-                tally.write(root, table, mine, *where[h], stem=h)
-            else:
-                held[table] = mine if table not in held else concat_tables([held[table], mine])
+        column = rows.column("bundle_hash")
+        undated = [h for h in pc.unique(column).to_pylist() if h not in where]
+        for batch in written:
+            whole = len(written) == 1 and not undated  # every row of the table goes to this batch's file
+            mine = rows if whole else rows.filter(pc.is_in(column, pa.array(batch.hashes, pa.string())))
+            if mine.num_rows:
+                tally.write(root, table, mine, batch.cluster, batch.day, stem=batch.stem)
+        if undated:
+            mine = rows.filter(pc.is_in(column, pa.array(undated, pa.string())))
+            held[table] = mine if table not in held else concat_tables([held[table], mine])
     out: dict[str, Any] = {
         "name": parent,
         "inputs": len(members),
         **{t: tables[t] for t in SMALL},
         HELD: held,
+        WRITTEN: written,
         "tally": tally,
     }
     return out
@@ -173,6 +207,7 @@ def _unread_only(name: str, unread: list[tuple[str, str]]) -> dict[str, Any]:
         OUTCOMES: pa.table({"rule": pa.array([], pa.string())}),
         UNREAD: _unread_table(unread),
         HELD: {},
+        WRITTEN: [],
     }
 
 

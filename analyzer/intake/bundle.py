@@ -76,6 +76,8 @@ class NodeSource:
     node_name: str = ""
     #: the cluster folder (or cluster tarball) it was found in, as given; '' when built by hand
     folder: str = ""
+    #: also give the bundle's content digest (:func:`content_digest`) from the one read of its files
+    digest: bool = False
 
 
 @dataclass(frozen=True)
@@ -796,11 +798,17 @@ def content_digest(location: Path, is_tar: bool, limits: Limits) -> str:
         if is_tar
         else iter_dir(location, limits, refusals, errors)
     )
-    items = sorted(
+    items = [
         (strip_top(name) if is_tar else name, hashlib.sha256(data).hexdigest()) for name, data in members
-    )
+    ]
+    return digest_of(items, errors)
+
+
+def digest_of(items: list[tuple[str, str]], errors: list[str]) -> str:
+    """:func:`content_digest` of the files read ((path inside the bundle, SHA-256 of its bytes), any
+    order) and the reading errors, in the order met."""
     digest = hashlib.sha256()
-    for name, file_digest in items:
+    for name, file_digest in sorted(items):
         digest.update(f"{name}\0{file_digest}\n".encode("utf-8", errors="replace"))
     for e in errors:
         digest.update(f"\0error\0{e}\n".encode())

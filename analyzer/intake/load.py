@@ -83,7 +83,8 @@ SNAPSHOT_GAP = timedelta(hours=1)
 
 @dataclass
 class LoadSummary:
-    #: one entry per node bundle read: {"bundle_id", "node", "source", "type": "node"}
+    #: one entry per node bundle read: {"bundle_id", "node", "source", "type": "node"}, and
+    #: "content_digest" when its NodeSource asked for it (bundle.content_digest, from the one read)
     bundles: list[dict[str, str]] = field(default_factory=list)
     nodes: list[str] = field(default_factory=list)
     problems: int = 0
@@ -731,6 +732,8 @@ def _store(
         meta = data.meta
         writer.add("node", bid, node, [_node_row(data.display, meta, cluster)])
         summary.bundles.append({"bundle_id": bid, "node": node, "source": data.display, "type": "node"})
+        if data.content_digest is not None:
+            summary.bundles[-1]["content_digest"] = data.content_digest
         summary.nodes.append(node)
     for table, batch in data.arrow.items():
         writer.add_arrow(table, batch)

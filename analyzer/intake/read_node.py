@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import parsers
-from analyzer.intake.bundle import NodeSource, node_name, strip_top
+from analyzer.intake.bundle import NodeSource, digest_of, node_name, strip_top
 from analyzer.intake.foreign.layout import ORIGINS, conversion_problem, converted_from
 from analyzer.intake.meta import ManifestRow, Meta, parse_manifest, parse_meta
 from analyzer.intake.records import UnreadInput
@@ -62,6 +62,8 @@ class NodeData:
     #: (path in the bundle, why) of files read and kept for people but parsed by no parser
     not_parsed: list[tuple[str, str]] = field(default_factory=list)
     failed: str = ""  # set when reading the bundle raised: nothing of it was stored
+    #: the bundle's content digest (bundle.content_digest), when its source asked for it
+    content_digest: str | None = None
 
     def to_arrow(self) -> None:
         """Convert every row list to Arrow here, so the parent process only inserts batches."""
@@ -136,11 +138,17 @@ def read_node(
     )
     reader = _NodeReader(source)
     reader.parsed = parsed
+    digests: list[tuple[str, str]] = []
     for name, data in members:
         if source.is_tar and reader.top is None:
             reader.top = name.partition("/")[0] if "/" in name else None
-        reader.take(strip_top(name) if source.is_tar else name, data)
+        inside = strip_top(name) if source.is_tar else name
+        if source.digest:
+            digests.append((inside, hashlib.sha256(data).hexdigest()))
+        reader.take(inside, data)
     reader.finish()
+    if source.digest:
+        reader.data.content_digest = digest_of(digests, errors)
     for r in refusals:
         reader.problem(strip_top(r.path) if source.is_tar else r.path, None, f"member refused: {r.reason}")
         member = f"{source.display}!{r.path}" if source.is_tar else f"{source.display.rstrip('/')}/{r.path}"

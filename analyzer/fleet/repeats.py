@@ -1,0 +1,89 @@
+"""Each bundle's facts in one file of each table, whatever a run wrote twice or wrote again.
+
+Workers write a batch's facts into files named by the batch (:class:`analyzer.fleet.worker.Written`).
+A bundle can reach two batches of one run (the same content in two folders), and a bundle read again
+in a later run is written again, into a file of its new batch.  Before the snapshots are judged, the
+driver settles both: a bundle's rows stay in the first batch of this run that wrote them; they are
+taken out of the later batches of this run and out of the files earlier runs wrote in the partitions it
+lies in (a file of that bundle alone is removed, a batch file is written again without it).  A run's
+new rows replace the old ones, as a file named by one bundle's hash was replaced before batches.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analyzer.fleet.dataset import Tally, partition_value
+
+if TYPE_CHECKING:
+    from analyzer.fleet.worker import Written
+
+Place = tuple[str, str]  # (cluster, collection day)
+
+
+def settle_repeats(root: Path, written: list[Written], known: dict[str, Place], tally: Tally) -> int:
+    """Take the repeated rows out (see the module docstring); ``known`` holds the bundles earlier runs
+    stored, with their partition.  Returns the number of files written again or removed."""
+    owner: dict[str, str] = {}  # bundle hash -> the stem of the first batch of this run that wrote it
+    fresh = {(w.cluster, w.day, w.stem) for w in written}
+    changed = 0
+    for w in written:
+        twice = {h for h in w.hashes if owner.get(h, w.stem) != w.stem}
+        for h in w.hashes:
+            owner.setdefault(h, w.stem)
+        if twice:
+            changed += _drop(root, {(w.cluster, w.day)}, twice, tally, only={w.stem})
+    again = {h for h in owner if h in known}
+    if again:
+        places = {known[h] for h in again} | {(w.cluster, w.day) for w in written if again & set(w.hashes)}
+        changed += _drop(root, places, again, tally, skip=fresh)
+    return changed
+
+
+def _drop(
+    root: Path,
+    places: Iterable[Place],
+    hashes: set[str],
+    tally: Tally,
+    *,
+    only: set[str] | None = None,
+    skip: set[tuple[str, str, str]] = frozenset(),  # type: ignore[assignment]
+) -> int:
+    """The rows of ``hashes`` taken out of every fact file in ``places`` (``only``: the files of these
+    stems; ``skip``: not these (cluster, day, stem))."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from analyzer.history.ingest import STORE_TABLES
+
+    wanted = pa.array(sorted(hashes), pa.string())
+    places = {(cluster, str(day)) for cluster, day in places}  # a day read back from the dataset is a date
+    changed = 0
+    for table in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in STORE_TABLES):
+        for cluster, day in sorted(places):
+            folder = root / table / f"cluster={partition_value(cluster)}" / f"collection_date={day}"
+            try:
+                names = sorted(n for n in os.listdir(folder) if n.endswith("_0.parquet"))
+            except FileNotFoundError:
+                continue
+            for name in names:
+                stem = name.removesuffix("_0.parquet")
+                if (only is not None and stem not in only) or (cluster, day, stem) in skip:
+                    continue
+                if stem in hashes:  # the file of that one bundle (as files were named before batches)
+                    rows = pa.table({"bundle_hash": pa.array([], pa.string())})  # no rows: removed
+                else:
+                    present = pq.read_table(folder / name, columns=["bundle_hash"], partitioning=None).column(
+                        "bundle_hash"
+                    )
+                    if not pc.any(pc.is_in(present, wanted)).as_py():
+                        continue
+                    rows = pq.read_table(folder / name, partitioning=None)
+                    rows = rows.filter(pc.invert(pc.is_in(rows.column("bundle_hash"), wanted)))
+                tally.write(root, table, rows, cluster, day, stem)
+                changed += 1
+    return changed
