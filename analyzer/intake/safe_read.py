@@ -117,7 +117,7 @@ class DecodedStream(io.RawIOBase):
         raw.seek(start)
         self.compression = compression_of(head)
         self._raw, self._start, self._limits = raw, start, limits
-        self._inner: io.BufferedIOBase
+        self._inner: io.BufferedIOBase | io.RawIOBase
         if self.compression == "gz":
             self._inner = Gunzip(raw)
         elif self.compression == "xz":
