@@ -128,6 +128,7 @@ class Discovery:
     _seen: dict[Path, str] = field(default_factory=dict)  # resolved path -> display of first visit
     _tars_by_size: dict[int, list[tuple[Path, str]]] = field(default_factory=dict)
     _digests: dict[Path, str] = field(default_factory=dict)
+    _peeks: dict[Path, TarPeek] = field(default_factory=dict)  # made ahead by _read_ahead
     _checked: set[Path] = field(default_factory=set)  # tarballs whose .sha256 was looked for
     #: loose files and folders not searched, of the input being walked: unread inputs of their own,
     #: or, when the input holds no bundle at all, counted in the one entry that names the input
@@ -264,6 +265,7 @@ def _discover_dir(at: _At) -> None:
         return
     if folder is None and any(_is_extra(child) for child in children):
         folder = _folder(found, display)  # it holds extra/: a cluster folder, with all below it
+    _read_ahead([c for c in children if is_tarball(c) and not c.is_symlink()], found)
     for child in children:
         child_display = _join(display, child.name)
         if _is_extra(child):
@@ -281,7 +283,7 @@ def _discover_tarball(at: _At) -> None:
     _check_checksum(path, display, found, depth)
     if _duplicate_tarball(path, display, found):
         return
-    peek = peek_tar(path)
+    peek = found._peeks.pop(path, None) or peek_tar(path)
     kind = foreign.detect(path) if peek.shape != "node" else None
     if kind is not None:  # a tarball another tool wrote (the EKS log collector's)
         _convert_foreign(kind, path, display, workdir, limits, found, folder, parent, depth)
@@ -305,6 +307,34 @@ def _discover_tarball(at: _At) -> None:
         _discover(dest, f"{display}!", workdir, limits, found, depth + 1, None, None)
     else:
         found.refuse(display, peek.shape)
+
+
+#: tarballs of one folder whose shape and digest are read ahead, by threads (zlib and hashlib work
+#: outside the GIL: a folder of 1,024 node tarballs is discovered in about half the time on 2 cores)
+READ_AHEAD_FROM = 8
+
+
+def _read_ahead(tarballs: list[Path], found: Discovery) -> None:
+    """The shape (peek_tar) of each tarball and the SHA-256 of each that has a ``.sha256`` beside it,
+    made ahead in threads for the walk that follows; its results are the same, taken from here."""
+    if len(tarballs) < READ_AHEAD_FROM:
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    summed = [t for t in tarballs if t.with_name(t.name + ".sha256").is_file()]
+    workers = min(4, os.cpu_count() or 1)
+    with ThreadPoolExecutor(workers) as pool:
+        peeks = pool.map(peek_tar, tarballs)
+        digests = pool.map(_digest_or_none, summed)
+        found._peeks.update(zip(tarballs, peeks, strict=True))
+        found._digests.update((t, d) for t, d in zip(summed, digests, strict=True) if d is not None)
+
+
+def _digest_or_none(path: Path) -> str | None:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None  # said where the walk reads it
 
 
 def _discover_file(at: _At) -> None:

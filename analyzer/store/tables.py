@@ -352,7 +352,7 @@ class BatchWriter:
             select = ", ".join(
                 f'TRY_CAST("{c.name}" AS TIMESTAMP)' if c.type == "ts" else f'"{c.name}"' for c in cols
             )
-            self.con.register("_batch", pa.concat_tables(batches))
+            self.con.register("_batch", pa.concat_tables(batches).combine_chunks())
             # main.: the store's own table, also while the rules of one part see views of that name
             self.con.execute(f'INSERT INTO main."{table}" SELECT {select} FROM _batch').fetchall()
             self.con.unregister("_batch")
