@@ -509,8 +509,9 @@ def detect(text: str) -> int:
 class _Gpu:
     """One GPU block being read: its row, the section stack and what has been printed under it."""
 
-    def __init__(self, row: dict[str, Any], base: int, headerless: bool) -> None:
+    def __init__(self, row: dict[str, Any], base: int, headerless: bool, attributes: LongTable) -> None:
         self.row = row
+        self.attributes = attributes  # the parse's gpu_attribute table
         self.base = base  # indent of the "GPU <bus id>" header (-1 for a headerless excerpt)
         self.headerless = headerless
         self.flat: bool | None = None  # lost indentation (decided on the first line under the header)
@@ -581,15 +582,17 @@ class _Dump:
             if gpu is not None:
                 _close(gpu, self.result, self.raw_lines)
             row = _new_row(no, len(self.gpus), self.header, self.header_lines, host, pci_address(m.group(1)))
-            self._open(_Gpu(row, len(line) - len(line.lstrip(" ")), headerless=False))
+            indent = len(line) - len(line.lstrip(" "))
+            self._open(_Gpu(row, indent, headerless=False, attributes=_attributes(self.result)))
             return
         indent = len(line) - len(line.lstrip(" "))
         kv = _split(stripped)
-        if gpu is not None and kv and kv[0].lower() in _HEADER_KEYS and (gpu.flat or indent <= gpu.base):
+        low = (stripped if kv is None else kv[0]).rstrip().lower()  # the key or section, lower case
+        if gpu is not None and kv and low in _HEADER_KEYS and (gpu.flat or indent <= gpu.base):
             self._new_dump()  # the header of a further dump (concatenated nodes)
         if self.gpu is None and not self._outside(no, line, stripped, indent, kv, host):
             return
-        self._in_gpu(no, indent, stripped, kv, host)
+        self._in_gpu(no, indent, stripped, kv, host, low)
 
     def _new_dump(self) -> None:
         if self.gpu is not None:
@@ -625,11 +628,11 @@ class _Dump:
                 self.result.issue(no, self.raw_lines[no - 1], "not an nvidia-smi -q line (no GPU block open)")
             return False
         row = _new_row(no, len(self.gpus), self.header, self.header_lines, host, None)
-        self._open(_Gpu(row, -1, headerless=True))
+        self._open(_Gpu(row, -1, headerless=True, attributes=_attributes(self.result)))
         return True
 
     def _in_gpu(
-        self, no: int, indent: int, stripped: str, kv: tuple[str, str] | None, host: str | None
+        self, no: int, indent: int, stripped: str, kv: tuple[str, str] | None, host: str | None, low: str
     ) -> None:
         gpu = self.gpu
         assert gpu is not None
@@ -640,7 +643,7 @@ class _Dump:
             indent = gpu.child  # a line that lost its indentation: at least a section of the GPU
         self.gpu = _line(
             gpu, self.result, self.raw_lines, no, indent, stripped, kv, host, self.gpus, self.header,
-            self.header_lines,
+            self.header_lines, low,
         )  # fmt: skip
 
     def finish(self) -> ParseResult:
@@ -674,11 +677,12 @@ def _line(
     gpus: list[_Gpu],
     header: dict[str, str],
     header_lines: dict[str, int],
+    low: str,
 ) -> _Gpu:
-    """Read one line inside a GPU block (or a headerless excerpt); returns the GPU it went to."""
+    """Read one line inside a GPU block (or a headerless excerpt); returns the GPU it went to.  ``low``:
+    the key (or section) in lower case."""
     is_section = kv is None
     name = (stripped if kv is None else kv[0]).rstrip()
-    low = name.lower()
     if gpu.flat:
         _flat_path(gpu, result, raw_lines, low, is_section)
     else:
@@ -695,7 +699,8 @@ def _line(
     if not gpu.stack and gpu.headerless:
         if low in gpu.top_seen:  # the same top-level key again: the next GPU of a grep'd excerpt
             _close(gpu, result, raw_lines)
-            gpu = _Gpu(_new_row(no, len(gpus), header, header_lines, host, None), -1, headerless=True)
+            row = _new_row(no, len(gpus), header, header_lines, host, None)
+            gpu = _Gpu(row, -1, headerless=True, attributes=gpu.attributes)
             gpus.append(gpu)
             result.add("gpu", gpu.row)
         gpu.top_seen.add(low)
@@ -710,7 +715,7 @@ def _line(
     key, value = kv
     if gpu.names is None:  # the section names change only when the stack does
         gpu.names = tuple(s[1] for s in gpu.stack)
-    _apply(gpu, result, gpu.names, key, value, no, raw_lines[no - 1])
+    _apply(gpu, result, gpu.names, key, low, value, no, raw_lines[no - 1])
     gpu.pending = (indent, key)
     return gpu
 
@@ -807,7 +812,14 @@ def _section_keys(sections: tuple[str, ...]) -> tuple[str, tuple[str, ...], str]
 
 
 def _apply(
-    gpu: _Gpu, result: ParseResult, sections: tuple[str, ...], key: str, value: str, no: int, raw: str
+    gpu: _Gpu,
+    result: ParseResult,
+    sections: tuple[str, ...],
+    key: str,
+    low_key: str,
+    value: str,
+    no: int,
+    raw: str,
 ) -> None:
     row = gpu.row
     prefix, low_sections, low_prefix = _section_keys(sections)
@@ -822,12 +834,12 @@ def _apply(
             gpu.active.append(key)  # as printed: 'HW Slowdown', 'SW Power Cap'
     elif top == "ecc errors":
         _ecc(gpu, list(low_sections[1:]), key, value, no)
-    if key.lower() == "persistence mode" and not sections:
+    if low_key == "persistence mode" and not sections:
         row["persistence_line"] = no
     line_col = _LINE_OF_SECTION.get(top)
     if line_col and row[line_col] is None:
         row[line_col] = no
-    target = _COLUMNS.get(low_prefix + key.lower())
+    target = _COLUMNS.get(low_prefix + low_key)
     if target is not None:
         column, conv = target
         if row.get(column) is None or conv == "str":  # first number wins (GPU before Module Power Readings)
@@ -842,7 +854,7 @@ def _apply(
                     no, raw, f"{key}: expected {'Yes/No' if conv == 'bool' else 'a number'}, got {value!r}"
                 )
             row[column] = converted
-            if (also := _ALSO.get(low_prefix + key.lower())) and row[also] is None:
+            if (also := _ALSO.get(low_prefix + low_key)) and row[also] is None:
                 row[also] = converted
             if conv == "str" and converted == value:
                 gpu.verbatim.add(path)
@@ -851,8 +863,8 @@ def _apply(
         elif column == "recovery_action":
             row["recovery_action_line"] = no
     if path not in gpu.verbatim:
-        _keep(gpu.extra, path, value)
-    _attributes(result).add(row["pci"], _section_path(sections), key, value, no)
+        keep_value(gpu.extra, path, value)
+    gpu.attributes.add(row["pci"], _section_path(sections), key, value, no)
 
 
 def _keep(extra: dict[str, Any], path: str, value: str) -> None:
