@@ -1,8 +1,8 @@
 """Read untrusted bundles without ever writing outside a private work directory.
 
 Tarballs are read as one stream, front to back (``tarfile`` mode ``r|`` over :class:`DecodedStream`,
-which decodes gzip, xz and bzip2 itself in bounded steps: never a backward seek, never more decoded in
-one call than was asked for).  The decoded stream stops at the bundle's total cap and at the expansion
+which decodes gzip (:mod:`analyzer.intake.gunzip`), xz and bzip2 itself in bounded steps: never a
+backward seek, never more than a step decoded ahead of what was asked for).  The decoded stream stops at the bundle's total cap and at the expansion
 ratio (decoded bytes over the compressed bytes read, past a floor), wherever it is: in a member being
 read or in one being skipped, so a compression bomb ends in seconds whatever its members declare, and
 the member it stopped in is named.  Members are checked one by one and refused when they have an
@@ -106,7 +106,8 @@ def compression_of(head: bytes) -> str:
 class DecodedStream(io.RawIOBase):
     """The decoded bytes of a file (gzip, xz, bzip2 or none, by its magic bytes; concatenated gzip
     members and xz streams included), read front to back in bounded steps: a read never decodes more
-    than it asks for, and the stream raises :class:`CapReached` once it has decoded more than the
+    than it asks for (gzip: a 256 KiB step at most beyond it, :mod:`analyzer.intake.gunzip`), and the
+    stream raises :class:`CapReached` once it has decoded more than the
     bundle's total cap (with room for headers) or, past ``ratio_floor_bytes``, more than ``max_ratio``
     times the compressed bytes read so far."""
 
