@@ -115,7 +115,7 @@ def load_inputs(
     plan: Plan | None = None,
     part: int | None = None,
     account: bool = True,
-    defer: bool = False,
+    defer: bool | Deferred = False,
 ) -> LoadSummary:
     """Read the inputs into the store: the paths, or (``found``/``plan``/``part``) one part of inputs
     already discovered; ``defer``: hold the long tables back until a rule reads one (``load``)."""

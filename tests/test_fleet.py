@@ -284,3 +284,18 @@ def test_a_bundle_in_two_batches_is_stored_once(cluster: Path, tmp_path: Path) -
     assert {t: d["rows"] for t, d in kept["tables"].items()} == {
         t: d["rows"] for t, d in recount["tables"].items()
     }
+
+
+def test_schema_doc_survives_a_sample_removed(stores: tuple[Path, Path], tmp_path: Path) -> None:
+    """A table's sample file removed before the schema document is brought up to date (the driver
+    emptied a batch file of repeated bundles): another file of the table gives its columns."""
+    import shutil
+
+    from analyzer.fleet.dataset import update_schema_doc
+
+    _, ds = stores
+    copy = tmp_path / "ds"
+    shutil.copytree(ds, copy)
+    kept = json.loads((copy / "_hptriage_schema.json").read_text())
+    doc = update_schema_doc(copy, {"gpu": 0}, {"gpu": str(copy / "gpu" / "gone_0.parquet")})
+    assert doc["tables"]["gpu"] == kept["tables"]["gpu"]

@@ -207,7 +207,10 @@ def update_schema_doc(root: Path, added: dict[str, int], samples: dict[str, str]
     doc = schema_doc(tables if isinstance(tables, dict) else {})
     con = duckdb.connect(":memory:")
     try:
-        for table, sample in sorted(samples.items()):
+        for table in sorted(samples.keys() | {t for t, n in added.items() if n > 0}):
+            sample = _a_file_of(root, table, samples.get(table))
+            if sample is None:
+                continue
             entry = doc["tables"].setdefault(table, table_entry(0, {}))
             query = f"SELECT * FROM read_parquet('{_sql(sample)}', hive_partitioning = true)"
             for name, kind in (r[:2] for r in con.execute(f"DESCRIBE ({query})").fetchall()):
@@ -219,6 +222,14 @@ def update_schema_doc(root: Path, added: dict[str, int], samples: dict[str, str]
             doc["tables"][table]["rows"] = max(0, doc["tables"][table]["rows"] + delta)
     doc["tables"] = {t: doc["tables"][t] for t in sorted(doc["tables"]) if doc["tables"][t]["rows"] > 0}
     return save_schema_doc(root, doc)
+
+
+def _a_file_of(root: Path, table: str, sample: str | None) -> str | None:
+    """The sample file of a table, or, when it is gone (a batch file the driver emptied of repeated
+    bundles), another file of the table."""
+    if sample is not None and Path(sample).is_file():
+        return sample
+    return next((str(p) for p in (root / table).rglob("*_0.parquet")), None)
 
 
 def _sql(text: str) -> str:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from analyzer.intake.bundle import Discovery
     from analyzer.intake.safe_read import Limits
     from analyzer.judge.settings import Settings
+    from analyzer.store.deferred import Deferred
 
 #: The tables read_input returns besides the fact tables.
 BUNDLE, FINDINGS, OUTCOMES, UNREAD = "bundle", "findings", "rule_outcome", "unread"
@@ -94,6 +95,7 @@ def read_inputs(
     from analyzer.intake.safe_read import Limits
     from analyzer.judge.settings import load_settings
     from analyzer.pipeline import discover_inputs, judge, load_inputs, plan_parts, rule_modules
+    from analyzer.store.deferred import Deferred
     from analyzer.store.tables import connect
 
     limits = limits or Limits()
@@ -119,11 +121,14 @@ def read_inputs(
         found.nodes[:] = [replace(n, digest=True) for n in found.nodes]  # digested in the one read
         plan, digest = plan_parts(found, limits, nodes=False)
         con = connect(None)
+        held = Deferred(
+            compress=False
+        )  # the long tables, written out soon: inserted only if a rule reads one
         entries: list[dict[str, Any]] = []
         unread: list[tuple[str, str]] = [(u.path, u.reason) for u in found.unread]
         for n, part in enumerate(plan.parts):
             summary = load_inputs(
-                con, work / f"load-{n}", jobs=1, found=found, plan=plan, part=n, account=n == 0
+                con, work / f"load-{n}", jobs=1, found=found, plan=plan, part=n, account=n == 0, defer=held
             )  # one process: the caller is the pool
             unread += [(u.path, u.reason) for u in summary.unread_inputs if (u.path, u.reason) not in unread]
             for b in summary.bundles:
@@ -136,9 +141,9 @@ def read_inputs(
                                 "bundle_hash": digest.get(e["source"])})  # fmt: skip
         entries = [e for e in entries if e["bundle_hash"]]
         local = [m for m in rule_modules() if m.RULE.node_local]
-        _, outcomes = judge(con, local, settings) if entries else ([], [])
+        _, outcomes = judge(con, local, settings, deferred=held) if entries else ([], [])
         shown = _display(str(folder), given)
-        tables = {t: _named(rows, str(folder), given) for t, rows in _facts(con, entries).items()}
+        tables = {t: _named(rows, str(folder), given) for t, rows in _facts(con, entries, held).items()}
         tables[BUNDLE] = _named(_bundles(con), str(folder), given)
         tables[FINDINGS] = _named(_findings(con), str(folder), given)
         tables[OUTCOMES] = pa.table(
@@ -226,31 +231,43 @@ def stored_bundle_id(bundle_hash: str) -> str:
     return bundle_hash[:12]
 
 
-def _facts(con: duckdb.DuckDBPyConnection, entries: list[dict[str, Any]]) -> dict[str, pa.Table]:
+def _facts(
+    con: duckdb.DuckDBPyConnection, entries: list[dict[str, Any]], held: Deferred
+) -> dict[str, pa.Table]:
     """Every fact table with rows of the bundles read, bundle_hash in front, bundle_id made the
-    content's.  Rows of no bundle (the loader's notes about the inputs as a whole) are left out, as the
-    history store leaves them out."""
+    content's: from the store, or for a long table no rule read, from its batches held back (``held``),
+    typed as the store types them.  Rows of no bundle (the loader's notes about the inputs as a whole)
+    are left out, as the history store leaves them out."""
+    import pyarrow as pa
+
     from analyzer.history.ingest import STORE_TABLES
-    from analyzer.store.tables import all_schemas
+    from analyzer.store.tables import all_schemas, stored_columns
 
     _register(con, entries)
-    held = {t: n for t, n in con.execute(
+    stored = {t: n for t, n in con.execute(
         "SELECT table_name, estimated_size FROM duckdb_tables() WHERE schema_name = 'main'").fetchall()}  # fmt: skip
     columns = dict(con.execute(
         "SELECT table_name, list(column_name ORDER BY column_index) FROM duckdb_columns()"
         " WHERE schema_name = 'main' GROUP BY 1").fetchall())  # fmt: skip
     out: dict[str, pa.Table] = {}
     for table in all_schemas():
-        if table in STORE_TABLES or not held.get(table) or not columns.get(table):
+        batches = held.batches(table)
+        if table in STORE_TABLES or not (stored.get(table) or batches) or not columns.get(table):
             continue  # a table no parser filled for this input (most of them)
         replace = ["m.new_id AS bundle_id"]
         if table == "node" and "source" in columns[table]:
             replace.append("m.source AS source")
+        rows = f'"{table}"'
+        if batches:  # held back: typed here as the store's insert types it
+            con.register("_held", pa.concat_tables(batches))
+            rows = f"(SELECT {stored_columns(table)} FROM _held)"
         got = arrow(
             con,
-            f'SELECT m.bundle_hash, t.* REPLACE ({", ".join(replace)}) FROM "{table}" t'
+            f"SELECT m.bundle_hash, t.* REPLACE ({', '.join(replace)}) FROM {rows} t"
             " JOIN _input_map m USING (bundle_id)",
         )
+        if batches:
+            con.unregister("_held")
         if got.num_rows:
             out[table] = got
     return out

@@ -156,16 +156,17 @@ def load(
     plan: Plan | None = None,
     part: int | None = None,
     account: bool = True,
-    defer: bool = False,
+    defer: bool | Deferred = False,
 ) -> LoadSummary:
     """Discover, read and store every bundle; returns what was loaded and what was not.
 
     Of several snapshots of one cluster only the newest is read.  ``ingest`` passes the discovery and
     plan it made and one ``part`` to read alone; ``account`` False leaves out what belongs to no part
     (inputs not read, duplicates, loose files), which it records once.  ``defer``: the long tables are
-    held back (``summary.deferred``) until a query names one (``analyzer.store.deferred``)."""
+    held back (``summary.deferred``) until a query names one (``analyzer.store.deferred``); a Deferred
+    given holds them (several loads into one store share one)."""
     found = found if found is not None else discover(inputs, workdir, limits)
-    held = Deferred() if defer else None
+    held = defer if isinstance(defer, Deferred) else Deferred() if defer else None
     run = _Load(BatchWriter(con, deferred=held), LoadSummary(deferred=held), found, limits)
     if account:
         run.account_found()

@@ -44,10 +44,12 @@ def deferrable() -> frozenset[str]:
 
 
 class Deferred:
-    """Batches of the long tables, compressed, not yet in the store."""
+    """Batches of the long tables, compressed (``compress`` False: Arrow IPC as it is, for a reader that
+    writes them out soon, as an ingest worker does), not yet in the store."""
 
-    def __init__(self, tables: frozenset[str] | None = None) -> None:
+    def __init__(self, tables: frozenset[str] | None = None, *, compress: bool = True) -> None:
         self.tables = deferrable() if tables is None else tables
+        self.compress = compress
         self.held: dict[str, list[pa.Buffer]] = {}
         self.rows: dict[str, int] = {}
         self._named: re.Pattern[str] | None = None
@@ -56,7 +58,7 @@ class Deferred:
         import pyarrow as pa
 
         sink = pa.BufferOutputStream()
-        options = pa.ipc.IpcWriteOptions(compression=_codec())
+        options = pa.ipc.IpcWriteOptions(compression=_codec() if self.compress else None)
         with pa.ipc.new_stream(sink, batch.schema, options=options) as writer:
             writer.write_table(batch)
         self.held.setdefault(table, []).append(sink.getvalue())
@@ -99,6 +101,12 @@ class Deferred:
             for row in mine.select(["source_file", "first_line", "text"]).to_pylist():
                 out.append((row["source_file"], row["first_line"], row["text"]))
         return out
+
+    def batches(self, table: str) -> list[pa.Table]:
+        """The held batches of one table, as Arrow (the table stays held)."""
+        import pyarrow as pa
+
+        return [pa.ipc.open_stream(buffer).read_all() for buffer in self.held.get(table, [])]
 
     def insert_all(self, con: duckdb.DuckDBPyConnection) -> None:
         for table in sorted(self.held):
