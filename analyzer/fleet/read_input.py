@@ -143,7 +143,12 @@ def read_inputs(
         local = [m for m in rule_modules() if m.RULE.node_local]
         _, outcomes = judge(con, local, settings, deferred=held) if entries else ([], [])
         shown = _display(str(folder), given)
-        tables = {t: _named(rows, str(folder), given) for t, rows in _facts(con, entries, held).items()}
+        # the long tables and whole files hold the files' own text and names inside the bundle: no
+        # scratch path to write back (scanning them would cost a third of the worker's renaming)
+        tables = {
+            t: rows if t in held.tables else _named(rows, str(folder), given)
+            for t, rows in _facts(con, entries, held).items()
+        }
         tables[BUNDLE] = _named(_bundles(con), str(folder), given)
         tables[FINDINGS] = _named(_findings(con), str(folder), given)
         tables[OUTCOMES] = pa.table(
