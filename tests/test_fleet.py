@@ -299,3 +299,34 @@ def test_schema_doc_survives_a_sample_removed(stores: tuple[Path, Path], tmp_pat
     kept = json.loads((copy / "_hptriage_schema.json").read_text())
     doc = update_schema_doc(copy, {"gpu": 0}, {"gpu": str(copy / "gpu" / "gone_0.parquet")})
     assert doc["tables"]["gpu"] == kept["tables"]["gpu"]
+
+
+def test_a_run_stopped_half_way_leaves_no_repeats(cluster: Path, tmp_path: Path) -> None:
+    """Fact files a run wrote before it stopped (no snapshot stored, so no bundle known) and a run
+    again with other batches: each bundle's rows once."""
+    import os
+
+    from analyzer.fleet.inputs import list_inputs
+    from analyzer.fleet.worker import Task, run_tasks
+
+    alone = tmp_path / "alone"
+    assert run("ingest", str(cluster), "--parquet", str(alone), "-q", "--jobs", "1").exit_code == 0
+    once = fact_rows(alone)
+    stopped = tmp_path / "stopped"
+    assert run("ingest", str(cluster), "--parquet", str(stopped), "-q", "--jobs", "2").exit_code == 0
+    for path in stopped.rglob("*.parquet"):  # only the workers' fact files stay, as after a stop
+        if path.parent.parent.parent.name in (
+            "bundle",
+            "snapshot",
+            "snapshot_bundle",
+            "findings",
+            "rule_outcome",
+        ):
+            path.unlink()
+    items = list_inputs([cluster]).items
+    tasks = [
+        Task(i.path, os.path.abspath(i.path), i.is_dir, i.checksum, i.place()) for i in items if not i.is_dir
+    ]
+    run_tasks(tasks[:5], str(stopped))  # a batch of five written again, unlike any batch before
+    assert run("ingest", str(cluster), "--parquet", str(stopped), "-q", "--jobs", "1").exit_code == 0
+    assert fact_rows(stopped) == once

@@ -4,9 +4,12 @@ Workers write a batch's facts into files named by the batch (:class:`analyzer.fl
 A bundle can reach two batches of one run (the same content in two folders), and a bundle read again
 in a later run is written again, into a file of its new batch.  Before the snapshots are judged, the
 driver settles both: a bundle's rows stay in the first batch of this run that wrote them; they are
-taken out of the later batches of this run and out of the files earlier runs wrote in the partitions it
-lies in (a file of that bundle alone is removed, a batch file is written again without it).  A run's
-new rows replace the old ones, as a file named by one bundle's hash was replaced before batches.
+taken out of the later batches of this run and out of every file an earlier run wrote in the partitions
+it lies in (a file of that bundle alone is removed, a batch file is written again without it): a
+bundle stored before, and one a run that stopped half way wrote without storing its snapshot.  A run's
+new rows replace the old ones, as a file named by one bundle's hash was replaced before batches.  The
+cost is a look at the bundle hashes of the earlier files in the partitions this run wrote (none for a
+new day).
 """
 
 from __future__ import annotations
@@ -36,10 +39,9 @@ def settle_repeats(root: Path, written: list[Written], known: dict[str, Place], 
             owner.setdefault(h, w.stem)
         if twice:
             changed += _drop(root, {(w.cluster, w.day)}, twice, tally, only={w.stem})
-    again = {h for h in owner if h in known}
-    if again:
-        places = {known[h] for h in again} | {(w.cluster, w.day) for w in written if again & set(w.hashes)}
-        changed += _drop(root, places, again, tally, skip=fresh)
+    if owner:  # stored before (known), or left by a run that stopped half way
+        places = {(w.cluster, w.day) for w in written} | {known[h] for h in owner if h in known}
+        changed += _drop(root, places, set(owner), tally, skip=fresh)
     return changed
 
 
