@@ -39,10 +39,12 @@ def _cluster(root: Path, name: str = "p5") -> Path:
     return root
 
 
-def _judge(root: Path, work: Path, defer: bool) -> tuple[list[dict[str, object]], Deferred | None, object]:
+def _judge(
+    root: Path, work: Path, defer: bool, jobs: int = 1
+) -> tuple[list[dict[str, object]], Deferred | None, object]:
     con = connect(None)
     work.mkdir()
-    summary = load(con, [root], work, Limits(), jobs=1, defer=defer)
+    summary = load(con, [root], work, Limits(), jobs=jobs, defer=defer)
     findings, _ = run_rules(con, load_rules(), load_settings(), summary.deferred)
     return [f.as_dict() for f in findings], summary.deferred, con
 
@@ -73,6 +75,18 @@ def test_held_back_tables_give_the_findings_of_stored_ones(tmp_path: Path) -> No
     deferred.insert_all(con)
     (fi,) = con.execute("SELECT count(*) FROM provider_attribute").fetchall()[0]  # type: ignore[attr-defined]
     assert fi == deferred.rows["provider_attribute"] and not deferred.held
+
+
+def test_tables_packed_by_the_workers_give_the_same_findings(tmp_path: Path) -> None:
+    """With a pool, the workers pack the held tables (store.packed) and the parent keeps the bytes: the
+    same findings and evidence as stored tables, the same rows held."""
+    root = _cluster(tmp_path / "c")
+    stored, _, _ = _judge(root, tmp_path / "w1", defer=False)
+    inline, by_parent, _ = _judge(root, tmp_path / "w2", defer=True)
+    pooled, by_workers, _ = _judge(root, tmp_path / "w3", defer=True, jobs=2)
+    assert pooled == inline == stored
+    assert by_parent is not None and by_workers is not None
+    assert by_workers.rows == by_parent.rows and "source_text" in by_workers.held
 
 
 def test_a_query_naming_a_held_table_inserts_it_first(tmp_path: Path) -> None:

@@ -64,6 +64,7 @@ from analyzer.intake.read_node import NodeData, bundle_id_for, read_extra, read_
 from analyzer.intake.records import UnreadInput
 from analyzer.intake.safe_read import Limits
 from analyzer.store.deferred import Deferred
+from analyzer.store.packed import Packed
 from analyzer.store.tables import CORE_TABLES, BatchWriter, keep_pandas_out, release_memory
 
 if TYPE_CHECKING:
@@ -177,7 +178,9 @@ def load(
     if part is None:
         run.summary.not_judged = _not_judged(plan)
     sources, extras = run.scope(plan, chosen)
-    for chunk in _read_all(sources, extras, limits, jobs):
+    # a compressed holder's tables are packed by the workers (inline, here: as they are added)
+    packed = held.tables if held is not None and held.compress else frozenset()
+    for chunk in _read_all(sources, extras, limits, jobs, packed):
         run.take(chunk, progress, len(sources))
     run.checksums(plan, chosen, account)
     run.input_issues(account)
@@ -613,9 +616,13 @@ class Chunk:
 Task = tuple[str, Any]
 
 
-def read_chunk(task: Task, limits: Limits) -> Chunk:
-    """Run one task in a worker: ("nodes", [NodeSource, ...]) or ("extra", (ExtraSource, part, parts))."""
+def read_chunk(task: Task, limits: Limits, held: frozenset[str] = frozenset()) -> Chunk:
+    """Run one task in a worker: ("nodes", [NodeSource, ...]) or ("extra", (ExtraSource, part, parts));
+    the tables in ``held`` are packed as the load's Deferred keeps them (compressed here, in parallel,
+    and sent as a few bytes instead of their rows)."""
     import pyarrow as pa
+
+    from analyzer.store.packed import pack
 
     release_memory()  # what the worker's previous task left in its heap (its rows are sent by now)
 
@@ -631,7 +638,11 @@ def read_chunk(task: Task, limits: Limits) -> Chunk:
         for table, batch in data.arrow.items():
             tables.setdefault(table, []).append(batch)
         data.arrow = {}
-    merged = {t: pa.concat_tables(b).combine_chunks() if len(b) > 1 else b[0] for t, b in tables.items()}
+    merged: dict[str, Any] = {
+        t: pa.concat_tables(b).combine_chunks() if len(b) > 1 else b[0] for t, b in tables.items()
+    }
+    for table in held & merged.keys():
+        merged[table] = pack(merged[table])
     return Chunk(items, merged)
 
 
@@ -655,10 +666,12 @@ def _cluster_id(extra: ExtraSource) -> str:
 
 
 def _without(batch: Any, bundle_ids: list[str]) -> Any:
-    """The rows of a merged batch that do not belong to the given bundles."""
+    """The rows of a merged batch (or a packed one) that do not belong to the given bundles."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if isinstance(batch, Packed):
+        batch = batch.table()
     keep = pc.invert(pc.is_in(batch.column("bundle_id"), value_set=pa.array(bundle_ids, pa.string())))
     return batch.filter(keep)
 
@@ -679,7 +692,11 @@ def _tasks(nodes: list[NodeSource], extras: list[ExtraSource], workers: int) -> 
 
 
 def _read_all(
-    nodes: list[NodeSource], extras: list[ExtraSource], limits: Limits, jobs: int | None
+    nodes: list[NodeSource],
+    extras: list[ExtraSource],
+    limits: Limits,
+    jobs: int | None,
+    packed: frozenset[str] = frozenset(),
 ) -> Iterator[Chunk]:
     workers = jobs or min(os.cpu_count() or 1, 8)
     if len(nodes) < INLINE_BELOW or workers <= 1:
@@ -701,7 +718,7 @@ def _read_all(
             queue = iter(enumerate(tasks))
             in_flight: dict[Future[Chunk], int] = {}
             for i, task in queue:
-                in_flight[pool.submit(read_chunk, task, limits)] = i
+                in_flight[pool.submit(read_chunk, task, limits, packed)] = i
                 if len(in_flight) >= workers * 2:
                     break
             while in_flight:
@@ -713,7 +730,7 @@ def _read_all(
                     yield chunk
                     nxt = next(queue, None)
                     if nxt is not None:
-                        in_flight[pool.submit(read_chunk, nxt[1], limits)] = nxt[0]
+                        in_flight[pool.submit(read_chunk, nxt[1], limits, packed)] = nxt[0]
     except BrokenProcessPool:
         # A worker died (killed, out of memory): read what is left here rather than lose it.
         for i, task in enumerate(tasks):

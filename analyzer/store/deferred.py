@@ -17,6 +17,8 @@ import functools
 import re
 from typing import TYPE_CHECKING
 
+from analyzer.store.packed import Packed, pack
+
 if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
@@ -54,15 +56,10 @@ class Deferred:
         self.rows: dict[str, int] = {}
         self._named: re.Pattern[str] | None = None
 
-    def add(self, table: str, batch: pa.Table) -> None:
-        import pyarrow as pa
-
-        sink = pa.BufferOutputStream()
-        options = pa.ipc.IpcWriteOptions(compression=_codec() if self.compress else None)
-        with pa.ipc.new_stream(sink, batch.schema, options=options) as writer:
-            writer.write_table(batch)
-        self.held.setdefault(table, []).append(sink.getvalue())
-        self.rows[table] = self.rows.get(table, 0) + batch.num_rows
+    def add(self, table: str, batch: pa.Table | Packed) -> None:
+        packed = batch if isinstance(batch, Packed) else pack(batch, self.compress)
+        self.held.setdefault(table, []).append(packed.buffer)
+        self.rows[table] = self.rows.get(table, 0) + packed.num_rows
 
     def held_bytes(self) -> int:
         return sum(b.size for buffers in self.held.values() for b in buffers)
@@ -111,9 +108,3 @@ class Deferred:
     def insert_all(self, con: duckdb.DuckDBPyConnection) -> None:
         for table in sorted(self.held):
             self.insert(con, table)
-
-
-def _codec() -> str | None:
-    import pyarrow as pa
-
-    return next((c for c in ("zstd", "lz4") if pa.Codec.is_available(c)), None)

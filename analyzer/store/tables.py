@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
+    from analyzer.store.packed import Packed
+
 _SQL_TYPES = {"str": "VARCHAR", "int": "BIGINT", "float": "DOUBLE", "bool": "BOOLEAN", "ts": "TIMESTAMP"}
 
 
@@ -307,7 +309,7 @@ class HeldBack(Protocol):
 
     tables: frozenset[str]
 
-    def add(self, table: str, batch: pa.Table) -> None: ...
+    def add(self, table: str, batch: pa.Table | Packed) -> None: ...
 
 
 def stored_columns(table: str) -> str:
@@ -344,12 +346,16 @@ class BatchWriter:
         if table in self.schemas and rows:
             self.add_arrow(table, to_arrow(table, bundle_id, node, rows))
 
-    def add_arrow(self, table: str, batch: pa.Table) -> None:
+    def add_arrow(self, table: str, batch: pa.Table | Packed) -> None:
         if table not in self.schemas or batch.num_rows == 0:
             return
         if self.deferred is not None and table in self.deferred.tables:
             self.deferred.add(table, batch)
             return
+        from analyzer.store.packed import Packed
+
+        if isinstance(batch, Packed):  # packed for a holder this writer does not have
+            batch = batch.table()
         self.pending.setdefault(table, []).append(batch)
         self.count += batch.num_rows
         if self.count >= self.batch_rows:
