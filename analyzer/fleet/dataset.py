@@ -13,6 +13,7 @@ connection whose views are the store's tables, for ``history``, ``diff`` and ``s
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,8 +79,21 @@ class Tally:
 
 def file_of(root: Path, table: str, cluster: str, date: str, stem: str) -> Path:
     """The file write_rows writes."""
-    folder = root / table / f"cluster={partition_value(cluster or 'unknown')}" / f"collection_date={date}"
-    return folder / f"{_file_safe(stem)}_0.parquet"
+    return partition_dir(root, table, cluster, date) / f"{_file_safe(stem)}_0.parquet"
+
+
+def partition_dir(root: Path, table: str, cluster: str, date: str) -> Path:
+    """The folder of one table's rows of one cluster and collection day."""
+    return root / table / f"cluster={partition_value(cluster or 'unknown')}" / f"collection_date={date}"
+
+
+def partition_files(root: Path, table: str, cluster: str, date: str) -> list[Path]:
+    """The files write_rows wrote in one partition, by name (none when the folder is missing)."""
+    folder = partition_dir(root, table, cluster, date)
+    try:
+        return [folder / n for n in sorted(os.listdir(folder)) if n.endswith("_0.parquet")]
+    except FileNotFoundError:
+        return []
 
 
 def partition_value(value: str) -> str:

@@ -14,12 +14,11 @@ new day).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.fleet.dataset import Tally, partition_value
+from analyzer.fleet.dataset import Tally, partition_files
 
 if TYPE_CHECKING:
     from analyzer.fleet.worker import Written
@@ -67,24 +66,19 @@ def _drop(
     changed = 0
     for table in sorted(p.name for p in root.iterdir() if p.is_dir() and p.name not in STORE_TABLES):
         for cluster, day in sorted(places):
-            folder = root / table / f"cluster={partition_value(cluster)}" / f"collection_date={day}"
-            try:
-                names = sorted(n for n in os.listdir(folder) if n.endswith("_0.parquet"))
-            except FileNotFoundError:
-                continue
-            for name in names:
-                stem = name.removesuffix("_0.parquet")
+            for path in partition_files(root, table, cluster, day):
+                stem = path.name.removesuffix("_0.parquet")
                 if (only is not None and stem not in only) or (cluster, day, stem) in skip:
                     continue
                 if stem in hashes:  # the file of that one bundle (as files were named before batches)
                     rows = pa.table({"bundle_hash": pa.array([], pa.string())})  # no rows: removed
                 else:
-                    present = pq.read_table(folder / name, columns=["bundle_hash"], partitioning=None).column(
+                    present = pq.read_table(path, columns=["bundle_hash"], partitioning=None).column(
                         "bundle_hash"
                     )
                     if not pc.any(pc.is_in(present, wanted)).as_py():
                         continue
-                    rows = pq.read_table(folder / name, partitioning=None)
+                    rows = pq.read_table(path, partitioning=None)
                     rows = rows.filter(pc.invert(pc.is_in(rows.column("bundle_hash"), wanted)))
                 tally.write(root, table, rows, cluster, day, stem)
                 changed += 1

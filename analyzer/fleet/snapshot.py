@@ -7,9 +7,7 @@ there keeps its first snapshot.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -18,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analyzer import __version__
-from analyzer.fleet.dataset import Tally, partition_value
+from analyzer.fleet.dataset import Tally, partition_files
 from analyzer.fleet.read_input import (
     BUNDLE,
     FINDINGS,
@@ -27,6 +25,7 @@ from analyzer.fleet.read_input import (
     stored_bundle_id,
 )
 from analyzer.fleet.worker import HELD, WRITTEN, Written, concat_tables
+from analyzer.history.ingest import contents_id
 
 if TYPE_CHECKING:
     import duckdb
@@ -190,7 +189,7 @@ class _Part:
     @property
     def snapshot_id(self) -> str:
         """A snapshot is the set of bundle contents ingested together (as the history store names it)."""
-        return hashlib.sha256("\n".join(self.hashes).encode()).hexdigest()[:16]
+        return contents_id(self.hashes)
 
     @property
     def collected_at(self) -> datetime | None:
@@ -395,13 +394,7 @@ def _load_facts(con: duckdb.DuckDBPyConnection, root: Path, places: dict[str, tu
     for table in all_schemas():
         if table in STORE_TABLES or not (root / table).is_dir():
             continue
-        files = []
-        for cluster, day in partitions:
-            folder = root / table / f"cluster={partition_value(cluster)}" / f"collection_date={day}"
-            try:
-                files += [str(folder / n) for n in sorted(os.listdir(folder)) if n.endswith("_0.parquet")]
-            except FileNotFoundError:
-                continue
+        files = [str(f) for cluster, day in partitions for f in partition_files(root, table, cluster, day)]
         if not files:
             continue
         have = {r[0] for r in con.execute(

@@ -70,9 +70,9 @@ def batch_stem(hashes: list[str]) -> str:
     """
     if len(hashes) == 1:
         return hashes[0]
-    import hashlib
+    from analyzer.history.ingest import contents_id
 
-    return "batch-" + hashlib.sha256("\n".join(sorted(hashes)).encode()).hexdigest()[:32]
+    return "batch-" + contents_id(hashes, 32)
 
 
 def run_task(task: Task, root: str, settings: Settings | None = None) -> dict[str, Any]:

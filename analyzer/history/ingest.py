@@ -22,6 +22,7 @@ import hashlib
 import json
 import shutil
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -357,7 +358,17 @@ def _copy_facts(con: duckdb.DuckDBPyConnection) -> None:
 
 def _snapshot_id(hashes: set[str | None]) -> str:
     """A snapshot is the set of bundle contents ingested together."""
-    return hashlib.sha256("\n".join(sorted(h for h in hashes if h)).encode()).hexdigest()[:16]
+    return contents_id(h for h in hashes if h)
+
+
+def contents_id(hashes: Iterable[str], length: int = 16) -> str:
+    """The id of a set of bundle contents (a snapshot's; a batch's fact files): a hash of their
+    hashes, in any order.
+
+    >>> contents_id(["b", "a"]) == contents_id(["a", "b"]), len(contents_id(["a"], 32))
+    (True, 32)
+    """
+    return hashlib.sha256("\n".join(sorted(set(hashes))).encode()).hexdigest()[:length]
 
 
 def _sql_path(path: Path) -> str:
