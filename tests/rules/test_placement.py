@@ -135,3 +135,18 @@ def test_placement_mixed_types(tmp_path: Path) -> None:
         "p5.48xlarge": ["n2"],
     }
     assert f.evidence[0].line == 4  # beta.kubernetes.io/instance-type label
+
+
+def test_one_placed_node_is_compared_with_nothing(tmp_path: Path) -> None:
+    """A bundle holding only meta.env (the collector's IMDS facts): its zone and type are read, but one
+    node is no node set: multi_az, mixed_types and multi_pg are not examined (too few peers), never a
+    pass; with a second node placed they judge again."""
+    root = tmp_path / "one"
+    write_node(root, "n1", {}, meta=_imds(1, placement_group="train-pg"))
+    res = analyze(root)
+    for rule in ("placement.multi_az", "placement.mixed_types", "placement.multi_pg"):
+        assert res.outcome(rule) == "skipped", rule
+        assert res.outcomes[rule].reason.startswith("too few peers: 1 of 2 nodes"), res.outcomes[rule].reason
+    write_node(root, "n2", {}, meta=_imds(2, placement_group="train-pg"))
+    again = analyze(root)
+    assert [again.outcome(r) for r in ("placement.multi_az", "placement.mixed_types")] == ["pass", "pass"]

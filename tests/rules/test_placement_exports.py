@@ -20,7 +20,7 @@ from typing import Any
 
 from analyzer.intake.load import load
 from analyzer.intake.safe_read import Limits
-from analyzer.judge.engine import Context, line_texts
+from analyzer.judge.engine import Context, NotExamined, line_texts
 from analyzer.judge.findings import Finding
 from analyzer.judge.rules.placement import mixed_types, multi_az, multi_pg, no_pg, spread
 from analyzer.store.tables import connect
@@ -60,7 +60,13 @@ def judge(root: Path) -> tuple[dict[str, list[Finding]], Any]:
     work.mkdir()
     load(con, [root], work, Limits(), jobs=1)
     ctx = Context(con)
-    return {m.RULE.id: list(m.check(ctx)) for m in RULES}, con
+    found: dict[str, list[Finding]] = {}
+    for m in RULES:
+        try:
+            found[m.RULE.id] = list(m.check(ctx))
+        except NotExamined:  # as the engine takes it: the rule is not examined (too few placed nodes)
+            found[m.RULE.id] = []
+    return found, con
 
 
 def line_text(con: Any, file: str, line: int | None) -> str:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.judge.engine import Context, RuleInfo
+from analyzer.judge.engine import Context, RuleInfo, TooFewPeers, too_few_peers
 from analyzer.judge.findings import Evidence, Finding, Severity
 from analyzer.judge.hosts import HostIndex, instance_id
 
@@ -43,6 +43,8 @@ META_ALIASES = ("ip", "local_ipv4", "local_hostname")
 #: sources that state the placement group outright: no GroupName there means no group
 _GROUP_SOURCES = ("imds", "ec2-topology")
 IGNORED_SHOWN = 10
+#: placed nodes a comparison of their placement needs (zones, types, groups across the node set)
+MIN_PLACED = 2
 
 
 @dataclass
@@ -274,12 +276,16 @@ def too_many_groups(
 
     ``what`` opens the message, with ``{n}`` for the number of groups: "nodes span {n} placement groups".
     ``examined`` tells the nodes the rule could judge (default: those with a value for ``key``); the
-    others are named as not examined.
+    others are named as not examined.  A comparison of fewer than two placed nodes is not made: the rule
+    is not examined (:class:`TooFewPeers`), as one node's zone or type is in no way "one of many".
     """
     found = read(ctx)
     groups = group_by(found.nodes, key)
     judged = examined or (lambda p: bool(p.get(key)))
-    ctx.saw(p.node for p in found.nodes if judged(p))  # placed by an export, too
+    placed = [p.node for p in found.nodes if judged(p)]
+    if len(placed) < MIN_PLACED:
+        raise TooFewPeers(too_few_peers(len(placed), MIN_PLACED, f"nodes with {key}"))
+    ctx.saw(placed)  # placed by an export, too
     if len(groups) > ctx.threshold(rule, limit):
         missing = [p.node for p in found.nodes if not judged(p)]
         message = f"{what.format(n=len(groups))}: {describe(groups)}"
